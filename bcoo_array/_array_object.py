@@ -1,0 +1,567 @@
+"""The BCOOArray class: buffers, static metadata, pytree registration and the
+Python operator protocol.
+
+Operators delegate to the namespace functions of the standard's chapters
+(:mod:`._elementwise_functions`, :mod:`._linear_algebra_functions`, ...), so
+``A + B`` and ``bcoo_array.add(A, B)`` run the same code.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dtypes
+from ._layout import (
+    check_buffers,
+    check_index_values,
+    fill_from_key,
+    fill_key,
+    fill_scalar,
+    index_dtype_for,
+    is_concrete,
+    normalize_shape,
+    prod,
+    same_value_np,
+)
+from ._version import API_VERSION
+
+#: Environment variable that lets ``numpy.asarray(A)`` densify a BCOOArray.
+AUTO_DENSIFY_ENV = "BCOO_ARRAY_AUTO_DENSIFY"
+
+
+@jax.tree_util.register_pytree_node_class
+class BCOOArray:
+    """A sparse array in batched coordinate (BCOO) layout with a fill value.
+
+    An array of shape ``(*batch, *sparse, *dense)`` (``n_batch`` batch,
+    ``n_sparse`` sparse and ``n_dense`` dense dimensions) stores ``nse``
+    entries per batch element in two JAX buffers:
+
+    * ``data``: shape ``(*batch, nse, *dense)``, the array's dtype;
+    * ``indices``: shape ``(*batch, nse, n_sparse)``, int32 (int64 when a
+      dimension exceeds 2**31 - 1).
+
+    Every position that is not stored holds ``fill_value`` (0 by default, as
+    in pydata-sparse). Entries stored twice hold the sum of their data
+    (logical or for bool). An index equal to its dimension's size marks
+    padding, ignored everywhere (as in :mod:`jax.experimental.sparse`).
+
+    Parameters
+    ----------
+    arg : tuple
+        Either ``(data, indices)`` in JAX's form, ``indices`` an integer
+        array of shape ``(*batch, nse, n_sparse)``; or ``(data, (i0, i1, ...))``
+        in scipy's ``coo_array`` form, one 1-D index array per dimension.
+    shape : tuple of int, optional
+        Required for JAX's form; inferred (largest index + 1) for scipy's.
+    fill_value : scalar, optional
+        The value of unstored entries, cast exactly to ``dtype`` (default 0).
+    dtype : dtype, optional
+        Cast ``data`` to this dtype (default: ``data``'s dtype).
+    indices_sorted, unique_indices : bool, optional
+        Promise that indices are sorted / free of duplicates (not checked).
+    copy : bool, optional
+        Copy the buffers (JAX buffers are immutable, so this only matters for
+        NumPy input, which is always copied to the device).
+
+    Raises
+    ------
+    TypeError
+        If ``arg`` has another form or the indices are not integers.
+    ValueError
+        If shapes disagree, an index is out of range (the message names the
+        axis, the index and the bound) or a 64-bit dtype is asked for with
+        x64 off.
+
+    Notes
+    -----
+    The layout follows :class:`jax.experimental.sparse.BCOO`; the fill value
+    follows ``sparse.COO`` of pydata-sparse. The class is a pytree: ``data``
+    and ``indices`` are its leaves and everything else is static, so
+    ``jax.jit``, ``jax.grad`` (with respect to ``data``) and ``jax.vmap``
+    (over leading batch dimensions) work.
+    """
+
+    __slots__ = ("data", "indices", "shape", "n_batch", "n_dense", "indices_sorted", "unique_indices", "_fill")
+    __array_priority__ = 100
+
+    def __init__(
+        self,
+        arg,
+        *,
+        shape=None,
+        fill_value=0,
+        dtype=None,
+        indices_sorted: bool = False,
+        unique_indices: bool = False,
+        copy: bool | None = None,
+    ):
+        if not (isinstance(arg, tuple) and len(arg) == 2):
+            raise TypeError(
+                "BCOOArray(arg) takes (data, indices) or (data, (row, col, ...)); "
+                "to convert an array use bcoo_array.asarray or BCOOArray.fromdense"
+            )
+        data, idx = arg
+        if dtype is not None:
+            dtype = _dtypes.canonicalize_dtype(dtype)
+        data = _as_jax(data, dtype, "data")
+        if isinstance(idx, (tuple, list)):
+            cols = [np.asarray(c) if is_concrete(c) else c for c in idx]
+            if any(getattr(c, "ndim", 1) != 1 for c in cols):
+                raise ValueError("in the (data, (i0, i1, ...)) form every index array must be 1-D")
+            if shape is None:
+                if not all(is_concrete(c) for c in cols):
+                    raise ValueError("shape= is required when the index arrays are traced")
+                shape = tuple(int(c.max()) + 1 if c.size else 0 for c in cols)
+            shape = normalize_shape(shape)
+            if len(cols) != len(shape):
+                raise ValueError(f"got {len(cols)} index arrays for a {len(shape)}-d shape {shape}")
+            for k, c in enumerate(cols):
+                if is_concrete(c) and np.asarray(c).dtype.kind not in "iu":
+                    raise TypeError(f"index array {k} has dtype {np.asarray(c).dtype}; indices must be integers")
+            check_index_values(_stack_np(cols, len(shape)), shape, 0) if all(is_concrete(c) for c in cols) else None
+            idt = index_dtype_for(shape)
+            indices = jnp.stack([jnp.asarray(c, idt) for c in cols], axis=1) if cols else jnp.zeros((data.shape[0], 0), idt)
+            n_batch = 0
+        else:
+            if shape is None:
+                raise ValueError("shape= is required in the (data, indices) form")
+            shape = normalize_shape(shape)
+            if is_concrete(idx):
+                idx_np = np.asarray(idx)
+                if idx_np.dtype.kind not in "iu":
+                    raise TypeError(f"indices has dtype {idx_np.dtype}; indices must be integers")
+                if idx_np.ndim < 2:
+                    raise ValueError(f"indices must have shape (*batch, nse, n_sparse); got {idx_np.shape}")
+                n_batch = idx_np.ndim - 2
+                check_index_values(idx_np, shape, n_batch)
+                idt = index_dtype_for(shape[n_batch: n_batch + idx_np.shape[-1]])
+                indices = jnp.asarray(idx_np.astype(idt, copy=False))
+            else:
+                indices = idx
+                n_batch = indices.ndim - 2
+        n_dense = data.ndim - 1 - n_batch
+        check_buffers(data, indices, shape, n_batch, n_dense)
+        self._set(data, indices, shape, n_batch, n_dense, fill_scalar(fill_value, data.dtype),
+                  indices_sorted, unique_indices)
+
+    # -- construction without checks -------------------------------------------------
+
+    def _set(self, data, indices, shape, n_batch, n_dense, fill, indices_sorted, unique_indices):
+        self.data = data
+        self.indices = indices
+        self.shape = tuple(shape)
+        self.n_batch = n_batch
+        self.n_dense = n_dense
+        self._fill = fill
+        self.indices_sorted = bool(indices_sorted)
+        self.unique_indices = bool(unique_indices)
+
+    @classmethod
+    def _from_buffers(cls, data, indices, shape, *, n_batch, n_dense, fill_value,
+                      indices_sorted=False, unique_indices=False) -> "BCOOArray":
+        """Wrap buffers without validation (internal: the caller guarantees the layout)."""
+        obj = object.__new__(cls)
+        fill = fill_value if isinstance(fill_value, np.generic) and fill_value.dtype == data.dtype \
+            else fill_scalar(fill_value, data.dtype)
+        obj._set(data, indices, shape, n_batch, n_dense, fill, indices_sorted, unique_indices)
+        return obj
+
+    @classmethod
+    def fromdense(cls, x, *, nse: int | None = None, n_batch: int = 0, n_dense: int = 0,
+                  fill_value=0, index_dtype=None) -> "BCOOArray":
+        """Store the entries of a dense array that differ from ``fill_value``.
+
+        Parameters
+        ----------
+        x : array_like
+            Dense input of shape ``(*batch, *sparse, *dense)``.
+        nse : int, optional
+            Number of stored entries per batch element. Defaults to the largest
+            count of entries differing from ``fill_value`` (needs concrete ``x``);
+            a larger value pads.
+        n_batch, n_dense : int
+            Number of leading batch and trailing dense dimensions.
+        fill_value : scalar
+            Value of the unstored entries. Comparison is bit-exact: NaN matches
+            NaN and ``-0.0`` is stored when the fill is ``0.0``.
+        index_dtype : dtype, optional
+            int32 or int64; chosen from the shape by default.
+
+        Returns
+        -------
+        BCOOArray
+            Canonical (sorted, unique) array of ``x``'s shape and dtype.
+
+        Raises
+        ------
+        ValueError
+            If ``nse`` is missing under ``jit`` or too small, or the layout does
+            not fit ``x.ndim``.
+        """
+        from ._kernels.fromdense import fromdense as _fromdense
+
+        x = _as_jax(x, None, "x")
+        shape = tuple(x.shape)
+        if not (0 <= n_batch and 0 <= n_dense and n_batch + n_dense <= len(shape)):
+            raise ValueError(f"n_batch={n_batch}, n_dense={n_dense} do not fit a {len(shape)}-d array")
+        fill = fill_scalar(fill_value, x.dtype)
+        idt = np.dtype(index_dtype) if index_dtype is not None else index_dtype_for(shape[n_batch: len(shape) - n_dense])
+        data, indices = _fromdense(x, shape, n_batch, n_dense, fill, nse, idt)
+        return cls._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=n_dense, fill_value=fill,
+                                 indices_sorted=True, unique_indices=True)
+
+    # -- pytree ------------------------------------------------------------------------
+
+    def tree_flatten(self):
+        aux = (self.shape, self.n_batch, self.n_dense, self.indices_sorted, self.unique_indices, fill_key(self._fill))
+        return (self.data, self.indices), aux
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        shape, n_batch, n_dense, srt, uniq, fkey = aux
+        data, indices = children
+        obj = object.__new__(cls)
+        # Under vmap the leaves lose (or regain) leading batch dimensions; keep the
+        # static shape consistent with them.
+        nd = getattr(data, "ndim", None)
+        if isinstance(nd, int):
+            delta = nd - (n_batch + 1 + n_dense)
+            if delta > 0:
+                shape = tuple(data.shape[:delta]) + tuple(shape)
+                n_batch += delta
+            elif delta < 0 and n_batch + delta >= 0:
+                shape = tuple(shape)[-delta:]
+                n_batch += delta
+        obj._set(data, indices, shape, n_batch, n_dense, fill_from_key(fkey), srt, uniq)
+        return obj
+
+    # -- metadata ------------------------------------------------------------------------
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the stored data and of the fill value."""
+        return np.dtype(self.data.dtype)
+
+    @property
+    def fill_value(self) -> np.generic:
+        """The value of every unstored entry, a NumPy scalar of :attr:`dtype`."""
+        return self._fill
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements (stored or not)."""
+        return prod(self.shape)
+
+    @property
+    def nse(self) -> int:
+        """Number of stored entries per batch element (padding included)."""
+        return int(self.indices.shape[-2])
+
+    @property
+    def n_sparse(self) -> int:
+        """Number of sparse dimensions."""
+        return self.indices.shape[-1]
+
+    @property
+    def device(self):
+        """The JAX device holding the buffers."""
+        try:
+            devs = self.data.devices()
+        except Exception:  # a tracer has no committed device
+            return jax.devices()[0]
+        return next(iter(devs)) if len(devs) == 1 else devs
+
+    @property
+    def T(self) -> "BCOOArray":
+        """Transpose of a 2-D array (the standard restricts ``T`` to 2-D)."""
+        if self.ndim != 2:
+            raise ValueError(f".T needs a 2-D array, this one is {self.ndim}-D; use permute_dims or .mT")
+        return _manip.permute_dims(self, (1, 0))
+
+    @property
+    def mT(self) -> "BCOOArray":
+        """Transpose of the last two dimensions."""
+        return _linalg.matrix_transpose(self)
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return (
+            f"BCOOArray(shape={self.shape}, dtype={self.dtype}, nse={self.nse}, "
+            f"fill_value={self._fill!r}, n_batch={self.n_batch}, n_dense={self.n_dense}, device={self.device})"
+        )
+
+    # -- conversions -------------------------------------------------------------------
+
+    def todense(self) -> jax.Array:
+        """Return the dense :class:`jax.Array` of shape :attr:`shape` (unstored entries = fill value)."""
+        from ._kernels.coalesce import todense as _todense
+
+        fill_is_zero = same_value_np(self._fill, np.zeros((), self.dtype))
+        return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
+
+    def __array__(self, dtype=None, copy=None):
+        if os.environ.get(AUTO_DENSIFY_ENV, "0") != "1":
+            raise RuntimeError(
+                "converting a BCOOArray to a NumPy array would densify it; call A.todense() "
+                f"(a JAX array) or np.asarray(A.todense()), or set {AUTO_DENSIFY_ENV}=1 to allow it"
+            )
+        out = np.asarray(self.todense())
+        return out.astype(dtype) if dtype is not None else out
+
+    def _scalar(self, kind, name):
+        if self.ndim != 0 and self.size != 1:
+            raise TypeError(f"only size-1 arrays convert to Python {name}; this one has shape {self.shape}")
+        if not is_concrete(self.data, self.indices):
+            raise jax.errors.ConcretizationTypeError(self.data, f"{name}() of a traced BCOOArray")
+        return kind(np.asarray(self.todense()).reshape(()).item())
+
+    def __bool__(self) -> bool:
+        return self._scalar(bool, "bool")
+
+    def __int__(self) -> int:
+        if self.dtype.kind in "fc":
+            v = np.asarray(self.todense()).reshape(())
+            if np.isnan(v):
+                raise ValueError("cannot convert NaN to int")
+            if np.isinf(v):
+                raise OverflowError("cannot convert infinity to int")
+        if self.dtype.kind == "c":
+            raise TypeError("int() of a complex array; take .real first")
+        return self._scalar(int, "int")
+
+    def __float__(self) -> float:
+        if self.dtype.kind == "c":
+            raise TypeError("float() of a complex array; take .real first")
+        return self._scalar(float, "float")
+
+    def __complex__(self) -> complex:
+        return self._scalar(complex, "complex")
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"__index__ needs an integer array, this one is {self.dtype}")
+        return self._scalar(int, "index")
+
+    def __array_namespace__(self, *, api_version: str | None = None):
+        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", API_VERSION):
+            raise ValueError(f"api_version={api_version!r} is not supported; use {API_VERSION!r}")
+        import bcoo_array
+
+        return bcoo_array
+
+    def to_device(self, device, /, *, stream=None) -> "BCOOArray":
+        """Return a copy whose buffers live on ``device`` (a :class:`jax.Device` or sharding)."""
+        if stream is not None:
+            raise ValueError("stream= is not supported by JAX; pass stream=None")
+        if device is None or device == self.device:
+            return self
+        d = jax.device_put(self.data, device)
+        i = jax.device_put(self.indices, device)
+        return self._replace(data=d, indices=i)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        raise BufferError(
+            "a sparse BCOOArray has no strided buffer to export through DLPack; "
+            "export A.todense() (a dense JAX array) or A.data / A.indices instead"
+        )
+
+    def __dlpack_device__(self):
+        return self.data.__dlpack_device__()
+
+    def _replace(self, **kw) -> "BCOOArray":
+        """A copy with some fields replaced (internal)."""
+        fields = dict(
+            data=self.data, indices=self.indices, shape=self.shape, n_batch=self.n_batch, n_dense=self.n_dense,
+            fill_value=self._fill, indices_sorted=self.indices_sorted, unique_indices=self.unique_indices,
+        )
+        fields.update(kw)
+        data, indices, shape = fields.pop("data"), fields.pop("indices"), fields.pop("shape")
+        return BCOOArray._from_buffers(data, indices, shape, **fields)
+
+    # -- canonical form -----------------------------------------------------------------
+
+    def sum_duplicates(self, *, nse: int | None = None, remove_padding: bool = True) -> "BCOOArray":
+        """Return the canonical form: sorted, duplicate-free indices, padding last.
+
+        Duplicates are summed (logical or for bool), as in
+        ``scipy.sparse.coo_array.sum_duplicates``. With concrete indices the
+        result's nse is the largest per-batch number of distinct indices (or
+        ``nse`` if given, padding); while tracing it stays ``self.nse``.
+        """
+        from ._kernels.coalesce import sum_duplicates as _sd
+
+        if self.unique_indices and self.indices_sorted and nse is None and not remove_padding:
+            return self
+        data, indices = _sd(self.data, self.indices, self.shape, self.n_batch, self.n_dense)
+        out = self._replace(data=data, indices=indices, indices_sorted=True, unique_indices=True)
+        if nse is not None:
+            out = out._with_nse(nse)
+        return out
+
+    def _canonical(self) -> "BCOOArray":
+        """Self if already unique and sorted, else its canonical form."""
+        if self.unique_indices and self.indices_sorted:
+            return self
+        return self.sum_duplicates()
+
+    def _with_nse(self, nse: int) -> "BCOOArray":
+        cur = self.nse
+        if nse == cur:
+            return self
+        if nse < cur:
+            if is_concrete(self.indices):
+                valid = np.all(np.asarray(self.indices)[..., nse:, :] >= np.asarray(self.shape[self.n_batch:self.n_batch + self.n_sparse]), axis=-1)
+                if not valid.all():
+                    raise ValueError(f"nse={nse} is smaller than the number of stored entries")
+            sl = (slice(None),) * self.n_batch + (slice(0, nse),)
+            return self._replace(data=self.data[sl], indices=self.indices[sl])
+        pad = nse - cur
+        sizes = jnp.asarray(self.shape[self.n_batch:self.n_batch + self.n_sparse], self.indices.dtype)
+        ipad = jnp.broadcast_to(sizes, self.indices.shape[:self.n_batch] + (pad, self.n_sparse))
+        dpad = jnp.zeros(self.data.shape[:self.n_batch] + (pad,) + self.data.shape[self.n_batch + 1:], self.dtype)
+        return self._replace(
+            data=jnp.concatenate([self.data, dpad], axis=self.n_batch),
+            indices=jnp.concatenate([self.indices, ipad], axis=self.n_batch),
+        )
+
+    def sort_indices(self) -> "BCOOArray":
+        """Return a copy with indices sorted lexicographically (duplicates kept merged)."""
+        return self._canonical()
+
+    # -- operators ---------------------------------------------------------------------
+
+    def __getitem__(self, key):
+        return _indexing.getitem(self, key)
+
+    def __setitem__(self, key, value):
+        new = _indexing.setitem(self, key, value)
+        self._set(new.data, new.indices, new.shape, new.n_batch, new.n_dense, new._fill,
+                  new.indices_sorted, new.unique_indices)
+
+    def __matmul__(self, other):
+        return _binop(_linalg.matmul, self, other)
+
+    def __rmatmul__(self, other):
+        return _binop(_linalg.matmul, other, self)
+
+    def __imatmul__(self, other):
+        return _inplace(self, _linalg.matmul(self, other))
+
+    def __abs__(self):
+        return _ew.abs(self)
+
+    def __neg__(self):
+        return _ew.negative(self)
+
+    def __pos__(self):
+        return _ew.positive(self)
+
+    def __invert__(self):
+        return _ew.bitwise_invert(self)
+
+    def astype(self, dtype, /, *, copy: bool = True, device=None) -> "BCOOArray":
+        """Cast to ``dtype`` (same as :func:`bcoo_array.astype`)."""
+        return _dtf.astype(self, dtype, copy=copy, device=device)
+
+
+def _binop(fn, a, b):
+    if not _is_operand(a) or not _is_operand(b):
+        return NotImplemented
+    return fn(a, b)
+
+
+def _inplace(self: BCOOArray, result: BCOOArray) -> BCOOArray:
+    if result.shape != self.shape:
+        raise ValueError(f"in-place operation would change the shape {self.shape} to {result.shape}")
+    if result.dtype != self.dtype:
+        raise TypeError(f"in-place operation would change the dtype {self.dtype} to {result.dtype}")
+    self._set(result.data, result.indices, result.shape, result.n_batch, result.n_dense, result._fill,
+              result.indices_sorted, result.unique_indices)
+    return self
+
+
+def _is_operand(x) -> bool:
+    return isinstance(x, (BCOOArray, bool, int, float, complex, np.ndarray, np.generic, jax.Array))
+
+
+def _make_binary_operators():
+    table = {
+        "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide", "floordiv": "floor_divide",
+        "mod": "remainder", "pow": "pow", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+        "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
+    }
+    for op, name in table.items():
+        def fwd(self, other, _n=name):
+            return _binop(getattr(_ew, _n), self, other)
+
+        def rev(self, other, _n=name):
+            return _binop(getattr(_ew, _n), other, self)
+
+        def inp(self, other, _n=name):
+            if not _is_operand(other):
+                return NotImplemented
+            return _inplace(self, getattr(_ew, _n)(self, other))
+
+        for dunder, f in ((f"__{op}__", fwd), (f"__r{op}__", rev), (f"__i{op}__", inp)):
+            f.__name__ = dunder
+            f.__doc__ = f"``{dunder}``: see :func:`bcoo_array.{name}`."
+            setattr(BCOOArray, dunder, f)
+    for op, name in {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+                     "gt": "greater", "ge": "greater_equal"}.items():
+        def cmp(self, other, _n=name):
+            return _binop(getattr(_ew, _n), self, other)
+
+        cmp.__name__ = f"__{op}__"
+        cmp.__doc__ = f"``__{op}__``: see :func:`bcoo_array.{name}`."
+        setattr(BCOOArray, f"__{op}__", cmp)
+    BCOOArray.__hash__ = None
+
+
+def _as_jax(x, dtype, argname):
+    """Convert array-like ``x`` to a jax Array, refusing silent 64-bit downcasts."""
+    if isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer):
+        if dtype is not None and x.dtype != dtype:
+            x = x.astype(dtype)
+        return x
+    arr = np.asarray(x)
+    if arr.dtype.kind in "OSUV":
+        raise TypeError(f"{argname} has dtype {arr.dtype}; expected numbers or booleans")
+    target = _dtypes.canonicalize_dtype(dtype if dtype is not None else arr.dtype, argname=f"{argname}.dtype")
+    return jnp.asarray(arr.astype(target, copy=False))
+
+
+def _stack_np(cols, ndim):
+    if not cols:
+        return np.zeros((0, ndim), np.int64)
+    return np.stack([np.asarray(c).astype(np.int64) for c in cols], axis=1)
+
+
+from . import _data_type_functions as _dtf  # noqa: E402
+from . import _elementwise_functions as _ew  # noqa: E402
+from . import _indexing  # noqa: E402
+from . import _linear_algebra_functions as _linalg  # noqa: E402
+from . import _manipulation_functions as _manip  # noqa: E402
+
+_make_binary_operators()

@@ -1,0 +1,128 @@
+"""scipy.sparse <-> BCOOArray.
+
+Every scipy format converts through COO. Duplicates are kept as stored
+entries (BCOO sums them, as scipy does), explicit zeros are kept unless
+``drop_zeros=True``. Indices are converted to int32 when every dimension fits
+and to int64 otherwise (which needs JAX's x64 mode), so no index wraps.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _dtypes
+from .._array_object import BCOOArray
+from .._layout import index_dtype_for, same_value_np
+
+
+def from_scipy(mat, *, drop_zeros: bool = False) -> BCOOArray:
+    """Convert a scipy.sparse array or matrix (any format, 1-D or 2-D) to a BCOOArray.
+
+    Parameters
+    ----------
+    mat : scipy.sparse array or matrix
+        coo, csr, csc, bsr, dia, dok or lil; canonical or not.
+    drop_zeros : bool
+        Drop explicitly stored zeros (scipy's ``eliminate_zeros``).
+
+    Returns
+    -------
+    BCOOArray
+        Same shape and dtype, fill value 0, n_batch = n_dense = 0. Sorted and
+        unique flags are set when scipy reports canonical format.
+
+    Raises
+    ------
+    TypeError
+        If ``mat`` is not a scipy sparse object.
+    ValueError
+        If the dtype needs x64 and it is off, or a dimension needs int64
+        indices and x64 is off.
+    """
+    import scipy.sparse as sp
+
+    if not sp.issparse(mat):
+        raise TypeError(f"from_scipy() needs a scipy.sparse array or matrix, got {type(mat).__name__}")
+    dt = _dtypes.canonicalize_dtype(mat.dtype, argname="mat.dtype")
+    shape = tuple(int(s) for s in mat.shape)
+    idt = index_dtype_for(shape)
+    canonical = False
+    if mat.format == "csr" and mat.ndim == 2:
+        canonical = bool(mat.has_canonical_format)
+        indptr = np.asarray(mat.indptr)
+        rows = np.repeat(np.arange(shape[0], dtype=idt), np.diff(indptr))
+        cols = np.asarray(mat.indices).astype(idt, copy=False)
+        coords = (rows, cols)
+        data = np.asarray(mat.data)
+    else:
+        coo = mat.tocoo()
+        canonical = bool(getattr(coo, "has_canonical_format", False))
+        coords = tuple(np.asarray(c).astype(idt, copy=False) for c in coo.coords)
+        data = np.asarray(coo.data)
+    if drop_zeros:
+        keep = data != 0
+        data = data[keep]
+        coords = tuple(c[keep] for c in coords)
+    idx = np.stack(coords, axis=1) if coords else np.zeros((data.size, 0), idt)
+    return BCOOArray._from_buffers(
+        jnp.asarray(data.astype(dt, copy=False)), jnp.asarray(idx), shape, n_batch=0, n_dense=0,
+        fill_value=np.zeros((), dt)[()], indices_sorted=canonical, unique_indices=canonical,
+    )
+
+
+def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = False):
+    """Convert a 1-D or 2-D BCOOArray to a scipy.sparse array of ``format``.
+
+    Parameters
+    ----------
+    x : BCOOArray
+    format : {"coo", "csr", "csc", "bsr", "dia", "dok", "lil"}
+    materialize_fill : bool
+        scipy.sparse has no fill value. With a non-zero fill value this must
+        be True, and every entry is then stored (a dense matrix in sparse form).
+
+    Returns
+    -------
+    scipy.sparse array (``coo_array``, ``csr_array``, ...)
+
+    Raises
+    ------
+    ValueError
+        If the fill value is not zero and ``materialize_fill`` is False, if
+        ``x`` is not 1-D or 2-D, or ``format`` is unknown.
+    """
+    import scipy.sparse as sp
+
+    if x.ndim not in (1, 2):
+        raise ValueError(f"scipy.sparse holds 1-D and 2-D arrays; this one is {x.ndim}-D")
+    if format not in ("coo", "csr", "csc", "bsr", "dia", "dok", "lil"):
+        raise ValueError(f"format={format!r} is not a scipy.sparse format")
+    if not same_value_np(x.fill_value, np.zeros((), x.dtype)) and not (
+            x.dtype.kind in "fc" and x.fill_value == 0):
+        if not materialize_fill:
+            raise ValueError(
+                f"this array's fill value is {x.fill_value!r}, but scipy.sparse arrays have no fill value "
+                "(unstored entries are 0); pass materialize_fill=True to store every entry, or subtract the "
+                "fill value first"
+            )
+        from .._fill_rule import update_layout
+
+        d = np.asarray(x.todense())
+        return sp.coo_array(d).asformat(format) if x.ndim == 2 else sp.coo_array(d)
+    from .._fill_rule import update_layout
+
+    c = update_layout(x, 0, 0)
+    idx = np.asarray(c.indices)
+    data = np.asarray(c.data)
+    valid = np.all(idx < np.asarray(c.shape), axis=1) if idx.size else np.ones(idx.shape[0], bool)
+    if not valid.all():
+        idx, data = idx[valid], data[valid]
+    coo = sp.coo_array((data, tuple(idx[:, k] for k in range(x.ndim))), shape=x.shape)
+    if c.indices_sorted and c.unique_indices:
+        coo.has_canonical_format = True
+    if format == "coo":
+        return coo
+    if x.ndim == 1 and format != "coo":
+        return coo.asformat(format)
+    return coo.asformat(format)

@@ -1,0 +1,350 @@
+"""Creation functions of the array API standard, plus ``BCOOArray`` constructors
+from foreign objects.
+
+``zeros``, ``ones``, ``full`` and ``empty`` store nothing: the value is the
+fill value (``ones((n, n))`` has nse 0 and fill value 1). Arrays built from
+dense values store every entry that differs from the fill value 0.
+Spec: https://data-apis.org/array-api/2025.12/API_specification/creation_functions.html
+"""
+
+from __future__ import annotations
+
+import operator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dtypes
+from ._array_object import BCOOArray
+from ._layout import index_dtype_for, normalize_shape
+from ._operands import PY_SCALARS
+
+
+def _device_put(x: BCOOArray, device) -> BCOOArray:
+    return x if device is None else x.to_device(device)
+
+
+def _infer_python_dtype(obj) -> np.dtype:
+    arr = np.asarray(obj)
+    if arr.dtype.kind == "b":
+        return _dtypes.bool_
+    if arr.dtype.kind in "iu":
+        return _dtypes.default_int()
+    if arr.dtype.kind == "f":
+        return _dtypes.default_float()
+    if arr.dtype.kind == "c":
+        return _dtypes.default_complex()
+    raise TypeError(f"cannot make an array from objects of type {arr.dtype}; expected numbers or booleans")
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCOOArray:
+    """Convert ``obj`` to a BCOOArray (array API ``asarray``).
+
+    Parameters
+    ----------
+    obj : BCOOArray, array, nested sequence, Python scalar, or a sparse array of scipy.sparse, pydata-sparse or jax.experimental.sparse
+        Input. Dense input stores its non-zero entries (fill value 0);
+        sparse input keeps its pattern (and pydata-sparse's fill value).
+    dtype : dtype, optional
+        Output dtype. Python data take the default dtype of its kind; NumPy
+        and JAX arrays keep theirs.
+    device : optional
+        Target device.
+    copy : bool, optional
+        True always copies; False raises if a copy would be needed (only a
+        BCOOArray of the right dtype can be returned without one).
+
+    Returns
+    -------
+    BCOOArray
+
+    Raises
+    ------
+    ValueError
+        If ``copy=False`` cannot be honoured, or a 64-bit dtype is needed with
+        x64 off (NumPy float64 input with x64 off: pass ``dtype=float32`` or
+        turn x64 on).
+    TypeError
+        For objects that are not numeric.
+    OverflowError
+        For Python integers that do not fit the dtype.
+    """
+    from ._convert import from_foreign
+
+    dt = _dtypes.canonicalize_dtype(dtype) if dtype is not None else None
+    if isinstance(obj, BCOOArray):
+        if dt is None or dt == obj.dtype:
+            return _device_put(obj._replace() if copy else obj, device)
+        if copy is False:
+            raise ValueError("asarray(copy=False) cannot change the dtype without a copy")
+        return _device_put(obj.astype(dt), device)
+    foreign = from_foreign(obj)
+    if foreign is not None:
+        if copy is False:
+            raise ValueError("asarray(copy=False) cannot convert a foreign sparse array without a copy")
+        out = foreign if dt is None else foreign.astype(dt)
+        return _device_put(out, device)
+    if copy is False:
+        raise ValueError("asarray(copy=False) cannot convert dense input to a BCOOArray without a copy")
+    if isinstance(obj, (jax.Array, jax.core.Tracer)):
+        x = obj if dt is None else obj.astype(dt)
+    elif isinstance(obj, (np.ndarray, np.generic)):
+        src = _dtypes.canonicalize_dtype(obj.dtype, argname="obj.dtype") if dt is None else dt
+        x = jnp.asarray(np.asarray(obj).astype(src, copy=False))
+    elif hasattr(obj, "__dlpack__") and not isinstance(obj, PY_SCALARS):
+        x = jnp.from_dlpack(obj)
+        if dt is not None:
+            x = x.astype(dt)
+    else:
+        target = dt if dt is not None else _infer_python_dtype(obj)
+        arr = np.asarray(obj)
+        if target.kind in "iu" and arr.dtype.kind in "iu":
+            info = np.iinfo(target)
+            if arr.size and (arr.min() < info.min or arr.max() > info.max):
+                raise OverflowError(f"integer values out of range for {target}")
+        x = jnp.asarray(arr.astype(target))
+    return _device_put(BCOOArray.fromdense(x), device)
+
+
+def _fill_only(shape, fill, dtype, device) -> BCOOArray:
+    shape = normalize_shape(shape)
+    dt = dtype
+    idt = index_dtype_for(shape)
+    out = BCOOArray._from_buffers(
+        jnp.zeros((0,), dt), jnp.zeros((0, len(shape)), idt), shape, n_batch=0, n_dense=0,
+        fill_value=fill, indices_sorted=True, unique_indices=True,
+    )
+    return _device_put(out, device)
+
+
+def _dtype_or(dtype, default: np.dtype) -> np.dtype:
+    return _dtypes.canonicalize_dtype(dtype) if dtype is not None else default
+
+
+def zeros(shape, *, dtype=None, device=None) -> BCOOArray:
+    """An array of zeros: nothing stored, fill value 0 (array API ``zeros``).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    dtype : dtype, optional
+        Default: the default real floating-point dtype.
+    device : optional
+
+    Raises
+    ------
+    ValueError
+        For a negative dimension or a 64-bit dtype with x64 off.
+    """
+    dt = _dtype_or(dtype, _dtypes.default_float())
+    return _fill_only(shape, 0, dt, device)
+
+
+def empty(shape, *, dtype=None, device=None) -> BCOOArray:
+    """An uninitialised array; here the same as :func:`zeros` (array API ``empty``)."""
+    return zeros(shape, dtype=dtype, device=device)
+
+
+def ones(shape, *, dtype=None, device=None) -> BCOOArray:
+    """An array of ones: nothing stored, fill value 1 (array API ``ones``).
+
+    Same parameters as :func:`zeros`.
+    """
+    dt = _dtype_or(dtype, _dtypes.default_float())
+    return _fill_only(shape, 1, dt, device)
+
+
+def full(shape, fill_value, *, dtype=None, device=None) -> BCOOArray:
+    """An array filled with ``fill_value``: nothing stored (array API ``full``).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    fill_value : bool, int, float or complex
+    dtype : dtype, optional
+        Default: inferred from ``fill_value`` by the standard (bool, default
+        integer, default float, default complex).
+    device : optional
+
+    Raises
+    ------
+    ValueError
+        If ``fill_value`` does not fit ``dtype``.
+    """
+    if isinstance(fill_value, BCOOArray):
+        fill_value = fill_value.todense()
+    if hasattr(fill_value, "dtype") and dtype is None:
+        dt = np.dtype(fill_value.dtype)
+        fill_value = np.asarray(fill_value)[()]
+    else:
+        dt = _dtype_or(dtype, _infer_python_dtype(fill_value))
+    if isinstance(fill_value, int) and dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not info.min <= fill_value <= info.max:
+            raise OverflowError(f"fill_value={fill_value} is out of range for {dt}")
+    return _fill_only(shape, fill_value, dt, device)
+
+
+def zeros_like(x, /, *, dtype=None, device=None) -> BCOOArray:
+    """:func:`zeros` with ``x``'s shape and (by default) dtype."""
+    return zeros(x.shape, dtype=dtype if dtype is not None else x.dtype, device=device)
+
+
+def ones_like(x, /, *, dtype=None, device=None) -> BCOOArray:
+    """:func:`ones` with ``x``'s shape and (by default) dtype."""
+    return ones(x.shape, dtype=dtype if dtype is not None else x.dtype, device=device)
+
+
+def empty_like(x, /, *, dtype=None, device=None) -> BCOOArray:
+    """:func:`empty` with ``x``'s shape and (by default) dtype."""
+    return zeros_like(x, dtype=dtype, device=device)
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None) -> BCOOArray:
+    """:func:`full` with ``x``'s shape and (by default) dtype."""
+    return full(x.shape, fill_value, dtype=dtype if dtype is not None else x.dtype, device=device)
+
+
+def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> BCOOArray:
+    """The identity-like matrix with ones on diagonal ``k`` (array API ``eye``).
+
+    Returns
+    -------
+    BCOOArray
+        Shape ``(n_rows, n_cols)``; the diagonal is stored, canonical.
+    """
+    n_rows = operator.index(n_rows)
+    n_cols = n_rows if n_cols is None else operator.index(n_cols)
+    dt = _dtype_or(dtype, _dtypes.default_float())
+    start_r = max(0, -k)
+    length = max(0, min(n_rows - start_r, n_cols - start_r - k))
+    r = np.arange(start_r, start_r + length)
+    idt = index_dtype_for((n_rows, n_cols))
+    idx = np.stack([r, r + k], axis=1).astype(idt)
+    out = BCOOArray._from_buffers(jnp.ones(length, dt), jnp.asarray(idx), (n_rows, n_cols), n_batch=0, n_dense=0,
+                                  fill_value=0, indices_sorted=True, unique_indices=True)
+    return _device_put(out, device)
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> BCOOArray:
+    """Evenly spaced values in ``[start, stop)`` (array API ``arange``).
+
+    Returns
+    -------
+    BCOOArray
+        1-D; entries other than 0 are stored. The default dtype is the
+        default integer for integer arguments, else the default float.
+    """
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        is_int = all(isinstance(v, int) for v in (start, stop, step))
+        dtype = _dtypes.default_int() if is_int else _dtypes.default_float()
+    dt = _dtypes.canonicalize_dtype(dtype)
+    if step == 0:
+        raise ValueError("arange(): step must not be 0")
+    vals = np.arange(start, stop, step)
+    if dt.kind in "iu" and vals.dtype.kind == "f":
+        vals = start + step * np.arange(vals.size)
+    return _device_put(BCOOArray.fromdense(jnp.asarray(vals.astype(dt))), device)
+
+
+def linspace(start, stop, /, num: int, *, dtype=None, device=None, endpoint: bool = True) -> BCOOArray:
+    """``num`` evenly spaced samples from ``start`` to ``stop`` (array API ``linspace``).
+
+    Returns
+    -------
+    BCOOArray
+        1-D of the default float (or complex) dtype unless ``dtype`` is given.
+    """
+    if dtype is None:
+        dtype = _dtypes.default_complex() if isinstance(start, complex) or isinstance(stop, complex) \
+            else _dtypes.default_float()
+    dt = _dtypes.canonicalize_dtype(dtype)
+    vals = jnp.linspace(start, stop, num, endpoint=endpoint, dtype=dt)
+    return _device_put(BCOOArray.fromdense(vals), device)
+
+
+def meshgrid(*arrays, indexing: str = "xy") -> list[BCOOArray]:
+    """Coordinate matrices from 1-D coordinate vectors (array API ``meshgrid``).
+
+    Returns
+    -------
+    list of BCOOArray
+        Dense values stored sparsely (zeros unstored).
+
+    Raises
+    ------
+    ValueError
+        For ``indexing`` other than "xy" or "ij".
+    """
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"indexing={indexing!r} must be 'xy' or 'ij'")
+    dense = [a.todense() if isinstance(a, BCOOArray) else jnp.asarray(a) for a in arrays]
+    return [BCOOArray.fromdense(g) for g in jnp.meshgrid(*dense, indexing=indexing)]
+
+
+def _tri(x, k: int, lower: bool) -> BCOOArray:
+    from ._fill_rule import dense_layout, update_layout
+    from ._layout import same_value_np
+
+    x = x if isinstance(x, BCOOArray) else asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"{'tril' if lower else 'triu'}() needs at least 2 dimensions, got {x.ndim}")
+    if not same_value_np(x.fill_value, np.zeros((), x.dtype)):
+        d = x.todense()
+        return dense_layout(jnp.tril(d, k) if lower else jnp.triu(d, k))
+    c = update_layout(x, 0, 0)
+    r, col = c.indices[:, -2].astype(jnp.int64 if jax.config.jax_enable_x64 else jnp.int32), c.indices[:, -1]
+    keep = (col - r <= k) if lower else (col - r >= k)
+    idx = jnp.where(keep[:, None], c.indices, jnp.asarray(c.shape, c.indices.dtype))
+    out = c._replace(indices=idx)
+    from ._layout import is_concrete
+
+    if is_concrete(keep):
+        sel = jnp.asarray(np.nonzero(np.asarray(keep))[0])
+        out = c._replace(indices=c.indices[sel], data=c.data[sel])
+    return out
+
+
+def tril(x, /, *, k: int = 0) -> BCOOArray:
+    """Lower triangle of the last two dimensions (array API ``tril``): entries above diagonal ``k`` are zeroed.
+
+    Raises
+    ------
+    ValueError
+        For fewer than two dimensions.
+    """
+    return _tri(x, k, True)
+
+
+def triu(x, /, *, k: int = 0) -> BCOOArray:
+    """Upper triangle of the last two dimensions (array API ``triu``): entries below diagonal ``k`` are zeroed.
+
+    Raises
+    ------
+    ValueError
+        For fewer than two dimensions.
+    """
+    return _tri(x, k, False)
+
+
+def from_dlpack(x, /, *, device=None, copy=None) -> BCOOArray:
+    """Import a dense array through DLPack and store its non-zero entries (array API ``from_dlpack``).
+
+    Raises
+    ------
+    BufferError
+        If ``x`` cannot export DLPack (a BCOOArray cannot).
+    """
+    if isinstance(x, BCOOArray):
+        return x._replace() if copy else x
+    arr = jnp.from_dlpack(x)
+    return _device_put(BCOOArray.fromdense(arr), device)
+
+
+__all__ = [
+    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace",
+    "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+]

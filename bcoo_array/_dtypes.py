@@ -1,0 +1,180 @@
+"""Data types: the namespace's dtype objects, their categories, type promotion
+and the 64-bit policy.
+
+The dtype objects are :class:`numpy.dtype` instances, the same objects that JAX
+arrays report as ``.dtype``, so ``A.dtype == bcoo_array.float32`` holds.
+
+Promotion follows the array API standard's tables
+(https://data-apis.org/array-api/2025.12/API_specification/type_promotion.html).
+Mixed-kind promotions the standard leaves unspecified (integer with floating,
+int64 with uint64) follow NumPy's ``result_type``, capped by the JAX x64 setting.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+bool_ = np.dtype(np.bool_)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
+float16 = np.dtype(np.float16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
+
+_SIGNED = (int8, int16, int32, int64)
+_UNSIGNED = (uint8, uint16, uint32, uint64)
+_REAL_FLOAT = (float16, float32, float64)
+_COMPLEX = (complex64, complex128)
+
+#: The dtype categories of the standard, keyed by the names its function pages use.
+CATEGORIES: dict[str, tuple[np.dtype, ...]] = {
+    "bool": (bool_,),
+    "signed integer": _SIGNED,
+    "unsigned integer": _UNSIGNED,
+    "integer": _SIGNED + _UNSIGNED,
+    "integer or boolean": (bool_,) + _SIGNED + _UNSIGNED,
+    "real floating-point": _REAL_FLOAT,
+    "complex floating-point": _COMPLEX,
+    "floating-point": _REAL_FLOAT + _COMPLEX,
+    "real numeric": _SIGNED + _UNSIGNED + _REAL_FLOAT,
+    "numeric": _SIGNED + _UNSIGNED + _REAL_FLOAT + _COMPLEX,
+    "all": (bool_,) + _SIGNED + _UNSIGNED + _REAL_FLOAT + _COMPLEX,
+}
+
+_X64_ONLY = (int64, uint64, float64, complex128)
+
+
+def x64_enabled() -> bool:
+    """Whether JAX 64-bit mode (``jax_enable_x64``) is on."""
+    return bool(jax.config.jax_enable_x64)
+
+
+def supported_dtypes() -> tuple[np.dtype, ...]:
+    """The dtypes the current JAX configuration can hold without downcasting."""
+    if x64_enabled():
+        return CATEGORIES["all"]
+    return tuple(d for d in CATEGORIES["all"] if d not in _X64_ONLY)
+
+
+def default_float() -> np.dtype:
+    """The default real floating-point dtype: float64 with x64 on, else float32."""
+    return float64 if x64_enabled() else float32
+
+
+def default_complex() -> np.dtype:
+    """The default complex dtype: complex128 with x64 on, else complex64."""
+    return complex128 if x64_enabled() else complex64
+
+
+def default_int() -> np.dtype:
+    """The default integer dtype: int64 with x64 on, else int32."""
+    return int64 if x64_enabled() else int32
+
+
+def canonicalize_dtype(dtype, *, argname: str = "dtype") -> np.dtype:
+    """Return ``dtype`` as a supported :class:`numpy.dtype`.
+
+    Raises
+    ------
+    TypeError
+        If ``dtype`` is not one of the standard's dtypes.
+    ValueError
+        If ``dtype`` is 64-bit and JAX's x64 mode is off (JAX would silently
+        downcast it).
+    """
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"{argname}={dtype!r} is not a data type") from exc
+    if dt not in CATEGORIES["all"]:
+        raise TypeError(
+            f"{argname}={dt} is not a dtype of the array API standard; use one of "
+            "bool, int8-int64, uint8-uint64, float16, float32, float64, complex64, complex128"
+        )
+    if dt in _X64_ONLY and not x64_enabled():
+        raise ValueError(
+            f"{argname}={dt} needs JAX's 64-bit mode, which is off; JAX would silently "
+            "downcast it. Turn it on with jax.config.update('jax_enable_x64', True) "
+            "or the environment variable JAX_ENABLE_X64=1 before creating arrays."
+        )
+    return dt
+
+
+def isdtype_kind(dtype: np.dtype, kind) -> bool:
+    """Implement :func:`bcoo_array.isdtype` for one dtype and a kind or tuple of kinds."""
+    if isinstance(kind, tuple):
+        return any(isdtype_kind(dtype, k) for k in kind)
+    if isinstance(kind, str):
+        names = {
+            "bool": "bool",
+            "signed integer": "signed integer",
+            "unsigned integer": "unsigned integer",
+            "integral": "integer",
+            "real floating": "real floating-point",
+            "complex floating": "complex floating-point",
+            "numeric": "numeric",
+        }
+        if kind not in names:
+            raise ValueError(f"kind={kind!r} is not a dtype kind of the standard; use one of {sorted(names)}")
+        return dtype in CATEGORIES[names[kind]]
+    try:
+        return np.dtype(dtype) == np.dtype(kind)
+    except TypeError as exc:
+        raise TypeError(f"kind={kind!r} is neither a dtype, a kind name nor a tuple of them") from exc
+
+
+def _kind(dt: np.dtype) -> str:
+    if dt == bool_:
+        return "b"
+    if dt in _SIGNED:
+        return "i"
+    if dt in _UNSIGNED:
+        return "u"
+    if dt in _REAL_FLOAT:
+        return "f"
+    return "c"
+
+
+def result_type(*dtypes: np.dtype) -> np.dtype:
+    """Promote dtypes by the standard's tables (no value-based casting).
+
+    bool promotes only with bool; signed with unsigned by the lattice
+    (``int8 + uint8 -> int16``); real with complex to the complex of the
+    wider precision. Combinations the standard leaves unspecified (integer
+    with floating, ``int64 + uint64``) follow NumPy, capped at 32 bits with
+    x64 off.
+
+    Raises
+    ------
+    TypeError
+        If bool is mixed with a numeric dtype.
+    ValueError
+        If no dtype is given.
+    """
+    if not dtypes:
+        raise ValueError("at least one dtype is required")
+    out = np.dtype(dtypes[0])
+    for dt in dtypes[1:]:
+        out = _promote_pair(out, np.dtype(dt))
+    return out
+
+
+def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
+    if a == b:
+        return a
+    ka, kb = _kind(a), _kind(b)
+    if "b" in (ka, kb):
+        raise TypeError(f"the standard defines no promotion of {a} with {b}; cast explicitly with astype")
+    res = np.result_type(a, b)
+    if not x64_enabled() and res in _X64_ONLY:
+        res = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}[res]
+    return res

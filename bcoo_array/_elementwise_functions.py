@@ -1,0 +1,248 @@
+"""Element-wise functions of the array API standard, generated from one table.
+
+Each function applies the JAX function of the same meaning under the
+fill-value rule (:mod:`._fill_rule`): a sparse input stays sparse, its fill
+value becomes ``f(fill)`` (``exp`` of a zero-filled array has fill value 1).
+Special cases for NaN, infinities and signed zeros are those of the JAX
+(XLA) implementations, which follow IEEE 754 as the standard asks.
+
+Spec: https://data-apis.org/array-api/2025.12/API_specification/elementwise_functions.html
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import _fill_rule
+from ._array_object import BCOOArray
+from ._operands import PY_SCALARS, as_operand, binary_operands, cast, check_category, scalar_dtype, scalar_to_array
+
+
+class Spec(NamedTuple):
+    fn: Callable
+    nargs: int
+    category: str
+    summary: str
+    linear: bool = False
+    annihilator: object = None
+
+
+def _reciprocal(x):
+    return jnp.asarray(1, x.dtype) / x
+
+
+def _sign(x):
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        mag = jnp.abs(x)
+        return jnp.where(mag == 0, jnp.zeros((), x.dtype), x / jnp.where(mag == 0, 1, mag).astype(x.dtype))
+    return jnp.sign(x)
+
+
+def _real(x):
+    return jnp.real(x)
+
+
+def _imag(x):
+    return jnp.imag(x) if jnp.issubdtype(x.dtype, jnp.complexfloating) else jnp.zeros_like(x)
+
+
+def _divide(x1, x2):
+    return jnp.true_divide(x1, x2)
+
+
+#: name -> Spec. The category is the one the standard's function page names.
+TABLE: dict[str, Spec] = {
+    "abs": Spec(jnp.abs, 1, "numeric", "absolute value"),
+    "acos": Spec(jnp.arccos, 1, "floating-point", "inverse cosine"),
+    "acosh": Spec(jnp.arccosh, 1, "floating-point", "inverse hyperbolic cosine"),
+    "asin": Spec(jnp.arcsin, 1, "floating-point", "inverse sine"),
+    "asinh": Spec(jnp.arcsinh, 1, "floating-point", "inverse hyperbolic sine"),
+    "atan": Spec(jnp.arctan, 1, "floating-point", "inverse tangent"),
+    "atanh": Spec(jnp.arctanh, 1, "floating-point", "inverse hyperbolic tangent"),
+    "bitwise_invert": Spec(jnp.invert, 1, "integer or boolean", "bitwise inversion"),
+    "ceil": Spec(jnp.ceil, 1, "real numeric", "rounding towards +infinity"),
+    "conj": Spec(jnp.conj, 1, "numeric", "complex conjugate", linear=True),
+    "cos": Spec(jnp.cos, 1, "floating-point", "cosine"),
+    "cosh": Spec(jnp.cosh, 1, "floating-point", "hyperbolic cosine"),
+    "exp": Spec(jnp.exp, 1, "floating-point", "exponential"),
+    "expm1": Spec(jnp.expm1, 1, "floating-point", "exp(x) - 1"),
+    "floor": Spec(jnp.floor, 1, "real numeric", "rounding towards -infinity"),
+    "imag": Spec(_imag, 1, "numeric", "imaginary part", linear=True),
+    "isfinite": Spec(jnp.isfinite, 1, "numeric", "test for finiteness"),
+    "isinf": Spec(jnp.isinf, 1, "numeric", "test for infinity"),
+    "isnan": Spec(jnp.isnan, 1, "numeric", "test for NaN"),
+    "log": Spec(jnp.log, 1, "floating-point", "natural logarithm"),
+    "log1p": Spec(jnp.log1p, 1, "floating-point", "log(1 + x)"),
+    "log2": Spec(jnp.log2, 1, "floating-point", "base-2 logarithm"),
+    "log10": Spec(jnp.log10, 1, "floating-point", "base-10 logarithm"),
+    "logical_not": Spec(jnp.logical_not, 1, "bool", "logical not"),
+    "negative": Spec(jnp.negative, 1, "numeric", "numerical negative", linear=True),
+    "positive": Spec(jnp.positive, 1, "numeric", "numerical positive", linear=True),
+    "real": Spec(_real, 1, "numeric", "real part", linear=True),
+    "reciprocal": Spec(_reciprocal, 1, "floating-point", "1 / x"),
+    "round": Spec(jnp.round, 1, "numeric", "rounding to the nearest integer (ties to even)"),
+    "sign": Spec(_sign, 1, "numeric", "sign (x / |x| for complex)"),
+    "signbit": Spec(jnp.signbit, 1, "real floating-point", "test of the sign bit"),
+    "sin": Spec(jnp.sin, 1, "floating-point", "sine"),
+    "sinh": Spec(jnp.sinh, 1, "floating-point", "hyperbolic sine"),
+    "square": Spec(jnp.square, 1, "numeric", "square"),
+    "sqrt": Spec(jnp.sqrt, 1, "floating-point", "square root"),
+    "tan": Spec(jnp.tan, 1, "floating-point", "tangent"),
+    "tanh": Spec(jnp.tanh, 1, "floating-point", "hyperbolic tangent"),
+    "trunc": Spec(jnp.trunc, 1, "real numeric", "rounding towards zero"),
+    "add": Spec(jnp.add, 2, "numeric", "sum"),
+    "atan2": Spec(jnp.arctan2, 2, "real floating-point", "quadrant-aware inverse tangent of x1 / x2"),
+    "bitwise_and": Spec(jnp.bitwise_and, 2, "integer or boolean", "bitwise and", annihilator=0),
+    "bitwise_left_shift": Spec(jnp.left_shift, 2, "integer", "left shift"),
+    "bitwise_or": Spec(jnp.bitwise_or, 2, "integer or boolean", "bitwise or"),
+    "bitwise_right_shift": Spec(jnp.right_shift, 2, "integer", "right shift"),
+    "bitwise_xor": Spec(jnp.bitwise_xor, 2, "integer or boolean", "bitwise xor"),
+    "copysign": Spec(jnp.copysign, 2, "real floating-point", "magnitude of x1 with the sign of x2"),
+    "divide": Spec(_divide, 2, "numeric", "true division"),
+    "equal": Spec(jnp.equal, 2, "all", "equality test"),
+    "floor_divide": Spec(jnp.floor_divide, 2, "real numeric", "floor division"),
+    "greater": Spec(jnp.greater, 2, "real numeric", "x1 > x2"),
+    "greater_equal": Spec(jnp.greater_equal, 2, "real numeric", "x1 >= x2"),
+    "hypot": Spec(jnp.hypot, 2, "real floating-point", "sqrt(x1**2 + x2**2)"),
+    "less": Spec(jnp.less, 2, "real numeric", "x1 < x2"),
+    "less_equal": Spec(jnp.less_equal, 2, "real numeric", "x1 <= x2"),
+    "logaddexp": Spec(jnp.logaddexp, 2, "real floating-point", "log(exp(x1) + exp(x2))"),
+    "logical_and": Spec(jnp.logical_and, 2, "bool", "logical and", annihilator=False),
+    "logical_or": Spec(jnp.logical_or, 2, "bool", "logical or"),
+    "logical_xor": Spec(jnp.logical_xor, 2, "bool", "logical xor"),
+    "maximum": Spec(jnp.maximum, 2, "real numeric", "elementwise maximum (NaN propagates)"),
+    "minimum": Spec(jnp.minimum, 2, "real numeric", "elementwise minimum (NaN propagates)"),
+    "multiply": Spec(jnp.multiply, 2, "numeric", "product", annihilator=0),
+    "nextafter": Spec(jnp.nextafter, 2, "real floating-point", "next representable value after x1 towards x2"),
+    "not_equal": Spec(jnp.not_equal, 2, "all", "inequality test"),
+    "pow": Spec(jnp.power, 2, "numeric", "x1 raised to x2"),
+    "remainder": Spec(jnp.remainder, 2, "real numeric", "remainder with the sign of x2"),
+    "subtract": Spec(jnp.subtract, 2, "numeric", "difference"),
+}
+
+_DOC_UNARY = """{summary} of each element (array API ``{name}``).
+
+Parameters
+----------
+x : BCOOArray or array
+    Input of a {category} dtype, any shape.
+
+Returns
+-------
+BCOOArray
+    Same shape; stored entries are ``{name}`` of the stored entries and the
+    fill value is ``{name}(x.fill_value)`` (the fill-value rule of
+    pydata-sparse). Dtype as the standard specifies.
+
+Raises
+------
+TypeError
+    If ``x``'s dtype is not {category}.
+"""
+
+_DOC_BINARY = """{summary}, element-wise with broadcasting (array API ``{name}``).
+
+Parameters
+----------
+x1, x2 : BCOOArray, array or Python scalar
+    Operands of {category} dtypes (at most one a Python scalar), promoted by
+    the standard's type-promotion rules.
+
+Returns
+-------
+BCOOArray
+    The broadcast shape. Two sparse operands give stored entries on the union
+    of their patterns and fill value ``{name}(x1.fill_value, x2.fill_value)``.
+    A sparse operand with a dense one stays sparse when ``{name}(fill, d)`` is
+    the same for every dense entry ``d``; otherwise every entry is stored.
+
+Raises
+------
+TypeError
+    If a dtype is not {category} or both operands are Python scalars.
+ValueError
+    If the shapes do not broadcast.
+"""
+
+
+def _make_unary(name: str, spec: Spec):
+    def fn(x, /):
+        x = as_operand(x, "x")
+        check_category(np.dtype(x.dtype), spec.category, name)
+        if isinstance(x, BCOOArray):
+            return _fill_rule.unary(spec.fn, x, linear=spec.linear)
+        return _fill_rule.dense_layout(spec.fn(x))
+
+    fn.__doc__ = _DOC_UNARY.format(summary=spec.summary.capitalize(), name=name, category=spec.category)
+    return fn
+
+
+def _make_binary(name: str, spec: Spec):
+    def fn(x1, x2, /):
+        a, b, _ = binary_operands(x1, x2, name, spec.category)
+        return _fill_rule.binary(spec.fn, a, b, annihilator=spec.annihilator)
+
+    fn.__doc__ = _DOC_BINARY.format(summary=spec.summary.capitalize(), name=name, category=spec.category)
+    return fn
+
+
+for _name, _spec in TABLE.items():
+    _f = (_make_unary if _spec.nargs == 1 else _make_binary)(_name, _spec)
+    _f.__name__ = _f.__qualname__ = _name
+    _f.__module__ = "bcoo_array"
+    globals()[_name] = _f
+del _name, _spec, _f
+
+
+def clip(x, /, min=None, max=None):
+    """Clamp each element to ``[min, max]`` (array API ``clip``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Real numeric input.
+    min, max : scalar, array or None
+        Bounds, broadcast against ``x``; None leaves that side open. Python
+        scalars take ``x``'s dtype.
+
+    Returns
+    -------
+    BCOOArray
+        ``x``'s shape and dtype; the fill value is clipped too. NaN in ``x``
+        propagates.
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not real numeric or a bound has another dtype kind.
+    """
+    x = as_operand(x, "x")
+    dt = np.dtype(x.dtype)
+    check_category(dt, "real numeric", "clip")
+    out = x
+    for bound, op, argname in ((min, maximum, "min"), (max, minimum, "max")):  # noqa: F821
+        if bound is None:
+            continue
+        if isinstance(bound, PY_SCALARS):
+            if dt.kind in "iu" and isinstance(bound, float):
+                raise TypeError(f"clip(): {argname}={bound!r} is a float but x is {dt}")
+            if dt.kind in "iu":
+                info = np.iinfo(dt)
+                bound = int(np.clip(bound, info.min, info.max))
+            b = scalar_to_array(bound, scalar_dtype(bound, dt))
+        else:
+            b = as_operand(bound, argname)
+        if np.dtype(b.dtype) != dt:
+            b = cast(b, dt)
+        out = op(out, b)
+    if isinstance(out, BCOOArray) and out.shape != x.shape:
+        raise ValueError(f"clip(): bounds of shape broadcasting beyond x.shape={x.shape}")
+    if not isinstance(out, BCOOArray):
+        out = _fill_rule.dense_layout(out)
+    return out
+
+
+__all__ = list(TABLE) + ["clip"]

@@ -1,0 +1,150 @@
+"""Applying elementwise functions under the fill-value rule.
+
+For a function ``f`` and operands with fill values ``a`` and ``b``, the
+result's fill value is ``f(a, b)`` and its stored entries are ``f`` evaluated
+at the union of the operands' patterns (pydata-sparse's rule). The result is
+exactly the dense result, entry by entry.
+
+A sparse operand combined with a dense one stays sparse when ``f(fill, d)``
+is the same value for every dense entry ``d`` (checked on concrete values;
+while tracing, assumed only for annihilating operations such as ``0 * d``,
+which then treat ``d`` as finite, as :mod:`jax.experimental.sparse` does);
+otherwise the result is a BCOOArray in *dense layout* (no sparse dimension,
+every entry stored).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._array_object import BCOOArray
+from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
+from ._kernels.fromdense import gather
+from ._kernels.union import take_or_fill, union
+from ._layout import is_concrete, is_tracer, same_value, same_value_np
+
+
+def eval_fill(fn: Callable, *fills) -> np.generic:
+    """Evaluate ``fn`` on scalar fill values at trace time; a NumPy scalar."""
+    with jax.ensure_compile_time_eval():
+        out = fn(*(jnp.asarray(f) for f in fills))
+    return np.asarray(out)[()]
+
+
+def dense_layout(x) -> BCOOArray:
+    """Wrap a dense array as a BCOOArray with every entry stored (n_sparse = 0, nse = 1)."""
+    x = jnp.asarray(x)
+    return BCOOArray._from_buffers(
+        x[None], jnp.zeros((1, 0), jnp.int32), x.shape, n_batch=0, n_dense=x.ndim,
+        fill_value=np.zeros((), x.dtype)[()], indices_sorted=True, unique_indices=True,
+    )
+
+
+def unary(fn: Callable, x: BCOOArray, *, linear: bool = False) -> BCOOArray:
+    """Apply ``fn`` to every entry; ``linear`` functions skip summing duplicates."""
+    src = x if linear else x._canonical()
+    data = fn(src.data)
+    return src._replace(data=data, fill_value=eval_fill(fn, src.fill_value))
+
+
+def _dense_operand(y):
+    return y.todense() if isinstance(y, BCOOArray) else jnp.asarray(y)
+
+
+def binary(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
+    """Apply binary ``fn`` under broadcasting; at least one operand is a BCOOArray.
+
+    ``annihilator``, where given, is the fill value ``z`` with ``fn(z, d) == z``
+    and ``fn(d, z) == z`` for every finite ``d`` (0 for multiply).
+    """
+    xs = isinstance(x, BCOOArray) and x.ndim > 0
+    ys = isinstance(y, BCOOArray) and y.ndim > 0
+    if not xs and not ys:
+        return dense_layout(fn(_dense_operand(x), _dense_operand(y)))
+    out_shape = jnp.broadcast_shapes(tuple(x.shape), tuple(y.shape))
+    if xs and ys:
+        return _sparse_sparse(fn, x, y, out_shape)
+    if xs:
+        return _sparse_dense(fn, x, _dense_operand(y), out_shape, annihilator)
+    return _sparse_dense(lambda a, b: fn(b, a), y, _dense_operand(x), out_shape, annihilator)
+
+
+def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator) -> BCOOArray:
+    from ._manipulation_functions import broadcast_to
+
+    fa = a.fill_value
+    if d.ndim == 0 and is_concrete(d):
+        src = a._canonical()
+        res = src._replace(data=fn(src.data, d), fill_value=eval_fill(fn, fa, d))
+        return broadcast_to(res, out_shape) if res.shape != tuple(out_shape) else res
+    keep_sparse = False
+    fill = None
+    if is_concrete(d):
+        g = fn(jnp.asarray(fa), d)
+        g0 = g.reshape(-1)[0] if g.size else None
+        if g0 is None or bool(jnp.all(same_value(g, g0))):
+            keep_sparse = True
+            fill = np.asarray(g0)[()] if g0 is not None else eval_fill(fn, fa, jnp.zeros((), d.dtype))
+    elif annihilator is not None and same_value_np(fa, np.asarray(annihilator, a.dtype)):
+        keep_sparse = True
+        fill = eval_fill(fn, fa, jnp.zeros((), d.dtype))
+    if not keep_sparse:
+        return dense_layout(fn(broadcast_to(a, out_shape).todense(), jnp.broadcast_to(d, out_shape)))
+    src = broadcast_to(a, out_shape)._canonical()
+    vals = gather(jnp.broadcast_to(d, out_shape), src.indices, src.shape, src.n_batch, src.n_dense)
+    data = fn(jnp.broadcast_to(src.data, vals.shape), vals)
+    return src._replace(data=data, fill_value=fill)
+
+
+def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
+    from ._manipulation_functions import broadcast_to
+
+    x = broadcast_to(x, out_shape)
+    y = broadcast_to(y, out_shape)
+    n_batch = min(x.n_batch, y.n_batch)
+    n_dense = min(x.n_dense, y.n_dense)
+    x = update_layout(x, n_batch, n_dense)._canonical()
+    y = update_layout(y, n_batch, n_dense)._canonical()
+    shape = tuple(out_shape)
+    dx, ix = flatten_batch(x.data, x.indices, shape, n_batch)
+    dy, iy = flatten_batch(y.data, y.indices, shape, n_batch)
+    out_idx, pos_x, pos_y = union(ix, iy.astype(ix.dtype), sparse_sizes(shape, n_batch, n_dense))
+    vx = take_or_fill(dx, pos_x, x.fill_value)
+    vy = take_or_fill(dy, pos_y, y.fill_value)
+    data = fn(vx, vy)
+    data, indices = unflatten_batch(data, out_idx, shape, n_batch)
+    return BCOOArray._from_buffers(
+        data, indices, shape, n_batch=n_batch, n_dense=n_dense,
+        fill_value=eval_fill(fn, x.fill_value, y.fill_value), indices_sorted=True, unique_indices=True,
+    )
+
+
+def update_layout(x: BCOOArray, n_batch: int, n_dense: int) -> BCOOArray:
+    """Return ``x`` with ``n_batch`` batch and ``n_dense`` dense dimensions.
+
+    Batch dimensions become sparse (or the reverse), dense dimensions become
+    sparse (or the reverse); values are unchanged. Uses
+    :func:`jax.experimental.sparse.bcoo_update_layout`, then restores the
+    fill value (which that function does not know).
+    """
+    if (n_batch, n_dense) == (x.n_batch, x.n_dense):
+        return x
+    from jax.experimental import sparse as jsparse
+
+    src = x._canonical() if n_dense > x.n_dense else x
+    mat = jsparse.BCOO((src.data, src.indices), shape=src.shape)
+    out = jsparse.bcoo_update_layout(mat, n_batch=n_batch, n_dense=n_dense, on_inefficient=None)
+    data = out.data
+    if n_dense > x.n_dense and not same_value_np(x.fill_value, np.zeros((), x.dtype)):
+        # New dense blocks hold zeros where nothing was stored: put the fill value there.
+        pattern = jsparse.BCOO((jnp.ones(src.data.shape, bool), src.indices), shape=src.shape)
+        stored = jsparse.bcoo_update_layout(pattern, n_batch=n_batch, n_dense=n_dense, on_inefficient=None).data
+        data = jnp.where(stored, data, jnp.asarray(x.fill_value, data.dtype))
+    return BCOOArray._from_buffers(
+        data, out.indices, out.shape, n_batch=out.n_batch, n_dense=out.n_dense,
+        fill_value=x.fill_value, indices_sorted=False, unique_indices=False,
+    )

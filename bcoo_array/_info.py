@@ -1,0 +1,44 @@
+"""The inspection utilities of the array API standard (``__array_namespace_info__``)."""
+
+from __future__ import annotations
+
+import jax
+
+from . import _dtypes
+
+
+class __array_namespace_info__:
+    """Capabilities, devices and dtypes of the ``bcoo_array`` namespace.
+
+    Default dtypes follow JAX's x64 setting at the time of the call.
+    """
+
+    def capabilities(self) -> dict:
+        """Optional features: boolean indexing (eager only) and data-dependent shapes (eager only) are
+        supported; ``max dimensions`` is None (no limit)."""
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": None}
+
+    def default_device(self):
+        """The default JAX device."""
+        return jax.devices()[0]
+
+    def devices(self) -> list:
+        """All JAX devices of this process."""
+        return list(jax.devices())
+
+    def default_dtypes(self, *, device=None) -> dict:
+        """The default dtypes: float64/complex128/int64 with x64 on, else 32-bit ones."""
+        return {
+            "real floating": _dtypes.default_float(),
+            "complex floating": _dtypes.default_complex(),
+            "integral": _dtypes.default_int(),
+            "indexing": _dtypes.default_int(),
+        }
+
+    def dtypes(self, *, device=None, kind=None) -> dict:
+        """The supported dtypes by name, optionally only those of ``kind`` (a kind name or tuple)."""
+        out = {}
+        for dt in _dtypes.supported_dtypes():
+            if kind is None or _dtypes.isdtype_kind(dt, kind):
+                out["bool" if dt == _dtypes.bool_ else dt.name] = dt
+        return out

@@ -1,0 +1,88 @@
+"""Canonical form: sorted, duplicate-free indices, padding at the end.
+
+``sum_duplicates`` merges entries that share an index by summing their data
+(logical or for bool), as ``scipy.sparse`` and ``jax.experimental.sparse`` do.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .._layout import prod
+from .plan import group_batched, segment_reduce
+
+
+def broadcast_batch(data, indices, shape, n_batch: int):
+    """Broadcast the batch dimensions of both buffers to ``shape[:n_batch]``."""
+    batch = tuple(shape[:n_batch])
+    if data.shape[:n_batch] != batch:
+        data = jnp.broadcast_to(data, batch + data.shape[n_batch:])
+    if indices.shape[:n_batch] != batch:
+        indices = jnp.broadcast_to(indices, batch + indices.shape[n_batch:])
+    return data, indices
+
+
+def flatten_batch(data, indices, shape, n_batch: int):
+    """Buffers with all batch dimensions merged into one leading dimension."""
+    data, indices = broadcast_batch(data, indices, shape, n_batch)
+    B = prod(shape[:n_batch])
+    return data.reshape((B,) + data.shape[n_batch:]), indices.reshape((B,) + indices.shape[n_batch:])
+
+
+def unflatten_batch(data_b, indices_b, shape, n_batch: int):
+    """Inverse of :func:`flatten_batch`."""
+    batch = tuple(shape[:n_batch])
+    return data_b.reshape(batch + data_b.shape[1:]), indices_b.reshape(batch + indices_b.shape[1:])
+
+
+def sparse_sizes(shape, n_batch: int, n_dense: int) -> tuple[int, ...]:
+    """The sizes of the sparse dimensions."""
+    return tuple(shape[n_batch: len(shape) - n_dense])
+
+
+def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str = "sum"):
+    """Return canonical ``(data, indices)``: sorted, unique, padding last.
+
+    With concrete indices the new nse is the largest number of distinct
+    indices in any batch; while tracing it stays the input nse (padded).
+    """
+    db, ib = flatten_batch(data, indices, shape, n_batch)
+    plan = group_batched(ib, sparse_sizes(shape, n_batch, n_dense))
+    n_out = plan.n_out
+    out = jax.vmap(lambda d, o, s: segment_reduce(d[o], s, n_out, reduce))(db, plan.order, plan.segment)
+    return unflatten_batch(out, plan.out_indices.astype(indices.dtype), shape, n_batch)
+
+
+def todense(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool):
+    """Scatter the stored entries into a dense array of ``shape``; unstored get ``fill``."""
+    db, ib = flatten_batch(data, indices, shape, n_batch)
+    sizes = sparse_sizes(shape, n_batch, n_dense)
+    dense_shape = tuple(shape[len(shape) - n_dense:])
+
+    def one(d, i):
+        where = tuple(i[:, j] for j in range(i.shape[1]))
+        out = jnp.zeros(sizes + dense_shape, d.dtype)
+        if d.dtype == jnp.bool_:
+            out = out.at[where].max(d, mode="drop")
+        else:
+            out = out.at[where].add(d, mode="drop")
+        if fill_is_zero:
+            return out
+        mask = jnp.zeros(sizes, bool).at[where].set(True, mode="drop")
+        mask = mask.reshape(mask.shape + (1,) * len(dense_shape))
+        return jnp.where(mask, out, jnp.asarray(fill, d.dtype))
+
+    if len(sizes) == 0:
+        # every stored entry sits at the single position (); nse == 0 means unstored.
+        def one(d, i):  # noqa: F811 - a simpler kernel for n_sparse == 0
+            if d.dtype == jnp.bool_:
+                out = jnp.any(d, axis=0)
+            else:
+                out = jnp.sum(d, axis=0)
+            if fill_is_zero:
+                return out
+            return out if d.shape[0] else jnp.full(dense_shape, fill, d.dtype)
+
+    out = jax.vmap(one)(db, ib)
+    return out.reshape(shape)

@@ -1,0 +1,85 @@
+"""Dense to BCOO: store every entry that differs from the fill value."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._layout import is_concrete, prod, same_value
+
+
+def fromdense(x, shape, n_batch: int, n_dense: int, fill, nse: int | None, index_dtype):
+    """Return ``(data, indices)`` of the entries of ``x`` that differ from ``fill``.
+
+    A sparse position is stored when any of its dense-dimension values differs
+    from ``fill`` (bit-exact: NaN matches NaN, ``-0.0`` differs from ``0.0``).
+    ``nse`` defaults to the largest count over batches (``x`` must then be
+    concrete); positions beyond the count are padding.
+
+    Raises
+    ------
+    ValueError
+        If ``nse`` is None while ``x`` is traced, or smaller than needed.
+    """
+    ndim = len(shape)
+    sizes = tuple(shape[n_batch: ndim - n_dense])
+    B = prod(shape[:n_batch])
+    xb = x.reshape((B,) + tuple(shape[n_batch:]))
+    mask = ~same_value(xb, fill)
+    if n_dense:
+        mask = jnp.any(mask, axis=tuple(range(1 + len(sizes), mask.ndim)))
+    if len(sizes) == 0:
+        if nse is None:
+            nse = 1
+        data = jnp.broadcast_to(xb[:, None], (B, nse) + xb.shape[1:])
+        indices = jnp.zeros((B, nse, 0), index_dtype)
+        return data.reshape(tuple(shape[:n_batch]) + data.shape[1:]), indices.reshape(tuple(shape[:n_batch]) + (nse, 0))
+    counts = jnp.sum(mask.reshape(B, -1), axis=1)
+    if nse is None:
+        if not is_concrete(x):
+            raise ValueError(
+                "fromdense needs nse= under jax.jit: the number of stored entries depends on the values. "
+                "Pass nse=<upper bound> (entries beyond the count are padding)."
+            )
+        nse = int(np.max(np.asarray(counts))) if B else 0
+    elif is_concrete(counts) and B and int(np.max(np.asarray(counts))) > nse:
+        raise ValueError(f"nse={nse} is smaller than the {int(np.max(np.asarray(counts)))} entries that differ from fill_value")
+    if B == 1 and is_concrete(mask):
+        nz = np.nonzero(np.asarray(mask[0]))
+        pad = nse - nz[0].size
+        cols = [np.concatenate([c, np.full(pad, s)]) for c, s in zip(nz, sizes)]
+        idx = jnp.asarray(np.stack(cols, axis=1).astype(index_dtype))[None]
+    else:
+        def one(m):
+            nz = jnp.nonzero(m, size=nse, fill_value=sizes)
+            return jnp.stack(nz, axis=1).astype(index_dtype)
+        idx = jax.vmap(one)(mask)
+
+    def gather(xv, i):
+        where = tuple(i[:, j] for j in range(i.shape[1]))
+        return xv.at[where].get(mode="fill", fill_value=0)
+
+    data = jax.vmap(gather)(xb, idx)
+    batch = tuple(shape[:n_batch])
+    return data.reshape(batch + data.shape[1:]), idx.reshape(batch + idx.shape[1:])
+
+
+def gather(x, indices, shape, n_batch: int, n_dense: int):
+    """Values of dense ``x`` (of ``shape``) at stored ``indices``: ``(*batch, nse, *dense)``.
+
+    Padding positions read 0.
+    """
+    batch = tuple(shape[:n_batch])
+    B = prod(batch)
+    xb = jnp.broadcast_to(x, shape).reshape((B,) + tuple(shape[n_batch:]))
+    ib = jnp.broadcast_to(indices, batch + indices.shape[n_batch:]).reshape((B,) + indices.shape[n_batch:])
+
+    def one(xv, i):
+        where = tuple(i[:, j] for j in range(i.shape[1]))
+        if not where:
+            return jnp.broadcast_to(xv, (i.shape[0],) + xv.shape)
+        return xv.at[where].get(mode="fill", fill_value=0)
+
+    out = jax.vmap(one)(xb, ib)
+    return out.reshape(batch + out.shape[1:])

@@ -1,0 +1,154 @@
+"""Grouping plans: which stored entries share a sparse index.
+
+A *plan* for a flat list of ``n`` indices (shape ``(n, k)``) is
+
+* ``order``: a permutation that sorts the entries lexicographically,
+* ``segment``: for the j-th sorted entry, the number of its distinct index
+  (``n_out`` or more for padding, so scatters with ``mode="drop"`` ignore it),
+* ``out_indices``: ``(n_out, k)``, the distinct indices in sorted order, padded
+  with the dimension sizes,
+* ``count``: the number of distinct valid indices.
+
+With concrete indices the plan is computed by NumPy and ``n_out == count``;
+while tracing it is computed by ``jnp.lexsort`` and ``n_out == n`` (static),
+padding filling the tail. This is the sort-based coalescing of COO formats
+(as in ``scipy.sparse.coo_array.sum_duplicates``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._layout import is_concrete
+
+
+class Plan(NamedTuple):
+    order: jax.Array
+    segment: jax.Array
+    out_indices: jax.Array
+    count: jax.Array | int
+    n_out: int
+
+
+def _linear_key(idx: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray | None:
+    """Row-major linear index as int64, or None if it could overflow."""
+    total = 1
+    for s in sizes:
+        total *= max(int(s), 1)
+    if total >= 2**62:
+        return None
+    key = np.zeros(idx.shape[0], dtype=np.int64)
+    for j, s in enumerate(sizes):
+        key *= int(s)
+        key += idx[:, j].astype(np.int64)
+    return key
+
+
+def group_numpy(indices: np.ndarray, sizes: tuple[int, ...]) -> Plan:
+    """Plan for concrete ``indices`` of shape ``(n, k)`` (NumPy, exact ``n_out``)."""
+    idx = np.asarray(indices)
+    n, k = idx.shape
+    sizes_arr = np.asarray(sizes, dtype=np.int64)
+    valid = np.all((idx >= 0) & (idx < sizes_arr), axis=1) if k else np.ones(n, dtype=bool)
+    if k == 0:
+        order = np.arange(n)
+        start = np.zeros(n, dtype=bool)
+        if n:
+            start[0] = True
+    else:
+        key = _linear_key(idx, sizes) if valid.all() else None
+        if key is not None:
+            order = np.argsort(key, kind="stable")
+            skey = key[order]
+            start = np.empty(n, dtype=bool)
+            if n:
+                start[0] = True
+                np.not_equal(skey[1:], skey[:-1], out=start[1:])
+        else:
+            cols = [idx[:, j] for j in reversed(range(k))]
+            order = np.lexsort(cols + [~valid])
+            sidx = idx[order]
+            start = np.empty(n, dtype=bool)
+            if n:
+                start[0] = True
+                start[1:] = np.any(sidx[1:] != sidx[:-1], axis=1)
+    svalid = valid[order]
+    start &= svalid
+    segment = np.cumsum(start) - 1
+    count = int(start.sum())
+    segment = np.where(svalid, segment, count).astype(np.int32 if n < 2**31 else np.int64)
+    out_indices = idx[order[start]] if k else np.zeros((count, 0), dtype=idx.dtype)
+    return Plan(order, segment, out_indices.astype(idx.dtype), count, count)
+
+
+def group_traced(indices, sizes: tuple[int, ...]) -> Plan:
+    """Plan with ``jnp`` (traceable); ``n_out`` equals the number of entries."""
+    n, k = indices.shape
+    sizes_arr = jnp.asarray(sizes, dtype=indices.dtype) if k else None
+    if k:
+        valid = jnp.all((indices >= 0) & (indices < sizes_arr), axis=1)
+        keys = tuple(indices[:, j] for j in reversed(range(k))) + (~valid,)
+        order = jnp.lexsort(keys)
+        sidx = indices[order]
+        diff = jnp.any(sidx[1:] != sidx[:-1], axis=1)
+    else:
+        valid = jnp.ones(n, dtype=bool)
+        order = jnp.arange(n)
+        sidx = indices
+        diff = jnp.zeros(max(n - 1, 0), dtype=bool)
+    svalid = valid[order]
+    start = jnp.concatenate([jnp.ones(min(n, 1), dtype=bool), diff]) & svalid
+    segment = jnp.cumsum(start) - 1
+    count = jnp.sum(start)
+    segment = jnp.where(svalid, segment, n).astype(jnp.int32)
+    fill = jnp.broadcast_to(sizes_arr, (n, k)) if k else jnp.zeros((n, 0), indices.dtype)
+    out_indices = fill.at[segment].set(sidx, mode="drop")
+    return Plan(order, segment, out_indices, count, n)
+
+
+def group(indices, sizes: tuple[int, ...]) -> Plan:
+    """Plan for ``indices`` of shape ``(n, k)``: NumPy when concrete, else traced."""
+    if is_concrete(indices):
+        p = group_numpy(np.asarray(indices), sizes)
+        return Plan(
+            jnp.asarray(p.order), jnp.asarray(p.segment), jnp.asarray(p.out_indices), p.count, p.n_out
+        )
+    return group_traced(indices, sizes)
+
+
+def group_batched(indices, sizes: tuple[int, ...]) -> Plan:
+    """Plans for indices of shape ``(B, n, k)``, one per batch element.
+
+    Returns arrays with a leading batch dimension; ``n_out`` is the largest
+    count when concrete, ``n`` while tracing.
+    """
+    B, n, k = indices.shape
+    if B == 1:
+        p = group(indices[0], sizes)
+        return Plan(p.order[None], p.segment[None], p.out_indices[None], jnp.reshape(jnp.asarray(p.count), (1,)), p.n_out)
+    p = jax.vmap(lambda i: group_traced(i, sizes))(indices)
+    if is_concrete(p.count):
+        n_out = int(np.max(np.asarray(p.count))) if B else 0
+        return Plan(p.order, p.segment, p.out_indices[:, :n_out], p.count, n_out)
+    return p
+
+
+def segment_reduce(values, segment, n_out: int, op: str = "sum"):
+    """Reduce ``values`` (already in plan order) into ``n_out`` segments.
+
+    ``op`` is one of ``"sum"``, ``"max"``, ``"min"``, ``"prod"``; bool sums are
+    logical or. Segment ids of ``n_out`` or more are dropped.
+    """
+    if op == "sum" and values.dtype == jnp.bool_:
+        op = "max"
+    fn = {
+        "sum": jax.ops.segment_sum,
+        "max": jax.ops.segment_max,
+        "min": jax.ops.segment_min,
+        "prod": jax.ops.segment_prod,
+    }[op]
+    return fn(values, segment, num_segments=n_out, indices_are_sorted=True)

@@ -1,0 +1,140 @@
+"""Reductions over any set of axes of an all-sparse-or-dense (n_batch = 0),
+duplicate-free array, counting the unstored entries through the fill value.
+
+For each output position the stored values of its slice are reduced by a
+segment reduction, then combined with the fill value raised to the number of
+unstored entries of the slice (``fill * missing`` for a sum, ``fill **
+missing`` for a product, ``fill`` itself for max/min when anything is
+missing). The output keeps the kept sparse dimensions sparse.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .._layout import prod
+from .plan import group, segment_reduce
+
+_DENSE_REDUCE = {"sum": jnp.sum, "prod": jnp.prod, "max": jnp.max, "min": jnp.min}
+
+
+def repeat_reduce(value, n, op: str):
+    """``op`` applied to ``n`` copies of ``value`` (``n`` may be an array; ``n == 0`` gives the identity)."""
+    if op == "sum":
+        if value.dtype == jnp.bool_:
+            return value & (n > 0)
+        return value * jnp.asarray(n).astype(value.dtype)
+    if op == "prod":
+        if value.dtype == jnp.bool_:
+            return value | (n == 0)
+        return _int_pow(value, n) if jnp.issubdtype(value.dtype, jnp.integer) else \
+            jnp.where(n == 0, jnp.ones((), value.dtype), value ** jnp.asarray(n).astype(value.dtype))
+    return value
+
+
+def _int_pow(value, n):
+    """value ** n for integer value, exact with wraparound, by repeated squaring."""
+    n = jnp.asarray(n)
+    result = jnp.ones(jnp.broadcast_shapes(jnp.shape(value), n.shape), value.dtype)
+    base = jnp.broadcast_to(value, result.shape)
+    e = jnp.broadcast_to(n, result.shape).astype(jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
+
+    def body(_, state):
+        r, b, e = state
+        r = jnp.where(e % 2 == 1, r * b, r)
+        return r, b * b, e // 2
+
+    r, _, _ = jax.lax.fori_loop(0, 64, body, (result, base, e))
+    return r
+
+
+def combine(a, b, op: str):
+    """Combine two partial reductions."""
+    if op == "sum":
+        return (a | b) if a.dtype == jnp.bool_ else a + b
+    if op == "prod":
+        return (a & b) if a.dtype == jnp.bool_ else a * b
+    return jnp.maximum(a, b) if op == "max" else jnp.minimum(a, b)
+
+
+def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: str, fill):
+    """Reduce a canonical, n_batch = 0 array over ``axes``.
+
+    Parameters
+    ----------
+    data : ``(nse, *dense)``; indices : ``(nse, n_sparse)``
+        Duplicate-free buffers (padding allowed).
+    shape : tuple
+        The array's shape.
+    axes : tuple of int
+        Sorted axes to reduce.
+    op : {"sum", "prod", "max", "min"}
+        The reduction (bool sum is logical or, bool prod logical and).
+    fill : scalar
+        The fill value.
+
+    Returns
+    -------
+    data, indices, out_shape, out_n_dense, out_fill
+        The reduced array in the same form (kept sparse axes first, then kept
+        dense axes).
+    """
+    ndim = len(shape)
+    n_sparse = ndim - n_dense
+    sp_red = [a for a in axes if a < n_sparse]
+    de_red = [a for a in axes if a >= n_sparse]
+    sp_keep = [a for a in range(n_sparse) if a not in sp_red]
+    de_keep = [a for a in range(n_sparse, ndim) if a not in de_red]
+    fillv = jnp.asarray(fill, data.dtype)
+    n_d = prod(shape[a] for a in de_red)
+    if de_red:
+        red = _DENSE_REDUCE[op] if data.dtype != jnp.bool_ else (jnp.any if op in ("sum", "max") else jnp.all)
+        data = red(data, axis=tuple(a - n_sparse + 1 for a in de_red))
+    u = repeat_reduce(fillv, n_d, op)
+    n_rs = prod(shape[a] for a in sp_red)
+    sizes = tuple(shape[:n_sparse])
+    nse = indices.shape[0]
+    if n_sparse:
+        valid = jnp.all(indices < jnp.asarray(sizes, indices.dtype), axis=1)
+    else:
+        valid = jnp.ones(nse, bool)
+    kept_sizes = tuple(shape[a] for a in sp_keep)
+    proj = indices[:, sp_keep]
+    if sp_keep:
+        proj = jnp.where(valid[:, None], proj, jnp.asarray(kept_sizes, indices.dtype))
+    plan = group(proj, kept_sizes) if sp_keep else None
+    if plan is None:
+        # One output position; drop padding by sending it past the single segment.
+        order = jnp.arange(nse)
+        n_out = 1 if nse else 0
+        out_idx = jnp.zeros((n_out, 0), indices.dtype)
+        segment = jnp.where(valid, 0, n_out).astype(jnp.int32)
+    else:
+        order, segment, out_idx, n_out = plan.order, plan.segment, plan.out_indices, plan.n_out
+    if op in ("max", "min") or data.dtype == jnp.bool_:
+        seg_op = {"sum": "max", "prod": "min"}.get(op, op) if data.dtype == jnp.bool_ else op
+    else:
+        seg_op = op
+    vals = segment_reduce(data[order], segment, n_out, seg_op)
+    count = jax.ops.segment_sum(jnp.ones(nse, jnp.int32)[order] if nse else jnp.zeros(0, jnp.int32),
+                                segment, num_segments=n_out, indices_are_sorted=True)
+    missing = n_rs - count
+    missing_b = missing.reshape(missing.shape + (1,) * (vals.ndim - 1))
+    rest = repeat_reduce(jnp.broadcast_to(u, vals.shape), missing_b, op)
+    if op in ("max", "min"):
+        vals = jnp.where(missing_b > 0, combine(vals, jnp.broadcast_to(u, vals.shape), op), vals)
+    else:
+        vals = combine(vals, rest, op)
+    out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
+    out_fill = repeat_reduce(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
+    return vals, out_idx, out_shape, len(de_keep), out_fill
+
+
+def _identity(op: str, dtype, u):
+    """Value of an empty reduction (used for the fill of a zero-size slice)."""
+    if op == "sum":
+        return jnp.zeros((), dtype)
+    if op == "prod":
+        return jnp.ones((), dtype)
+    return u

@@ -1,0 +1,232 @@
+"""Layout metadata of the BCOO format: index dtypes, shape checks, fill values
+and the eager validation of index values.
+
+A BCOOArray of shape ``(*batch, *sparse, *dense)`` holds
+
+* ``data``    of shape ``(*batch, nse, *dense)``,
+* ``indices`` of shape ``(*batch, nse, n_sparse)``,
+
+as in :mod:`jax.experimental.sparse`. A stored entry whose index is out of
+range in any sparse dimension (JAX writes the dimension's size) is *padding*
+and ignored by every operation.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dtypes
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def is_tracer(x: Any) -> bool:
+    """Whether ``x`` is a JAX tracer (its value is unknown while tracing)."""
+    return isinstance(x, jax.core.Tracer)
+
+
+def is_concrete(*xs: Any) -> bool:
+    """Whether every array in ``xs`` has a concrete value (no tracer)."""
+    return not any(is_tracer(x) for x in xs)
+
+
+def normalize_shape(shape, *, argname: str = "shape") -> tuple[int, ...]:
+    """Return ``shape`` as a tuple of non-negative Python ints.
+
+    Raises
+    ------
+    TypeError
+        If an entry is not an integer.
+    ValueError
+        If an entry is negative.
+    """
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        out = tuple(operator.index(s) for s in shape)
+    except TypeError as exc:
+        raise TypeError(f"{argname}={shape!r} must be a tuple of integers") from exc
+    if any(s < 0 for s in out):
+        raise ValueError(f"{argname}={out} has a negative dimension")
+    return out
+
+
+def index_dtype_for(sparse_shape: tuple[int, ...]) -> np.dtype:
+    """The index dtype for sparse dimensions of the given sizes.
+
+    int32 when every size (and the padding value, equal to the size) fits,
+    int64 otherwise.
+
+    Raises
+    ------
+    ValueError
+        If int64 is needed and JAX's x64 mode is off: int32 indices would
+        wrap around and corrupt entries.
+    """
+    if all(s <= _INT32_MAX for s in sparse_shape):
+        return np.dtype(np.int32)
+    if not _dtypes.x64_enabled():
+        big = max(sparse_shape)
+        raise ValueError(
+            f"a sparse dimension of size {big} needs int64 indices, which need JAX's "
+            "64-bit mode; turn it on with jax.config.update('jax_enable_x64', True) "
+            "or JAX_ENABLE_X64=1 before creating arrays"
+        )
+    return np.dtype(np.int64)
+
+
+def check_buffers(data, indices, shape, n_batch: int, n_dense: int) -> None:
+    """Check the shapes of ``data`` and ``indices`` against the layout.
+
+    Only shapes are checked, so this is safe while tracing.
+
+    Raises
+    ------
+    ValueError
+        If a shape or layout parameter is inconsistent.
+    """
+    ndim = len(shape)
+    if not (0 <= n_batch and 0 <= n_dense and n_batch + n_dense <= ndim):
+        raise ValueError(
+            f"n_batch={n_batch} and n_dense={n_dense} must be non-negative and sum to at most ndim={ndim}"
+        )
+    n_sparse = ndim - n_batch - n_dense
+    if indices.ndim != n_batch + 2:
+        raise ValueError(
+            f"indices must have shape (*batch, nse, n_sparse) with {n_batch} batch dimensions; got {indices.shape}"
+        )
+    if indices.shape[-1] != n_sparse:
+        raise ValueError(f"indices.shape[-1]={indices.shape[-1]} must equal n_sparse={n_sparse} for shape {shape}")
+    if not jnp.issubdtype(indices.dtype, jnp.integer):
+        raise TypeError(f"indices must have an integer dtype, got {indices.dtype}")
+    nse = indices.shape[-2]
+    batch = tuple(shape[:n_batch])
+    dense = tuple(shape[ndim - n_dense:])
+    expected = (*batch, nse, *dense)
+    if data.ndim != len(expected):
+        raise ValueError(f"data has shape {data.shape}; expected (*batch, nse, *dense) = {expected}")
+    for i, (d, e) in enumerate(zip(data.shape, expected)):
+        if i < n_batch:
+            if d not in (1, e):
+                raise ValueError(f"data batch dimension {i} has size {d}; expected {e} (or 1)")
+        elif d != e:
+            raise ValueError(f"data has shape {data.shape}; expected (*batch, nse, *dense) = {expected}")
+    for i in range(n_batch):
+        if indices.shape[i] not in (1, shape[i]):
+            raise ValueError(f"indices batch dimension {i} has size {indices.shape[i]}; expected {shape[i]} (or 1)")
+
+
+def check_index_values(indices, shape, n_batch: int) -> None:
+    """Eagerly check that every index is in range or is padding.
+
+    Each index must satisfy ``0 <= i <= size`` of its sparse dimension; the value
+    ``size`` itself marks padding, as in JAX.
+
+    Raises
+    ------
+    ValueError
+        Naming the axis, the offending index and the bound.
+    """
+    if not is_concrete(indices):
+        return
+    idx = np.asarray(indices)
+    if idx.size == 0:
+        return
+    n_sparse = idx.shape[-1]
+    flat = idx.reshape(-1, n_sparse)
+    for k in range(n_sparse):
+        axis = n_batch + k
+        col = flat[:, k]
+        lo = col.min()
+        hi = col.max()
+        if lo < 0:
+            raise ValueError(
+                f"index {int(lo)} on axis {axis} is negative; indices must lie in [0, {shape[axis]})"
+            )
+        if hi > shape[axis]:
+            raise ValueError(
+                f"index {int(hi)} on axis {axis} is out of bounds for size {shape[axis]}; "
+                f"indices must lie in [0, {shape[axis]}) (the value {shape[axis]} marks padding)"
+            )
+
+
+def fill_scalar(value, dtype: np.dtype) -> np.generic:
+    """Return ``value`` as a NumPy scalar of ``dtype``, refusing lossy casts.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a scalar.
+    ValueError
+        If ``value`` cannot be represented exactly in ``dtype``.
+    """
+    if is_tracer(value):
+        raise TypeError(
+            "fill_value must be a concrete scalar, not a traced value: the fill value is static "
+            "metadata of a BCOOArray. Compute it outside jax.jit or pass it as a static argument."
+        )
+    arr = np.asarray(value)
+    if arr.ndim != 0:
+        raise TypeError(f"fill_value must be a scalar, got an array of shape {arr.shape}")
+    with np.errstate(all="ignore"):
+        out = arr.astype(dtype)
+        lossy = False
+        if arr.dtype.kind == "c" and dtype.kind != "c":
+            lossy = bool(arr.imag != 0)
+        if dtype.kind in "biu":
+            lossy = lossy or not same_value_np(out.astype(arr.dtype), arr)
+        elif arr.dtype.kind in "fc":
+            lossy = lossy or bool(np.isfinite(arr) and not np.isfinite(out))
+    if lossy:
+        raise ValueError(f"fill_value={value!r} cannot be represented as {dtype}; pick a fill value of that dtype")
+    return out[()]
+
+
+def same_value_np(a, b) -> bool:
+    """Whether two NumPy scalars hold the same value, NaN equal to NaN and -0.0 distinct from 0.0."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+        ac, bc = np.asarray(a, dtype=complex), np.asarray(b, dtype=complex)
+        parts = [(ac.real, bc.real), (ac.imag, bc.imag)]
+        return bool(all(
+            (np.isnan(x) and np.isnan(y)) or (x == y and np.signbit(x) == np.signbit(y)) for x, y in parts
+        ))
+    return bool(a == b)
+
+
+def same_value(x, fill):
+    """Elementwise: does ``x`` hold exactly the value ``fill`` (jnp, traceable)?
+
+    NaN matches NaN and ``-0.0`` does not match ``0.0``, so dropping the entries
+    where this holds loses nothing.
+    """
+    fill = jnp.asarray(fill, dtype=x.dtype)
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        return same_value(x.real, fill.real) & same_value(x.imag, fill.imag)
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        both_nan = jnp.isnan(x) & jnp.isnan(fill)
+        return both_nan | ((x == fill) & (jnp.signbit(x) == jnp.signbit(fill)))
+    return x == fill
+
+
+def fill_key(fill: np.generic) -> tuple[str, bytes]:
+    """A hashable key that identifies a fill value exactly (NaN included)."""
+    arr = np.asarray(fill)
+    return (arr.dtype.str, arr.tobytes())
+
+
+def fill_from_key(key: tuple[str, bytes]) -> np.generic:
+    """Inverse of :func:`fill_key`."""
+    return np.frombuffer(key[1], dtype=np.dtype(key[0]))[0]
+
+
+def prod(shape) -> int:
+    """Product of a shape as a Python int (1 for an empty shape)."""
+    return math.prod(int(s) for s in shape)

@@ -1,0 +1,123 @@
+"""Operand normalisation for namespace functions: Python scalars to arrays by
+the standard's rules, foreign arrays to JAX, dtype categories and promotion.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dtypes
+from ._array_object import BCOOArray
+
+PY_SCALARS = (bool, int, float, complex)
+
+
+def is_array(x) -> bool:
+    """Whether ``x`` is an array operand (a BCOOArray, a JAX or NumPy array)."""
+    return isinstance(x, (BCOOArray, jax.Array, np.ndarray, np.generic, jax.core.Tracer))
+
+
+def as_operand(x, argname: str):
+    """Return a BCOOArray unchanged, a JAX array for anything array-like.
+
+    Raises
+    ------
+    TypeError
+        For objects that are not arrays (lists, strings, None, ...).
+    """
+    if isinstance(x, BCOOArray):
+        return x
+    if isinstance(x, (jax.Array, jax.core.Tracer)):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        dt = _dtypes.canonicalize_dtype(x.dtype, argname=f"{argname}.dtype")
+        return jnp.asarray(x, dt)
+    raise TypeError(f"{argname} must be an array, got {type(x).__name__}")
+
+
+def scalar_dtype(value, other: np.dtype) -> np.dtype:
+    """The dtype a Python scalar takes beside an array of dtype ``other``.
+
+    Following the standard: a scalar of the array's kind (or a "lower" kind:
+    int with a floating array, float with a complex one) takes the array's
+    dtype; otherwise the default dtype of the scalar's kind.
+    """
+    kind = other.kind
+    if isinstance(value, bool):
+        return other if kind == "b" else _dtypes.bool_
+    if isinstance(value, int):
+        return other if kind in "iufc" else _dtypes.default_int()
+    if isinstance(value, float):
+        if kind in "fc":
+            return other
+        return _dtypes.default_float()
+    if kind == "c":
+        return other
+    if kind == "f":
+        return np.dtype(np.complex128) if other == _dtypes.float64 else np.dtype(np.complex64)
+    return _dtypes.default_complex()
+
+
+def scalar_to_array(value, dtype: np.dtype):
+    """A 0-d JAX array of ``dtype`` holding Python scalar ``value``.
+
+    Raises
+    ------
+    OverflowError
+        If an integer scalar does not fit the integer dtype.
+    """
+    if dtype.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"Python int {value} is out of bounds for {dtype}")
+    return jnp.asarray(value, dtype)
+
+
+def check_category(dtype: np.dtype, category: str, name: str, argname: str = "x") -> None:
+    """Raise TypeError unless ``dtype`` is in the standard's ``category`` for ``name``."""
+    if dtype not in _dtypes.CATEGORIES[category]:
+        raise TypeError(f"{name}() needs {argname} of a {category} dtype, got {dtype}")
+
+
+def binary_operands(x1, x2, name: str, category: str = "all"):
+    """Normalise the operands of a binary function; returns ``(x1, x2, dtype)``.
+
+    At most one operand may be a Python scalar. Both operands are cast to the
+    promoted dtype.
+
+    Raises
+    ------
+    TypeError
+        If both are scalars, an operand is not an array, or a dtype is outside
+        ``category``.
+    """
+    s1, s2 = isinstance(x1, PY_SCALARS), isinstance(x2, PY_SCALARS)
+    if s1 and s2:
+        raise TypeError(f"{name}() needs at least one array argument, got two Python scalars")
+    if s1:
+        x2 = as_operand(x2, "x2")
+        x1 = scalar_to_array(x1, scalar_dtype(x1, np.dtype(x2.dtype)))
+    elif s2:
+        x1 = as_operand(x1, "x1")
+        x2 = scalar_to_array(x2, scalar_dtype(x2, np.dtype(x1.dtype)))
+    else:
+        x1 = as_operand(x1, "x1")
+        x2 = as_operand(x2, "x2")
+    d1, d2 = np.dtype(x1.dtype), np.dtype(x2.dtype)
+    check_category(d1, category, name, "x1")
+    check_category(d2, category, name, "x2")
+    dtype = _dtypes.result_type(d1, d2)
+    return cast(x1, dtype), cast(x2, dtype), dtype
+
+
+def cast(x, dtype: np.dtype):
+    """Cast a BCOOArray or JAX array to ``dtype`` (no-op when it already has it)."""
+    if np.dtype(x.dtype) == dtype:
+        return x
+    if isinstance(x, BCOOArray):
+        from ._data_type_functions import astype
+
+        return astype(x, dtype)
+    return x.astype(dtype)

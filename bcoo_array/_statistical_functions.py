@@ -1,0 +1,253 @@
+"""Statistical functions of the array API standard.
+
+Reductions count unstored entries through the fill value: the ``max`` of a
+row whose stored values are all negative is 0 when the row has unstored
+zeros. Results stay sparse over the kept sparse dimensions.
+Spec: https://data-apis.org/array-api/2025.12/API_specification/statistical_functions.html
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dtypes
+from ._array_object import BCOOArray
+from ._fill_rule import dense_layout, eval_fill, update_layout
+from ._kernels.plan import group
+from ._kernels.reduce import reduce_coo
+from ._layout import prod
+from ._manipulation_functions import _sparse, normalize_axes, reshape
+from ._operands import check_category
+
+
+def _keepdims(out: BCOOArray, shape, axes, keepdims: bool) -> BCOOArray:
+    if not keepdims:
+        return out
+    return reshape(out, tuple(1 if i in axes else s for i, s in enumerate(shape)))
+
+
+def _reduce(x: BCOOArray, axes, op: str, keepdims: bool) -> BCOOArray:
+    c = update_layout(x, 0, x.n_dense)._canonical()
+    data, idx, shape, n_dense, fill = reduce_coo(c.data, c.indices, c.shape, c.n_dense, axes, op, c.fill_value)
+    with jax.ensure_compile_time_eval():
+        fill = np.asarray(fill)[()]
+    out = BCOOArray._from_buffers(data, idx, shape, n_batch=0, n_dense=n_dense, fill_value=fill,
+                                  indices_sorted=True, unique_indices=True)
+    return _keepdims(out, x.shape, axes, keepdims)
+
+
+def _sum_dtype(dt: np.dtype, dtype) -> np.dtype:
+    if dtype is not None:
+        return _dtypes.canonicalize_dtype(dtype)
+    if dt.kind == "b" or (dt.kind == "i" and dt.itemsize < _dtypes.default_int().itemsize):
+        return _dtypes.default_int()
+    if dt.kind == "u" and dt.itemsize < _dtypes.default_int().itemsize:
+        return np.dtype(np.uint64) if _dtypes.x64_enabled() else np.dtype(np.uint32)
+    return dt
+
+
+def _cast(x: BCOOArray, dt: np.dtype) -> BCOOArray:
+    from ._data_type_functions import astype
+
+    return x if x.dtype == dt else astype(x, dt)
+
+
+_DOC = """{summary} of ``x`` over ``axis`` (array API ``{name}``).
+
+Parameters
+----------
+x : BCOOArray or array
+    Input of a {category} dtype.
+axis : int, tuple of int or None
+    Axes to reduce (negative values count from the end); None reduces all.
+{extra}keepdims : bool
+    Keep reduced axes as size-1 dimensions.
+
+Returns
+-------
+BCOOArray
+    The reduced array; kept sparse dimensions stay sparse, a 0-d result is
+    a 0-d BCOOArray. Unstored entries count as ``x.fill_value``.
+
+Raises
+------
+TypeError
+    If the dtype is not {category}.
+IndexError
+    If an axis is out of range.
+{raises}"""
+
+
+def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> BCOOArray:  # noqa: A001
+    x = _sparse(x)
+    check_category(x.dtype, "numeric", "sum")
+    axes = normalize_axes(axis, x.ndim)
+    return _reduce(_cast(x, _sum_dtype(x.dtype, dtype)), axes, "sum", keepdims)
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> BCOOArray:
+    x = _sparse(x)
+    check_category(x.dtype, "numeric", "prod")
+    axes = normalize_axes(axis, x.ndim)
+    return _reduce(_cast(x, _sum_dtype(x.dtype, dtype)), axes, "prod", keepdims)
+
+
+def _extreme(x, axis, keepdims, op):
+    x = _sparse(x)
+    check_category(x.dtype, "real numeric", op)
+    axes = normalize_axes(axis, x.ndim)
+    if any(x.shape[a] == 0 for a in axes):
+        raise ValueError(f"{op}() of a zero-size reduction has no identity; reduce over non-empty axes")
+    return _reduce(x, axes, op, keepdims)
+
+
+def max(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:  # noqa: A001
+    return _extreme(x, axis, keepdims, "max")
+
+
+def min(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:  # noqa: A001
+    return _extreme(x, axis, keepdims, "min")
+
+
+def mean(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:
+    x = _sparse(x)
+    check_category(x.dtype, "floating-point", "mean")
+    axes = normalize_axes(axis, x.ndim)
+    n = prod(x.shape[a] for a in axes)
+    total = _reduce(x, axes, "sum", keepdims)
+    from ._elementwise_functions import divide
+
+    return divide(total, float(n) if n else float("nan"))
+
+
+def var(x, /, *, axis=None, correction=0.0, keepdims: bool = False) -> BCOOArray:
+    x = _sparse(x)
+    check_category(x.dtype, "real floating-point", "var")
+    axes = normalize_axes(axis, x.ndim)
+    return _var(x, axes, correction, keepdims)
+
+
+def std(x, /, *, axis=None, correction=0.0, keepdims: bool = False) -> BCOOArray:
+    from ._elementwise_functions import sqrt
+
+    x = _sparse(x)
+    check_category(x.dtype, "real floating-point", "std")
+    axes = normalize_axes(axis, x.ndim)
+    return sqrt(_var(x, axes, correction, keepdims))
+
+
+def _var(x: BCOOArray, axes, correction, keepdims) -> BCOOArray:
+    """Two-pass variance: mean per slice, then the squared deviations of the
+    stored entries plus ``missing * (fill - mean)**2`` for the unstored ones."""
+    n = prod(x.shape[a] for a in axes)
+    c = update_layout(x, 0, 0)._canonical()
+    shape = c.shape
+    keep = [a for a in range(len(shape)) if a not in axes]
+    sizes = tuple(shape[a] for a in keep)
+    nse = c.nse
+    valid = jnp.all(c.indices < jnp.asarray(shape, c.indices.dtype), axis=1) if shape else jnp.ones(nse, bool)
+    if keep:
+        proj = jnp.where(valid[:, None], c.indices[:, keep], jnp.asarray(sizes, c.indices.dtype))
+        plan = group(proj, sizes)
+        order, seg, out_idx, n_out = plan.order, plan.segment, plan.out_indices, plan.n_out
+    else:
+        order = jnp.arange(nse)
+        n_out = 1 if nse else 0
+        seg = jnp.where(valid, 0, n_out).astype(jnp.int32)
+        out_idx = jnp.zeros((n_out, 0), c.indices.dtype)
+    f = jnp.asarray(c.fill_value, c.dtype)
+    d = c.data[order]
+    cnt = jax.ops.segment_sum(jnp.ones(nse, c.dtype), seg, num_segments=n_out, indices_are_sorted=True)
+    s1 = jax.ops.segment_sum(d, seg, num_segments=n_out, indices_are_sorted=True)
+    n_f = jnp.asarray(n, c.dtype)
+    m = (s1 + (n_f - cnt) * f) / n_f
+    dev = d - m[jnp.clip(seg, 0, max(n_out - 1, 0))] if n_out else d
+    s2 = jax.ops.segment_sum(dev * dev, seg, num_segments=n_out, indices_are_sorted=True)
+    s2 = s2 + (n_f - cnt) * (f - m) ** 2
+    dof = jnp.asarray(n - correction, c.dtype)
+    vals = s2 / dof
+    # An all-unstored slice: mean == fill, every deviation (fill - fill).
+    fill = eval_fill(lambda ff: n * (ff - ff) ** 2 / (n - correction), c.fill_value)
+    out = BCOOArray._from_buffers(vals, out_idx, sizes, n_batch=0, n_dense=0, fill_value=fill,
+                                  indices_sorted=True, unique_indices=True)
+    return _keepdims(out, x.shape, axes, keepdims)
+
+
+def _cumulative(x, axis, dtype, include_initial, op, name):
+    x = _sparse(x)
+    check_category(x.dtype, "numeric", name)
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"{name}() needs axis= for a {x.ndim}-d array")
+        axis = 0
+    ax = normalize_axes(axis, x.ndim)[0]
+    dt = _sum_dtype(x.dtype, dtype)
+    dense = x.todense().astype(dt)
+    fn = jnp.cumsum if op == "sum" else jnp.cumprod
+    out = fn(dense, axis=ax, dtype=dt)
+    if include_initial:
+        init_shape = list(out.shape)
+        init_shape[ax] = 1
+        init = jnp.zeros(init_shape, dt) if op == "sum" else jnp.ones(init_shape, dt)
+        out = jnp.concatenate([init, out], axis=ax)
+    return dense_layout(out)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False) -> BCOOArray:
+    """Cumulative sum along ``axis`` (array API ``cumulative_sum``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Numeric input.
+    axis : int, optional
+        Required unless ``x`` is 1-D.
+    dtype : dtype, optional
+        Accumulation dtype (default as for ``sum``).
+    include_initial : bool
+        Prepend the initial zero along ``axis``.
+
+    Returns
+    -------
+    BCOOArray
+        Dense layout (every entry stored): a running sum is dense past the
+        first non-fill entry of each line.
+
+    Raises
+    ------
+    ValueError
+        If ``axis`` is missing for an array of more than one dimension.
+    """
+    return _cumulative(x, axis, dtype, include_initial, "sum", "cumulative_sum")
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = False) -> BCOOArray:
+    """Cumulative product along ``axis`` (array API ``cumulative_prod``).
+
+    Same parameters and result layout as :func:`cumulative_sum` (the initial
+    value is one).
+    """
+    return _cumulative(x, axis, dtype, include_initial, "prod", "cumulative_prod")
+
+
+sum.__doc__ = _DOC.format(summary="Sum", name="sum", category="numeric",
+                          extra="dtype : dtype, optional\n    Accumulation dtype; by default small integers widen to the default integer.\n",
+                          raises="")
+prod.__doc__ = _DOC.format(summary="Product", name="prod", category="numeric",
+                           extra="dtype : dtype, optional\n    Accumulation dtype; by default small integers widen to the default integer.\n",
+                           raises="")
+max.__doc__ = _DOC.format(summary="Maximum", name="max", category="real numeric", extra="",
+                          raises="ValueError\n    If a reduced axis has size 0.\n")
+min.__doc__ = _DOC.format(summary="Minimum", name="min", category="real numeric", extra="",
+                          raises="ValueError\n    If a reduced axis has size 0.\n")
+mean.__doc__ = _DOC.format(summary="Arithmetic mean", name="mean", category="floating-point", extra="",
+                           raises="")
+var.__doc__ = _DOC.format(summary="Variance (two-pass)", name="var", category="real floating-point",
+                          extra="correction : float\n    Degrees of freedom subtracted from the count (1 for the unbiased estimate).\n",
+                          raises="")
+std.__doc__ = _DOC.format(summary="Standard deviation (two-pass)", name="std", category="real floating-point",
+                          extra="correction : float\n    Degrees of freedom subtracted from the count.\n", raises="")
+
+__all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var"]

@@ -1,0 +1,199 @@
+"""Run the official array API test suite against ``bcoo_array``.
+
+The suite is `data-apis/array-api-tests <https://github.com/data-apis/array-api-tests>`_,
+pinned at revision ``PINNED_REVISION`` below. It is not vendored: get a checkout
+(with its ``array-api`` submodule) somewhere outside this repository, install its
+``requirements.txt`` and pass the checkout's path::
+
+    git clone https://github.com/data-apis/array-api-tests
+    cd array-api-tests && git checkout 55fcc60179efa2680ddd6cd926ddf17b83530e2b
+    git submodule update --init
+    pip install -r requirements.txt
+
+    python conformance/run.py PATH_TO_CHECKOUT [--max-examples N] [--module NAME]
+                              [extra pytest args...]
+
+What it does:
+
+* sets ``ARRAY_API_TESTS_MODULE`` (``--module``, default ``bcoo_array``),
+  ``ARRAY_API_TESTS_VERSION=2025.12`` and ``JAX_ENABLE_X64=1``, and puts this
+  repository on ``PYTHONPATH`` so ``bcoo_array`` imports without installing;
+* runs ``python -m pytest PATH/array_api_tests`` from inside the checkout, with
+  ``-c PATH/pytest.ini --rootdir PATH`` so the suite's own pytest configuration
+  is used and this project's ``[tool.pytest.ini_options]`` (``filterwarnings =
+  error`` and friends) is not; ``-p no:cacheprovider`` keeps pytest from writing
+  a cache into the checkout;
+* passes ``--xfails-file conformance/xfails.txt --skips-file
+  conformance/skips.txt --max-examples N --disable-deadline`` (option names as
+  defined by the suite's ``conftest.py``);
+* warns when the checkout is not at the pinned revision, and stops when the
+  ``array-api`` submodule is missing;
+* prints the passed/failed/skipped/xfailed/xpassed/error counts at the end
+  (from pytest-json-report, which the suite requires anyway) and exits with
+  pytest's exit status.
+
+Every argument the runner does not know is passed on to pytest, e.g.
+``-k test_abs``, ``-x``, ``-n 4`` (pytest-xdist) or
+``array_api_tests/test_linalg.py`` style selections via ``-k``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+#: Revision of data-apis/array-api-tests this project is tested against
+#: ("Merge pull request #435 from ev-br/use_int32", 2026-04-03).
+PINNED_REVISION = "55fcc60179efa2680ddd6cd926ddf17b83530e2b"
+#: Array API standard version under test.
+API_VERSION = "2025.12"
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parent
+XFAILS_FILE = HERE / "xfails.txt"
+SKIPS_FILE = HERE / "skips.txt"
+
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+
+
+def _git_head(path: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip()
+
+
+def check_checkout(path: Path, api_version: str) -> None:
+    """Stop on a path that is not a usable suite checkout; warn on a wrong revision."""
+    if not (path / "array_api_tests").is_dir() or not (path / "conftest.py").is_file():
+        sys.exit(f"error: {path} is not an array-api-tests checkout (no array_api_tests/ or conftest.py)")
+    spec = path / "array-api" / "spec" / api_version
+    if not spec.is_dir():
+        sys.exit(
+            f"error: {spec} not found; the suite needs its array-api submodule:\n"
+            f"    git -C {path} submodule update --init"
+        )
+    head = _git_head(path)
+    if head is None:
+        warnings.warn(
+            f"cannot read the git revision of {path}; the pinned revision is {PINNED_REVISION}",
+            stacklevel=2,
+        )
+    elif head != PINNED_REVISION:
+        warnings.warn(
+            f"{path} is at {head}, not at the pinned revision {PINNED_REVISION}; "
+            f"results may differ (git -C {path} checkout {PINNED_REVISION} && "
+            f"git -C {path} submodule update --init)",
+            stacklevel=2,
+        )
+
+
+def build_command(
+    path: Path, max_examples: int, json_report: Path, extra: list[str]
+) -> list[str]:
+    ini = path / "pytest.ini"
+    # The suite's own config file if it has one; an empty one otherwise. Either
+    # way pytest does not go looking for this repository's pyproject.toml.
+    config = str(ini) if ini.is_file() else os.devnull
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(path / "array_api_tests"),
+        "-c",
+        config,
+        "--rootdir",
+        str(path),
+        "-p",
+        "no:cacheprovider",
+        "--xfails-file",
+        str(XFAILS_FILE),
+        "--skips-file",
+        str(SKIPS_FILE),
+        "--max-examples",
+        str(max_examples),
+        "--disable-deadline",
+        "--json-report",
+        "--json-report-summary",
+        f"--json-report-file={json_report}",
+        *extra,
+    ]
+
+
+def build_env(module: str, api_version: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["ARRAY_API_TESTS_MODULE"] = module
+    env["ARRAY_API_TESTS_VERSION"] = api_version
+    env["JAX_ENABLE_X64"] = "1"
+    pythonpath = [str(REPO_ROOT)]
+    if env.get("PYTHONPATH"):
+        pythonpath.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+    # Settings of the caller's pytest must not leak into the suite's run.
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
+def print_summary(json_report: Path, returncode: int) -> None:
+    try:
+        summary = json.loads(json_report.read_text())["summary"]
+    except (OSError, ValueError, KeyError):
+        print(f"conformance: no report written (pytest exit status {returncode})")
+        return
+    counts = ", ".join(f"{summary.get(k, 0)} {k}" for k in OUTCOMES)
+    print(f"conformance: {counts} (collected {summary.get('collected', 0)}, pytest exit status {returncode})")
+
+
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(
+        description="Run data-apis/array-api-tests against bcoo_array. "
+        "Unknown arguments (or everything after --) are passed on to pytest.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("checkout", type=Path, help="path to an array-api-tests checkout")
+    parser.add_argument(
+        "--max-examples", type=int, default=50, help="Hypothesis max_examples (default 50)"
+    )
+    parser.add_argument(
+        "--module",
+        default="bcoo_array",
+        help="array namespace to test, as ARRAY_API_TESTS_MODULE (default bcoo_array)",
+    )
+    parser.add_argument(
+        "--api-version",
+        default=API_VERSION,
+        help=f"ARRAY_API_TESTS_VERSION (default {API_VERSION})",
+    )
+    args, extra = parser.parse_known_args(argv)
+    if "--" in extra:
+        extra.remove("--")
+    return args, extra
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, extra = parse_args(argv)
+    path = args.checkout.expanduser().resolve()
+    check_checkout(path, args.api_version)
+    with tempfile.TemporaryDirectory(prefix="bcoo-conformance-") as tmp:
+        json_report = Path(tmp) / "report.json"
+        cmd = build_command(path, args.max_examples, json_report, extra)
+        print("conformance:", " ".join(cmd), flush=True)
+        proc = subprocess.run(cmd, cwd=path, env=build_env(args.module, args.api_version))
+        print_summary(json_report, proc.returncode)
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
