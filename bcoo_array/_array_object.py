@@ -29,6 +29,7 @@ from ._layout import (
     prod,
     same_value_np,
 )
+from ._scipy_methods import ScipyMethodsMixin
 from ._version import API_VERSION
 
 #: Environment variable that lets ``numpy.asarray(A)`` densify a BCOOArray.
@@ -36,7 +37,7 @@ AUTO_DENSIFY_ENV = "BCOO_ARRAY_AUTO_DENSIFY"
 
 
 @jax.tree_util.register_pytree_node_class
-class BCOOArray:
+class BCOOArray(ScipyMethodsMixin):
     """A sparse array in batched coordinate (BCOO) layout with a fill value.
 
     An array of shape ``(*batch, *sparse, *dense)`` (``n_batch`` batch,
@@ -364,6 +365,12 @@ class BCOOArray:
             raise TypeError(f"__index__ needs an integer array, this one is {self.dtype}")
         return self._scalar(int, "index")
 
+    def __array_function__(self, func, types, args, kwargs):
+        return _numpy_dispatch.array_function(self, func, types, args, kwargs)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _numpy_dispatch.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
     def __array_namespace__(self, *, api_version: str | None = None):
         if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", API_VERSION):
             raise ValueError(f"api_version={api_version!r} is not supported; use {API_VERSION!r}")
@@ -561,6 +568,7 @@ def _stack_np(cols, ndim):
 from . import _data_type_functions as _dtf  # noqa: E402
 from . import _elementwise_functions as _ew  # noqa: E402
 from . import _indexing  # noqa: E402
+from . import _numpy_dispatch  # noqa: E402
 from . import _linear_algebra_functions as _linalg  # noqa: E402
 from . import _manipulation_functions as _manip  # noqa: E402
 
