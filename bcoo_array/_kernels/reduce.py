@@ -86,12 +86,12 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
     de_red = [a for a in axes if a >= n_sparse]
     sp_keep = [a for a in range(n_sparse) if a not in sp_red]
     de_keep = [a for a in range(n_sparse, ndim) if a not in de_red]
-    fillv = jnp.asarray(fill, data.dtype)
     n_d = prod(shape[a] for a in de_red)
     if de_red:
         red = _DENSE_REDUCE[op] if data.dtype != jnp.bool_ else (jnp.any if op in ("sum", "max") else jnp.all)
         data = red(data, axis=tuple(a - n_sparse + 1 for a in de_red))
-    u = repeat_reduce(fillv, n_d, op)
+    with jax.ensure_compile_time_eval():  # fill values are static: keep them concrete under jit
+        u = repeat_reduce(jnp.asarray(fill, data.dtype), n_d, op)
     n_rs = prod(shape[a] for a in sp_red)
     sizes = tuple(shape[:n_sparse])
     nse = indices.shape[0]
@@ -127,7 +127,8 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
     else:
         vals = combine(vals, rest, op)
     out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
-    out_fill = repeat_reduce(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
+    with jax.ensure_compile_time_eval():
+        out_fill = repeat_reduce(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
     return vals, out_idx, out_shape, len(de_keep), out_fill
 
 
