@@ -33,6 +33,7 @@ class Row:
     bcoo_ms: float
     scipy_ms: float
     note: str = ""
+    residuals: tuple[float, float] | None = None
 
 
 def read_matrix(path: str | Path | None):
@@ -178,7 +179,7 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0) -> tuple[st
         res_b = np.linalg.norm(S @ sol_b - b) / bnorm
         res_s = np.linalg.norm(S @ sol_s - b) / bnorm
         rows.append(Row("CG solve (tol 1e-8)", abs(res_b - res_s), tb, ts,
-                        f"residual bcoo {res_b:.2e}, scipy {res_s:.2e}"))
+                        f"residual bcoo {res_b:.2e}, scipy {res_s:.2e}", residuals=(res_b, res_s)))
     return name, S.shape, rows
 
 
