@@ -52,7 +52,9 @@ def unary(fn: Callable, x: BCOOArray, *, linear: bool = False) -> BCOOArray:
 
 
 def _dense_operand(y):
-    return y.todense() if isinstance(y, BCOOArray) else jnp.asarray(y)
+    if isinstance(y, BCOOArray):
+        return y.todense()
+    return y if isinstance(y, np.ndarray) else jnp.asarray(y)
 
 
 def binary(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
@@ -84,14 +86,16 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator) -> BCOOArray:
     keep_sparse = False
     fill = None
     if is_concrete(d):
-        g = fn(jnp.asarray(fa), d)
-        g0 = g.reshape(-1)[0] if g.size else None
-        if g0 is None or bool(jnp.all(same_value(g, g0))):
+        with jax.ensure_compile_time_eval():
+            g = fn(jnp.asarray(fa), d)
+            g0 = g.reshape(-1)[0] if g.size else None
+            constant = g0 is None or bool(jnp.all(same_value(g, g0)))
+        if constant:
             keep_sparse = True
-            fill = np.asarray(g0)[()] if g0 is not None else eval_fill(fn, fa, jnp.zeros((), d.dtype))
+            fill = np.asarray(g0)[()] if g0 is not None else eval_fill(fn, fa, np.zeros((), d.dtype))
     elif annihilator is not None and same_value_np(fa, np.asarray(annihilator, a.dtype)):
         keep_sparse = True
-        fill = eval_fill(fn, fa, jnp.zeros((), d.dtype))
+        fill = eval_fill(fn, fa, np.zeros((), d.dtype))
     if not keep_sparse:
         return dense_layout(fn(broadcast_to(a, out_shape).todense(), jnp.broadcast_to(d, out_shape)))
     src = broadcast_to(a, out_shape)._canonical()

@@ -86,12 +86,10 @@ def getitem(x: BCOOArray, key) -> BCOOArray:
         return _mask_index(x, key)
     if len(arrays) == 1:
         pos = [i for i, k in enumerate(key) if k is arrays[0]][0]
-        axis = sum(1 for k in key[:pos] if k is not None)
         before = tuple(k if k is not arrays[0] else slice(None) for k in key)
         y = _basic(x, before)
         ax_after = sum(1 for k in before[:pos] if k is not None and not isinstance(k, (int, np.integer)))
         ax_after += sum(1 for k in before[:pos] if k is None)
-        del axis
         from ._indexing_functions import take
 
         idx = _as_dense_key(arrays[0])
@@ -125,7 +123,6 @@ def _basic(x: BCOOArray, key) -> BCOOArray:
     c = update_layout(x, 0, 0)
     idx = c.indices
     data = c.data
-    shape_out = []
     keep_cols = []
     valid = jnp.all(idx < jnp.asarray(c.shape, idx.dtype), axis=1) if c.ndim else jnp.ones(idx.shape[0], bool)
     new_cols = {}
@@ -145,7 +142,7 @@ def _basic(x: BCOOArray, key) -> BCOOArray:
             length = len(range(start, stop, step))
             off = col.astype(jnp.int64 if jax.config.jax_enable_x64 else jnp.int32) - start
             if step > 0:
-                inside = (off >= 0) & (col < stop) if True else None
+                inside = (off >= 0) & (col < stop)
             else:
                 inside = (off <= 0) & (col > stop)
             inside = inside & (off % step == 0)
@@ -155,10 +152,7 @@ def _basic(x: BCOOArray, key) -> BCOOArray:
         else:
             raise TypeError(f"index {k!r} of type {type(k).__name__} is not an integer, slice, ... or None")
         ax += 1
-    for k in key:
-        if k is None:
-            shape_out.append(("none", None))
-    # shapes in key order
+    # Output dimensions in key order: one per slice and per None.
     out_shape = []
     cols = []
     ax = 0
@@ -187,8 +181,6 @@ def _basic(x: BCOOArray, key) -> BCOOArray:
             keep = keep[:1] if keep.size else keep
         new_idx = new_idx[keep]
         data = data[keep]
-        if not out_shape and keep.size == 0:
-            pass
     elif not out_shape:
         # A scalar result under tracing: sum the (unique) matching entry.
         c = c._canonical()

@@ -32,8 +32,10 @@ def as_operand(x, argname: str):
     if isinstance(x, (jax.Array, jax.core.Tracer)):
         return x
     if isinstance(x, (np.ndarray, np.generic)):
-        dt = _dtypes.canonicalize_dtype(x.dtype, argname=f"{argname}.dtype")
-        return jnp.asarray(x, dt)
+        # NumPy input stays NumPy: its values are concrete even under jax.jit,
+        # where jnp.asarray would turn it into a tracer.
+        _dtypes.canonicalize_dtype(x.dtype, argname=f"{argname}.dtype")
+        return np.asarray(x)
     raise TypeError(f"{argname} must be an array, got {type(x).__name__}")
 
 
@@ -61,7 +63,7 @@ def scalar_dtype(value, other: np.dtype) -> np.dtype:
 
 
 def scalar_to_array(value, dtype: np.dtype):
-    """A 0-d JAX array of ``dtype`` holding Python scalar ``value``.
+    """A 0-d NumPy array of ``dtype`` holding Python scalar ``value``.
 
     Raises
     ------
@@ -72,7 +74,7 @@ def scalar_to_array(value, dtype: np.dtype):
         info = np.iinfo(dtype)
         if not info.min <= value <= info.max:
             raise OverflowError(f"Python int {value} is out of bounds for {dtype}")
-    return jnp.asarray(value, dtype)
+    return np.asarray(value, dtype)  # NumPy, so that it stays concrete under jax.jit
 
 
 def check_category(dtype: np.dtype, category: str, name: str, argname: str = "x") -> None:

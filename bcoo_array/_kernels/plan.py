@@ -130,11 +130,11 @@ def group_batched(indices, sizes: tuple[int, ...]) -> Plan:
     if B == 1:
         p = group(indices[0], sizes)
         return Plan(p.order[None], p.segment[None], p.out_indices[None], jnp.reshape(jnp.asarray(p.count), (1,)), p.n_out)
-    p = jax.vmap(lambda i: group_traced(i, sizes))(indices)
-    if is_concrete(p.count):
-        n_out = int(np.max(np.asarray(p.count))) if B else 0
-        return Plan(p.order, p.segment, p.out_indices[:, :n_out], p.count, n_out)
-    return p
+    order, segment, out_indices, count = jax.vmap(lambda i: group_traced(i, sizes)[:4])(indices)
+    if is_concrete(count):
+        n_out = int(np.max(np.asarray(count))) if B else 0
+        return Plan(order, segment, out_indices[:, :n_out], count, n_out)
+    return Plan(order, segment, out_indices, count, n)
 
 
 def segment_reduce(values, segment, n_out: int, op: str = "sum"):
