@@ -87,12 +87,60 @@ from ._statistical_functions import __all__ as _stat_all
 
 __all__ += _stat_all
 
+# Searching functions.
+from ._searching_functions import *  # noqa: F401,F403
+from ._searching_functions import __all__ as _search_all
+
+__all__ += _search_all
+
+# Set functions.
+from ._set_functions import *  # noqa: F401,F403
+from ._set_functions import __all__ as _set_all
+
+__all__ += _set_all
+
+# Sorting functions.
+from ._sorting_functions import *  # noqa: F401,F403
+from ._sorting_functions import __all__ as _sort_all
+
+__all__ += _sort_all
+
+# Utility functions.
+from ._utility_functions import *  # noqa: F401,F403
+from ._utility_functions import __all__ as _util_all
+
+__all__ += _util_all
+
+# Manipulation functions that rearrange or join arrays.
+from ._rearranging_functions import *  # noqa: F401,F403
+from ._rearranging_functions import __all__ as _rearr_all
+
+__all__ += _rearr_all
+
+# Extensions: linear algebra and Fourier transforms.
+from . import fft, linalg  # noqa: E402
+
+__all__ += ["fft", "linalg"]
+
 # Inspection.
 from ._info import __array_namespace_info__
 
 __all__ += ["__array_namespace_info__"]
 
-# Conversions beyond the standard.
-from ._convert.scipy import from_scipy
+# Conversions and scipy.sparse-compatible functions (beyond the standard).
+from ._convert.jax_sparse import from_jax_sparse, to_jax_sparse
+from ._convert.pydata import from_pydata_sparse, to_pydata_sparse
+from ._convert.scipy import from_scipy, to_scipy
+from ._scipy_functions import *  # noqa: F401,F403
+from ._scipy_functions import __all__ as _scipy_fn_all
+from .io import load_npz, mmread, mmwrite, save_npz
 
-__all__ += ["from_scipy"]
+__all__ += ["from_scipy", "to_scipy", "from_pydata_sparse", "to_pydata_sparse", "from_jax_sparse", "to_jax_sparse",
+            "save_npz", "load_npz", "mmread", "mmwrite"] + _scipy_fn_all
+
+# Sharded arrays (bcoo_array.sharded): the namespace functions above take them
+# too; keep this block last so that every function is routed.
+from . import sharded
+from .sharded._dispatch import install as _install_sharded
+
+_install_sharded(globals())

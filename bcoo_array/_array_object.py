@@ -342,7 +342,9 @@ class BCOOArray(ScipyMethodsMixin):
         return self._scalar(bool, "bool")
 
     def __int__(self) -> int:
-        if self.dtype.kind in "fc":
+        if self.ndim != 0 and self.size != 1:
+            return self._scalar(int, "int")  # raises the size-1 TypeError
+        if self.dtype.kind == "f" and is_concrete(self.data, self.indices):
             v = np.asarray(self.todense()).reshape(())
             if np.isnan(v):
                 raise ValueError("cannot convert NaN to int")
@@ -494,9 +496,20 @@ class BCOOArray(ScipyMethodsMixin):
 
 
 def _binop(fn, a, b):
+    a, b = _foreign(a), _foreign(b)
     if not _is_operand(a) or not _is_operand(b):
         return NotImplemented
     return fn(a, b)
+
+
+def _foreign(x):
+    """A scipy.sparse / pydata-sparse / jax.experimental.sparse operand as a BCOOArray (else ``x``)."""
+    if _is_operand(x):
+        return x
+    from ._convert import from_foreign
+
+    conv = from_foreign(x)
+    return x if conv is None else conv
 
 
 def _inplace(self: BCOOArray, result: BCOOArray) -> BCOOArray:
@@ -527,6 +540,7 @@ def _make_binary_operators():
             return _binop(getattr(_ew, _n), other, self)
 
         def inp(self, other, _n=name):
+            other = _foreign(other)
             if not _is_operand(other):
                 return NotImplemented
             return _inplace(self, getattr(_ew, _n)(self, other))

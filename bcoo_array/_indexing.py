@@ -121,6 +121,9 @@ def _basic(x: BCOOArray, key) -> BCOOArray:
             return reshape(x, tuple(shape))
         return x
     c = update_layout(x, 0, 0)
+    if all(k is not None and not isinstance(k, slice) for k in key):
+        # A 0-d result keeps a single entry (below): merge duplicates first.
+        c = c._canonical()
     idx = c.indices
     data = c.data
     keep_cols = []

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import operator
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ._array_object import BCOOArray
 from ._fill_rule import dense_layout, update_layout
+from ._kernels.csr import matmat as csr_matmat
 from ._kernels.matmul import coo_matmat, spgemm_plan
-from ._layout import index_dtype_for, is_concrete, prod, same_value_np
+from ._layout import index_dtype_for, is_concrete, is_tracer, prod, same_value_np
 from ._manipulation_functions import _sparse, permute_dims, reshape
 from ._operands import as_operand, cast, check_category
 from . import _dtypes
@@ -42,7 +44,9 @@ def _sparse_dense(a: BCOOArray, d):
     from jax.experimental import sparse as jsparse
 
     s = _stored_delta(a)
-    if a.ndim == 2 and d.ndim == 2 and s.n_batch == 0 and s.n_dense == 0:
+    if a.ndim == 2 and d.ndim == 2 and s.n_batch == 0 and s.n_dense == 0 and is_concrete(s.indices):
+        out = csr_matmat(s.data, s.indices, s.shape, d)[0]
+    elif a.ndim == 2 and d.ndim == 2 and s.n_batch == 0 and s.n_dense == 0:
         out = coo_matmat(s.data, s.indices[:, 0], s.indices[:, 1], d, a.shape[0], s.indices_sorted)
     else:
         batch = jnp.broadcast_shapes(a.shape[:-2], d.shape[:-2])
@@ -83,6 +87,31 @@ def _spgemm(a: BCOOArray, b: BCOOArray) -> BCOOArray:
                                    indices_sorted=True, unique_indices=True)
 
 
+_EMPTY_INDICES = {}
+
+
+def _fast_sparse_dense(a, d):
+    """``a @ d`` in one compiled call, or None when the general path is needed.
+
+    Taken for a zero-filled 2-D ``a`` (n_batch = n_dense = 0, concrete
+    indices) and a JAX array ``d`` of ``a``'s dtype, 1-D or 2-D with matching
+    size (see :mod:`._kernels.csr`). Everything else (errors included) goes
+    through the general path, which gives the same values.
+    """
+    if not (type(a) is BCOOArray and isinstance(d, jax.Array) and a.ndim == 2 and a.n_batch == 0
+            and a.n_dense == 0 and d.ndim in (1, 2) and d.dtype == a.data.dtype and d.shape[0] == a.shape[1]
+            and a.dtype.kind in "iufc" and not is_tracer(a.indices) and _zero_fill(a)):
+        return None
+    out = csr_matmat(a.data, a.indices, a.shape, d)
+    shape = out.shape[1:]
+    idx = _EMPTY_INDICES.get(None)
+    if idx is None:
+        with jax.ensure_compile_time_eval():
+            idx = _EMPTY_INDICES[None] = jnp.zeros((1, 0), jnp.int32)
+    return BCOOArray._from_buffers(out, idx, shape, n_batch=0, n_dense=len(shape),
+                                   fill_value=np.zeros((), out.dtype)[()], indices_sorted=True, unique_indices=True)
+
+
 def matmul(x1, x2, /) -> BCOOArray:
     """Matrix product with the standard's broadcasting and 1-D rules (array API ``matmul``).
 
@@ -107,6 +136,9 @@ def matmul(x1, x2, /) -> BCOOArray:
     ValueError
         For 0-d operands or mismatched contracted dimensions.
     """
+    fast = _fast_sparse_dense(x1, x2)
+    if fast is not None:
+        return fast
     a = as_operand(x1, "x1")
     b = as_operand(x2, "x2")
     check_category(np.dtype(a.dtype), "numeric", "matmul", "x1")

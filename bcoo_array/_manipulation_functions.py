@@ -8,7 +8,9 @@ https://data-apis.org/array-api/2025.12/API_specification/manipulation_functions
 from __future__ import annotations
 
 import operator
+from functools import partial
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -138,6 +140,13 @@ def broadcast_arrays(*arrays) -> list[BCOOArray]:
     return [broadcast_to(a, shape) for a in arrs]
 
 
+@partial(jax.jit, static_argnames=("data_axes", "index_axes", "columns"))
+def _permute_buffers(data, indices, data_axes, index_axes, columns):
+    """Move the buffers' axes and index columns in one compiled call (not three eager ones)."""
+    indices = jnp.transpose(indices, index_axes)
+    return jnp.transpose(data, data_axes), indices[..., list(columns)]
+
+
 def permute_dims(x, /, axes) -> BCOOArray:
     """Permute the dimensions of ``x`` (array API ``permute_dims``).
 
@@ -175,9 +184,9 @@ def permute_dims(x, /, axes) -> BCOOArray:
     if not groups_kept:
         x = to_coo(x)
         nb, ns = 0, x.ndim
-    data = jnp.transpose(x.data, axes[:nb] + (nb,) + tuple(a - ns + 1 for a in axes[nb + ns:]))
-    indices = jnp.transpose(x.indices, axes[:nb] + (nb, nb + 1))
-    indices = indices[..., [a - nb for a in axes[nb:nb + ns]]]
+    data, indices = _permute_buffers(
+        x.data, x.indices, data_axes=axes[:nb] + (nb,) + tuple(a - ns + 1 for a in axes[nb + ns:]),
+        index_axes=axes[:nb] + (nb, nb + 1), columns=tuple(a - nb for a in axes[nb:nb + ns]))
     shape = tuple(x.shape[a] for a in axes)
     keeps_order = list(axes[nb:nb + ns]) == sorted(axes[nb:nb + ns])
     return BCOOArray._from_buffers(data, indices, shape, n_batch=nb, n_dense=x.n_dense, fill_value=x.fill_value,

@@ -1,14 +1,116 @@
-"""NumPy dispatch: ``__array_function__`` (NEP 18) and ``__array_ufunc__`` (NEP 13)
-through explicit registries; anything unregistered returns NotImplemented."""
+"""NumPy dispatch: ``__array_function__`` (NEP 18) and ``__array_ufunc__`` (NEP 13).
+
+Both answer from the explicit tables of :mod:`._numpy_registry`; anything not
+in them returns NotImplemented, so NumPy raises its usual TypeError. A
+BCOOArray is never turned into an object array nor silently densified.
+
+Operands may mix BCOOArrays with NumPy and JAX arrays, Python and NumPy
+scalars, and scipy.sparse / pydata-sparse / jax.experimental.sparse arrays
+(converted with :func:`bcoo_array.asarray`). NumPy arrays keep the 64-bit
+policy of :mod:`._dtypes`: a float64 array with JAX's x64 mode off raises
+ValueError instead of being downcast. ``out=`` is refused with TypeError,
+since JAX buffers are immutable.
+
+References: NEP 18 (https://numpy.org/neps/nep-0018-array-function-protocol.html),
+NEP 13 (https://numpy.org/neps/nep-0013-ufunc-overrides.html).
+"""
 
 from __future__ import annotations
 
+import sys
+
+import numpy as np
+
+from ._array_object import BCOOArray
+from ._numpy_functions import elementwise_arg, reject_out, sparse_arg
+from ._numpy_registry import ACCUMULATE, FUNCTIONS, REDUCE, UFUNCS, available
+
+
+def _known_type(t: type) -> bool:
+    """Types whose ``__array_function__`` we may override: ours, NumPy's and pydata-sparse's."""
+    if issubclass(t, (BCOOArray, np.ndarray, np.generic)):
+        return True
+    sparse = sys.modules.get("sparse")
+    return sparse is not None and isinstance(getattr(sparse, "SparseArray", None), type) and issubclass(
+        t, sparse.SparseArray)
+
 
 def array_function(self, func, types, args, kwargs):
-    """Answer ``func(*args, **kwargs)`` from the registry, or NotImplemented."""
-    return NotImplemented
+    """Answer ``func(*args, **kwargs)`` from :data:`FUNCTIONS`, or NotImplemented.
+
+    NotImplemented is returned for unregistered functions, for entries whose
+    namespace functions are not available, and when another argument type
+    that overrides ``__array_function__`` is involved (NEP 18).
+
+    Raises
+    ------
+    TypeError
+        For ``out=`` (JAX buffers are immutable) or a NumPy keyword this type
+        cannot honour (the message names it).
+    """
+    entry = FUNCTIONS.get(func)
+    if entry is None or not all(_known_type(t) for t in types) or not available(entry.needs):
+        return NotImplemented
+    if "out" in kwargs:
+        reject_out(kwargs["out"], func.__name__)
+    return entry.impl(*args, **kwargs)
+
+
+_UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": None, "where": True}
+
+
+def _check_ufunc_kwargs(ufunc, kwargs, allowed=()):
+    reject_out(kwargs.get("out"), f"numpy.{ufunc.__name__}")
+    for k, v in kwargs.items():
+        if k in ("out", "dtype") or k in allowed:
+            continue
+        if k in _UFUNC_DEFAULTS and (v is _UFUNC_DEFAULTS[k] or v == _UFUNC_DEFAULTS[k]):
+            continue
+        raise TypeError(f"numpy.{ufunc.__name__}(): {k}={v!r} is not supported for BCOOArray")
+
+
+def _cast_inputs(inputs, dtype):
+    if dtype is None:
+        return inputs
+    import bcoo_array as xp
+
+    dt = np.dtype(dtype)
+    return tuple(x if isinstance(x, (bool, int, float, complex)) else xp.astype(sparse_arg(x), dt) for x in inputs)
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    """Answer a ufunc call from the registry, or NotImplemented."""
+    """Answer a ufunc call from :data:`UFUNCS`, :data:`REDUCE` or :data:`ACCUMULATE`.
+
+    ``__call__`` takes any mix of BCOOArrays, NumPy/JAX arrays, scalars and
+    foreign sparse arrays; ``dtype=`` casts the inputs first. ``.reduce``
+    (add, multiply, maximum, minimum, logical_and, logical_or) and
+    ``.accumulate`` (add, multiply) take ``axis`` (default 0, None for all
+    axes in ``reduce``), ``dtype`` and ``keepdims``. Anything else returns
+    NotImplemented.
+
+    Raises
+    ------
+    TypeError
+        For ``out=``, ``where=`` other than True, ``initial=``, or another
+        keyword with a non-default value.
+    """
+    if method == "__call__":
+        fn = UFUNCS.get(ufunc)
+        if fn is None:
+            return NotImplemented
+        _check_ufunc_kwargs(ufunc, kwargs, allowed=("axis",) if ufunc is np.vecdot else ())
+        args = [elementwise_arg(x, f"x{k + 1}") for k, x in enumerate(inputs)]
+        args = _cast_inputs(args, kwargs.get("dtype"))
+        extra = {"axis": kwargs["axis"]} if "axis" in kwargs else {}
+        return fn(*args, **extra)
+    if method == "reduce" and ufunc in REDUCE:
+        _check_ufunc_kwargs(ufunc, {k: v for k, v in kwargs.items() if k not in ("axis", "keepdims", "initial")})
+        if "initial" in kwargs:
+            raise TypeError(f"numpy.{ufunc.__name__}.reduce(): initial= is not supported for BCOOArray")
+        (x,) = inputs
+        return REDUCE[ufunc](sparse_arg(x), kwargs.get("axis", 0), kwargs.get("dtype"), kwargs.get("keepdims", False))
+    if method == "accumulate" and ufunc in ACCUMULATE:
+        _check_ufunc_kwargs(ufunc, {k: v for k, v in kwargs.items() if k != "axis"})
+        (x,) = inputs
+        return ACCUMULATE[ufunc](sparse_arg(x), kwargs.get("axis", 0), kwargs.get("dtype"))
     return NotImplemented

@@ -1,8 +1,631 @@
 """The scipy.sparse drop-in surface of BCOOArray (methods scipy user code calls),
-kept apart from the array API operators of :mod:`._array_object`."""
+kept apart from the array API operators of :mod:`._array_object`.
+
+The methods follow ``scipy.sparse.sparray`` (SciPy >= 1.11,
+https://docs.scipy.org/doc/scipy/reference/sparse.html) where sparray and
+spmatrix differ: ``*`` is elementwise, ``sum(axis=0)`` returns a 1-D array.
+Like scipy, reductions and products with a dense NumPy operand return NumPy
+arrays (or NumPy scalars), so they run eagerly; the array API functions of
+the namespace (``bcoo_array.sum`` ...) stay traceable and return BCOOArrays.
+``eliminate_zeros`` and ``setdiag`` change the array in place, as in scipy.
+
+The LinearOperator protocol (``matvec``, ``rmatvec``, ``matmat``,
+``rmatmat``, ``shape``, ``dtype``) makes
+``scipy.sparse.linalg.aslinearoperator(A)`` and therefore scipy's iterative
+solvers accept a BCOOArray; the products run as one compiled JAX function
+per operand layout.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._layout import is_concrete, prod, same_value_np
+
+#: Elementwise methods that scipy.sparse offers because they map 0 to 0;
+#: name -> array API function of bcoo_array (or a lambda on it).
+UFUNC_METHODS = {
+    "sqrt": "sqrt", "expm1": "expm1", "log1p": "log1p", "sin": "sin", "sinh": "sinh", "tan": "tan",
+    "tanh": "tanh", "arcsin": "asin", "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh",
+    "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "round",
+    "deg2rad": None, "rad2deg": None,
+}
+
+
+def _xp():
+    import bcoo_array
+
+    return bcoo_array
+
+
+def _host(x):
+    """NumPy value of a jax array (or a jax array while tracing)."""
+    if isinstance(x, jax.core.Tracer):
+        return x
+    out = np.asarray(x)
+    return out[()] if out.ndim == 0 else out
+
+
+def _dense_value(x):
+    """The dense jax value of a BCOOArray result."""
+    return x.todense()
+
+
+@functools.partial(jax.jit, static_argnames=("adjoint",))
+def _apply(a, v, adjoint: bool = False):
+    """``a @ v`` (or ``a^H @ v``) for a 2-D BCOOArray ``a`` and a dense ``v``, as a dense jax array."""
+    from . import _elementwise_functions as _ew
+    from ._linear_algebra_functions import matmul, matrix_transpose
+
+    if adjoint:
+        a = matrix_transpose(_ew.conj(a) if a.dtype.kind == "c" else a)
+    return matmul(a, v).todense()
+
+
+def _check_2d(x, name):
+    if x.ndim != 2:
+        raise ValueError(f"{name}() follows scipy.sparse and needs a 2-D array; this one is {x.ndim}-D")
+
+
+def _as_dense_operand(other, name):
+    """``other`` as a jax array, refusing a silent 64-bit downcast."""
+    from . import _dtypes
+
+    if isinstance(other, jax.Array) or isinstance(other, jax.core.Tracer):
+        return other
+    arr = np.asarray(other)
+    if arr.dtype.kind not in "biufc":
+        raise TypeError(f"{name}() needs a numeric operand, got dtype {arr.dtype}")
+    dt = _dtypes.canonicalize_dtype(arr.dtype, argname=f"{name}() operand dtype")
+    return jnp.asarray(arr.astype(dt, copy=False))
+
+
+def _arg_extreme(rows, cols, vals, nrows: int, ncols: int, fill, op: str) -> np.ndarray:
+    """Column of the first maximum (``op="max"``) or minimum per row of a sparse matrix.
+
+    ``rows``, ``cols``, ``vals``: canonical (sorted, unique) stored entries;
+    unstored entries hold ``fill``. Ties go to the smallest column and NaN
+    counts as the extreme, as in :func:`numpy.argmax` / :func:`numpy.argmin`.
+    Complex values compare lexicographically (real, then imaginary), as NumPy does.
+    """
+    rows = rows.astype(np.int64)
+    cols = cols.astype(np.int64)
+    counts = np.bincount(rows, minlength=nrows)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.arange(rows.size) - starts[rows]
+    gap_mask = cols != rank  # first position where the column is not its rank: a gap before it
+    first_gap = counts.copy()
+    if gap_mask.any():
+        np.minimum.at(first_gap, rows[gap_mask], rank[gap_mask])
+    has_gap = counts < ncols
+    grow = np.nonzero(has_gap)[0]
+    all_rows = np.concatenate([rows, grow])
+    all_cols = np.concatenate([cols, first_gap[grow]])
+    all_vals = np.concatenate([vals, np.full(grow.size, fill, dtype=vals.dtype)])
+    # Rank the values (np.unique sorts complex lexicographically and NaN last).
+    _, rank_v = np.unique(all_vals, return_inverse=True)
+    rank_v = rank_v.reshape(-1).astype(np.int64)
+    nan = np.isnan(all_vals) if all_vals.dtype.kind in "fc" else np.zeros(all_vals.size, bool)
+    keys = [all_cols, -rank_v if op == "max" else rank_v, ~nan, all_rows]
+    order = np.lexsort(keys)
+    srows = all_rows[order]
+    first = np.concatenate([[True], srows[1:] != srows[:-1]]) if srows.size else np.zeros(0, bool)
+    out = np.zeros(nrows, np.int64)
+    out[srows[first]] = all_cols[order][first]
+    return out
 
 
 class ScipyMethodsMixin:
     """Methods with scipy.sparse names and meanings, mixed into BCOOArray."""
 
     __slots__ = ()
+
+    # -- attributes -----------------------------------------------------------------
+
+    @property
+    def format(self) -> str:
+        """The storage format, ``"bcoo"`` (scipy's ``format`` attribute)."""
+        return "bcoo"
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored values, explicit zeros and duplicates included, padding excluded.
+
+        As scipy's ``nnz``. Each stored entry counts ``prod(dense dims)``
+        values, each batch element its own entries.
+
+        Raises
+        ------
+        ValueError
+            While tracing (the count depends on index values).
+        """
+        if not is_concrete(self.indices):
+            raise ValueError("nnz depends on index values; it is not available under jax.jit / vmap")
+        idx = np.asarray(self.indices)
+        sizes = np.asarray(self.shape[self.n_batch:self.n_batch + self.n_sparse], dtype=np.int64)
+        valid = np.all(idx < sizes, axis=-1)
+        batch = prod(self.shape[:self.n_batch]) // max(prod(idx.shape[:-2]), 1) if self.n_batch else 1
+        return int(valid.sum()) * batch * prod(self.shape[self.ndim - self.n_dense:])
+
+    @property
+    def has_canonical_format(self) -> bool:
+        """Whether indices are sorted and free of duplicates (scipy's ``has_canonical_format``)."""
+        return bool(self.indices_sorted and self.unique_indices)
+
+    # -- conversions ------------------------------------------------------------------
+
+    def toarray(self, order=None, out=None) -> np.ndarray:
+        """Dense :class:`numpy.ndarray` of the array (scipy's ``toarray``).
+
+        Parameters
+        ----------
+        order : {"C", "F", None}
+            Memory layout of the result.
+        out : numpy.ndarray, optional
+            Written in place and returned; must have this shape and dtype.
+
+        Raises
+        ------
+        ValueError
+            If ``out`` has another shape or dtype.
+        """
+        d = np.asarray(self.todense(), order=order or "C")
+        if out is not None:
+            if out.shape != d.shape or out.dtype != d.dtype:
+                raise ValueError(f"out must have shape {d.shape} and dtype {d.dtype}; got {out.shape}, {out.dtype}")
+            out[...] = d
+            return out
+        return d
+
+    def to_scipy(self, format: str = "coo", *, materialize_fill: bool = False):
+        """scipy.sparse array of ``format``; see :func:`bcoo_array.to_scipy`."""
+        from ._convert.scipy import to_scipy
+
+        return to_scipy(self, format, materialize_fill=materialize_fill)
+
+    def tocoo(self, copy: bool = False):
+        """``scipy.sparse.coo_array`` of the array (scipy's ``tocoo``; fill value must be 0)."""
+        return self.to_scipy("coo")
+
+    def tocsr(self, copy: bool = False):
+        """``scipy.sparse.csr_array`` of the array (scipy's ``tocsr``; fill value must be 0)."""
+        return self.to_scipy("csr")
+
+    def tocsc(self, copy: bool = False):
+        """``scipy.sparse.csc_array`` of the array (scipy's ``tocsc``; fill value must be 0)."""
+        return self.to_scipy("csc")
+
+    def asformat(self, format: str, copy: bool = False):
+        """scipy.sparse array of ``format`` (``"bcoo"`` returns ``self``), as scipy's ``asformat``."""
+        if format in (None, "bcoo"):
+            return self._replace() if copy else self
+        return self.to_scipy(format)
+
+    def to_pydata_sparse(self, format: str = "coo"):
+        """pydata-sparse array (``"coo"``, ``"gcxs"`` or ``"dok"``); see :func:`bcoo_array.to_pydata_sparse`."""
+        from ._convert.pydata import to_pydata_sparse
+
+        return to_pydata_sparse(self, format)
+
+    def to_jax_sparse(self, format: str = "bcoo"):
+        """jax.experimental.sparse ``BCOO`` (no copy) or ``BCSR``; see :func:`bcoo_array.to_jax_sparse`."""
+        from ._convert.jax_sparse import to_jax_sparse
+
+        return to_jax_sparse(self, format)
+
+    def tobsr(self, blocksize=None, copy: bool = False):
+        """``scipy.sparse.bsr_array`` of the array (scipy's ``tobsr``; fill value must be 0)."""
+        return self.to_scipy("coo").tobsr(blocksize=blocksize)
+
+    def todia(self, copy: bool = False):
+        """``scipy.sparse.dia_array`` of the array (scipy's ``todia``; fill value must be 0)."""
+        return self.to_scipy("dia")
+
+    def todok(self, copy: bool = False):
+        """``scipy.sparse.dok_array`` of the array (scipy's ``todok``; fill value must be 0)."""
+        return self.to_scipy("dok")
+
+    def tolil(self, copy: bool = False):
+        """``scipy.sparse.lil_array`` of the array (scipy's ``tolil``; fill value must be 0)."""
+        return self.to_scipy("lil")
+
+    @property
+    def has_sorted_indices(self) -> bool:
+        """Whether the indices are known to be sorted (scipy's ``has_sorted_indices``)."""
+        return bool(self.indices_sorted)
+
+    def sorted_indices(self):
+        """A copy with sorted (and summed) indices (scipy's ``sorted_indices``)."""
+        return self.sort_indices()
+
+    @property
+    def real(self):
+        """Real part (scipy's ``real`` attribute; :func:`bcoo_array.real`)."""
+        return _xp().real(self)
+
+    @property
+    def imag(self):
+        """Imaginary part (scipy's ``imag`` attribute; :func:`bcoo_array.imag`)."""
+        return _xp().imag(self)
+
+    def conj(self, copy: bool = True):
+        """Complex conjugate (scipy's ``conj``; :func:`bcoo_array.conj`)."""
+        return _xp().conj(self)
+
+    def conjugate(self, copy: bool = True):
+        """Complex conjugate (scipy's ``conjugate``; :func:`bcoo_array.conj`)."""
+        return _xp().conj(self)
+
+    def reshape(self, *shape, order: str = "C", copy: bool = False):
+        """Array of a new shape with the same entries in row-major order (scipy's ``reshape``).
+
+        Raises
+        ------
+        ValueError
+            For ``order`` other than ``"C"`` or a shape of another size.
+        """
+        from ._manipulation_functions import reshape
+
+        if order != "C":
+            raise ValueError(f"reshape(order={order!r}): only row-major order 'C' is supported")
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        return reshape(self, shape)
+
+    def copy(self):
+        """A new BCOOArray with the same buffers (JAX buffers are immutable, so nothing is shared mutably)."""
+        return self._replace()
+
+    def transpose(self, axes=None, copy: bool = False):
+        """Reverse (or permute by ``axes``) the dimensions, as scipy's / NumPy's ``transpose``."""
+        from ._manipulation_functions import permute_dims
+
+        axes = tuple(range(self.ndim))[::-1] if axes is None else tuple(axes)
+        return permute_dims(self, axes)
+
+    def getnnz(self, axis=None):
+        """Stored values (explicit zeros included) in total or per row / column (scipy's ``getnnz``)."""
+        if axis is None:
+            return self.nnz
+        _check_2d(self, "getnnz")
+        rows, cols, _ = self._host_triplets("getnnz")
+        ax = axis + 2 if axis < 0 else axis
+        if ax not in (0, 1):
+            raise ValueError(f"axis={axis} is out of range for a 2-D array")
+        return np.bincount(cols if ax == 0 else rows, minlength=self.shape[1 - ax]).astype(np.int64)
+
+    # -- products ---------------------------------------------------------------------
+
+    def matvec(self, x):
+        """``A @ x`` for a dense vector ``x`` of shape ``(n,)`` or ``(n, 1)``; a NumPy array (LinearOperator protocol)."""
+        _check_2d(self, "matvec")
+        v = _as_dense_operand(x, "matvec")
+        if v.shape not in ((self.shape[1],), (self.shape[1], 1)):
+            raise ValueError(f"matvec(): x has shape {v.shape}; expected ({self.shape[1]},) or ({self.shape[1]}, 1)")
+        return _host(_apply(self, v))
+
+    def rmatvec(self, x):
+        """``A^H @ x`` (conjugate transpose) for a dense vector ``x``; a NumPy array (LinearOperator protocol)."""
+        _check_2d(self, "rmatvec")
+        v = _as_dense_operand(x, "rmatvec")
+        if v.shape not in ((self.shape[0],), (self.shape[0], 1)):
+            raise ValueError(f"rmatvec(): x has shape {v.shape}; expected ({self.shape[0]},) or ({self.shape[0]}, 1)")
+        return _host(_apply(self, v, adjoint=True))
+
+    def matmat(self, X):
+        """``A @ X`` for a dense matrix ``X`` of shape ``(n, k)``; a NumPy array (LinearOperator protocol)."""
+        _check_2d(self, "matmat")
+        v = _as_dense_operand(X, "matmat")
+        if v.ndim != 2 or v.shape[0] != self.shape[1]:
+            raise ValueError(f"matmat(): X has shape {v.shape}; expected ({self.shape[1]}, k)")
+        return _host(_apply(self, v))
+
+    def rmatmat(self, X):
+        """``A^H @ X`` for a dense matrix ``X`` of shape ``(m, k)``; a NumPy array (LinearOperator protocol)."""
+        _check_2d(self, "rmatmat")
+        v = _as_dense_operand(X, "rmatmat")
+        if v.ndim != 2 or v.shape[0] != self.shape[0]:
+            raise ValueError(f"rmatmat(): X has shape {v.shape}; expected ({self.shape[0]}, k)")
+        return _host(_apply(self, v, adjoint=True))
+
+    def dot(self, other):
+        """Matrix product as scipy's ``dot``.
+
+        A dense operand (NumPy array, list, JAX array) gives a dense NumPy
+        result, as in scipy; a sparse operand (BCOOArray or scipy.sparse)
+        gives a BCOOArray.
+        """
+        from ._convert import from_foreign
+        from ._linear_algebra_functions import matmul
+
+        if isinstance(other, type(self)):
+            return matmul(self, other)
+        foreign = from_foreign(other)
+        if foreign is not None:
+            return matmul(self, foreign)
+        if np.ndim(other) == 0:
+            return _xp().multiply(self, other)
+        v = _as_dense_operand(other, "dot")
+        if self.ndim == 2 and v.ndim in (1, 2):
+            if v.shape[0] != self.shape[1]:
+                raise ValueError(f"dot(): dimension mismatch, {self.shape} @ {v.shape}")
+            return _host(_apply(self, v))
+        return _host(matmul(self, v).todense())
+
+    def multiply(self, other):
+        """Elementwise product (scipy's ``multiply``); sparse with a zero-fill sparse operand."""
+        from ._convert import from_foreign
+
+        foreign = from_foreign(other)
+        return _xp().multiply(self, foreign if foreign is not None else other)
+
+    def maximum(self, other):
+        """Elementwise maximum with an array or scalar (scipy's ``maximum``)."""
+        from ._convert import from_foreign
+
+        foreign = from_foreign(other)
+        return _xp().maximum(self, foreign if foreign is not None else other)
+
+    def minimum(self, other):
+        """Elementwise minimum with an array or scalar (scipy's ``minimum``)."""
+        from ._convert import from_foreign
+
+        foreign = from_foreign(other)
+        return _xp().minimum(self, foreign if foreign is not None else other)
+
+    def power(self, n, dtype=None):
+        """Elementwise power ``A ** n`` (scipy's ``power``).
+
+        Raises
+        ------
+        NotImplementedError
+            For ``n == 0`` on a zero-filled array, as scipy (it would make
+            every entry 1); use ``bcoo_array.pow`` for the fill-value result.
+        """
+        xp = _xp()
+        src = self if dtype is None else self.astype(dtype)
+        if np.ndim(n) == 0 and n == 0 and same_value_np(src.fill_value, np.zeros((), src.dtype)):
+            raise NotImplementedError("zero power is not supported as it would densify the matrix (as scipy); "
+                                      "use bcoo_array.pow(A, 0) for an array with fill value 1")
+        return xp.pow(src, n)
+
+    # -- reductions -------------------------------------------------------------------
+
+    def _axis(self, axis, name):
+        if axis is None:
+            return None
+        ax = int(axis)
+        if not -self.ndim <= ax < self.ndim:
+            raise ValueError(f"{name}(): axis={axis} is out of range for a {self.ndim}-D array")
+        return ax % self.ndim
+
+    def sum(self, axis=None, dtype=None, out=None):
+        """Sum over all entries (a NumPy scalar) or along ``axis`` (a 1-D NumPy array), as scipy's sparray ``sum``.
+
+        Integer sums accumulate in the default integer dtype (NumPy's rule).
+        """
+        xp = _xp()
+        res = xp.sum(self, axis=self._axis(axis, "sum"), dtype=dtype)
+        return _store(_host(res.todense()), out)
+
+    def mean(self, axis=None, dtype=None, out=None):
+        """Mean over all entries or along ``axis`` as a NumPy value (scipy's ``mean``).
+
+        Integer and bool arrays are averaged in the default floating dtype, as scipy does.
+        """
+        xp = _xp()
+        from . import _dtypes
+
+        src = self
+        if dtype is not None:
+            src = src.astype(dtype)
+        elif self.dtype.kind in "biu":
+            src = src.astype(_dtypes.default_float())
+        res = xp.mean(src, axis=self._axis(axis, "mean"))
+        return _store(_host(res.todense()), out)
+
+    def max(self, axis=None, out=None, *, explicit: bool = False):
+        """Maximum over all entries (a NumPy scalar) or along ``axis`` (a sparse 1-D BCOOArray), as scipy's ``max``.
+
+        Unstored entries take part (they hold the fill value), as scipy's
+        default ``explicit=False``; ``explicit=True`` is not supported.
+        """
+        return self._extreme("max", axis, out, explicit)
+
+    def min(self, axis=None, out=None, *, explicit: bool = False):
+        """Minimum over all entries (a NumPy scalar) or along ``axis`` (a sparse 1-D BCOOArray), as scipy's ``min``."""
+        return self._extreme("min", axis, out, explicit)
+
+    def _extreme(self, op, axis, out, explicit):
+        if out is not None:
+            raise ValueError(f"{op}(): out= is not supported (as in scipy's sparse arrays)")
+        if explicit:
+            raise ValueError(f"{op}(explicit=True) is not supported; unstored entries always take part")
+        if self.size == 0:
+            raise ValueError(f"{op}() of a zero-size array")
+        res = getattr(_xp(), op)(self, axis=self._axis(axis, op))
+        return _host(res.todense()) if axis is None else res
+
+    def argmax(self, axis=None, out=None, *, explicit: bool = False):
+        """Index of the first maximum, flat (axis None) or per row / column (scipy's ``argmax``).
+
+        Unstored entries count with the fill value; NaN counts as the
+        maximum, as in :func:`numpy.argmax`. Works on the stored entries
+        only (no densification).
+
+        Returns
+        -------
+        int or numpy.ndarray of int64
+
+        Raises
+        ------
+        ValueError
+            For an empty array or dimension, a non-2-D array, ``out`` or ``explicit=True``.
+        """
+        return self._argext("max", axis, out, explicit)
+
+    def argmin(self, axis=None, out=None, *, explicit: bool = False):
+        """Index of the first minimum (scipy's ``argmin``); see :meth:`argmax`."""
+        return self._argext("min", axis, out, explicit)
+
+    def _argext(self, op, axis, out, explicit):
+        _check_2d(self, f"arg{op}")
+        if out is not None or explicit:
+            raise ValueError(f"arg{op}(): out= and explicit=True are not supported")
+        ax = self._axis(axis, f"arg{op}")
+        m, n = self.shape
+        rows, cols, vals = self._host_triplets(f"arg{op}")
+        if ax is None:
+            if m * n == 0:
+                raise ValueError(f"arg{op}() of an empty array")
+            lin = rows.astype(np.int64) * n + cols
+            return int(_arg_extreme(np.zeros_like(lin), lin, vals, 1, m * n, self.fill_value, op)[0])
+        if ax == 0:
+            rows, cols, m, n = cols, rows, n, m
+            order = np.lexsort((cols, rows))
+            rows, cols, vals = rows[order], cols[order], vals[order]
+        if n == 0:
+            raise ValueError(f"arg{op}() along an empty dimension")
+        return _arg_extreme(rows, cols, vals, m, n, self.fill_value, op)
+
+    def count_nonzero(self, axis=None):
+        """Number of entries not equal to zero (explicit zeros not counted), as scipy's ``count_nonzero``.
+
+        Unstored entries count when the fill value is non-zero.
+        """
+        xp = _xp()
+        from . import _dtypes
+
+        nz = xp.not_equal(self, xp.zeros((), dtype=self.dtype)) if self.dtype.kind != "b" else self
+        res = xp.sum(nz.astype(_dtypes.default_int()), axis=self._axis(axis, "count_nonzero"), dtype=_dtypes.default_int())
+        return _host(res.todense())
+
+    def _host_triplets(self, what):
+        """Canonical ``(rows, cols, vals)`` of a 2-D array on the host."""
+        from ._convert._common import coo_triplets
+
+        vals, coords = coo_triplets(self, f"{what}()")
+        return coords[0].astype(np.int64), coords[1].astype(np.int64), vals
+
+    def diagonal(self, k: int = 0) -> np.ndarray:
+        """The ``k``-th diagonal as a 1-D NumPy array (scipy's ``diagonal``)."""
+        _check_2d(self, "diagonal")
+        m, n = self.shape
+        rows, cols, vals = self._host_triplets("diagonal")
+        length = max(0, min(m + min(k, 0), n - max(k, 0)))
+        out = np.full(length, self.fill_value, dtype=self.dtype)
+        on = cols - rows == k
+        out[rows[on] - max(-k, 0)] = vals[on]
+        return out
+
+    def trace(self, offset: int = 0):
+        """Sum of the ``offset``-th diagonal (scipy's ``trace``)."""
+        return self.diagonal(offset).sum()
+
+    def nonzero(self) -> tuple[np.ndarray, np.ndarray]:
+        """Row and column indices of the non-zero entries, row-major order (scipy's ``nonzero``).
+
+        Explicitly stored zeros are left out; with a non-zero fill value the
+        unstored entries are non-zero too.
+        """
+        _check_2d(self, "nonzero")
+        if not same_value_np(self.fill_value, np.zeros((), self.dtype)) and self.fill_value != 0:
+            return np.nonzero(self.toarray())
+        rows, cols, vals = self._host_triplets("nonzero")
+        keep = vals != 0
+        return rows[keep], cols[keep]
+
+    # -- in-place changes ------------------------------------------------------------------
+
+    def eliminate_zeros(self) -> None:
+        """Drop stored entries equal to the fill value (zero for scipy-like arrays), in place.
+
+        As scipy's ``eliminate_zeros``; values do not change. Duplicates are
+        summed first, so an entry is dropped when its total equals the fill.
+        """
+        from ._convert._common import coo_triplets
+        from ._layout import index_dtype_for
+
+        vals, coords = coo_triplets(self, "eliminate_zeros()")
+        fill = self.fill_value
+        keep = vals != fill
+        if self.dtype.kind in "fc" and np.isnan(fill):
+            keep = ~np.isnan(vals)
+        idt = index_dtype_for(self.shape)
+        new = type(self)._from_buffers(
+            jnp.asarray(vals[keep]), jnp.asarray(coords[:, keep].T.astype(idt)), self.shape, n_batch=0, n_dense=0,
+            fill_value=fill, indices_sorted=True, unique_indices=True,
+        )
+        self._set(new.data, new.indices, new.shape, 0, 0, new.fill_value, True, True)
+
+    def setdiag(self, values, k: int = 0) -> None:
+        """Set the ``k``-th diagonal to ``values`` (a scalar or a sequence), in place, as scipy's ``setdiag``.
+
+        A sequence shorter than the diagonal sets its first entries; a longer
+        one is cut. The new entries are stored explicitly (zeros included).
+
+        Raises
+        ------
+        ValueError
+            If ``k`` is outside the matrix, or the array is not 2-D.
+        """
+        from ._convert._common import coo_triplets
+        from ._layout import index_dtype_for
+
+        _check_2d(self, "setdiag")
+        m, n = self.shape
+        if (k > 0 and k >= n) or (k < 0 and -k >= m):
+            raise ValueError(f"setdiag(): k={k} exceeds the matrix dimensions {self.shape}")
+        vals, coords = coo_triplets(self, "setdiag()")
+        length = min(m + min(k, 0), n - max(k, 0))
+        v = np.asarray(values)
+        if v.ndim == 0:
+            v = np.full(length, v)
+        v = v.reshape(-1)[:length]
+        r0, c0 = max(-k, 0), max(k, 0)
+        new_rows = np.arange(v.size) + r0
+        new_cols = np.arange(v.size) + c0
+        drop = (coords[1].astype(np.int64) - coords[0] == k) & (coords[0] - r0 < v.size)
+        v = v.astype(self.dtype) if np.can_cast(v.dtype, self.dtype, "same_kind") else v
+        if v.dtype != self.dtype:
+            raise TypeError(f"setdiag(): values of dtype {v.dtype} do not fit the array's dtype {self.dtype}")
+        rows = np.concatenate([coords[0][~drop], new_rows])
+        cols = np.concatenate([coords[1][~drop], new_cols])
+        data = np.concatenate([vals[~drop], v])
+        order = np.lexsort((cols, rows))
+        idt = index_dtype_for(self.shape)
+        idx = np.stack([rows[order], cols[order]], axis=1).astype(idt)
+        self._set(jnp.asarray(data[order]), jnp.asarray(idx), self.shape, 0, 0, self.fill_value, True, True)
+
+
+def _store(value, out):
+    if out is None:
+        return value
+    out[...] = value
+    return out
+
+
+def _make_ufunc_methods():
+    for name, fname in UFUNC_METHODS.items():
+        if fname is not None:
+            def method(self, _f=fname):
+                return getattr(_xp(), _f)(self)
+            doc = f"Elementwise ``{name}`` (scipy's method; :func:`bcoo_array.{fname}` under the fill-value rule)."
+        else:
+            factor = np.pi / 180 if name == "deg2rad" else 180 / np.pi
+
+            def method(self, _c=factor, _n=name):
+                if self.dtype.kind not in "fc":
+                    raise TypeError(f"{_n}() needs a floating-point array, got {self.dtype}")
+                return _xp().multiply(self, _c)
+            doc = f"Elementwise ``{name}`` (scipy's method; multiplies by {'pi/180' if name == 'deg2rad' else '180/pi'})."
+        method.__name__ = name
+        method.__doc__ = doc
+        setattr(ScipyMethodsMixin, name, method)
+
+
+_make_ufunc_methods()

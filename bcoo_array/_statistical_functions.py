@@ -17,7 +17,7 @@ from ._array_object import BCOOArray
 from ._fill_rule import dense_layout, eval_fill, update_layout
 from ._kernels.plan import group
 from ._kernels.reduce import reduce_coo
-from ._layout import prod
+from ._layout import prod as _size  # (the name prod is the reduction below)
 from ._manipulation_functions import _sparse, normalize_axes, reshape
 from ._operands import check_category
 
@@ -115,7 +115,7 @@ def mean(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:
     x = _sparse(x)
     check_category(x.dtype, "floating-point", "mean")
     axes = normalize_axes(axis, x.ndim)
-    n = prod(x.shape[a] for a in axes)
+    n = _size(x.shape[a] for a in axes)
     total = _reduce(x, axes, "sum", keepdims)
     from ._elementwise_functions import divide
 
@@ -141,7 +141,7 @@ def std(x, /, *, axis=None, correction=0.0, keepdims: bool = False) -> BCOOArray
 def _var(x: BCOOArray, axes, correction, keepdims) -> BCOOArray:
     """Two-pass variance: mean per slice, then the squared deviations of the
     stored entries plus ``missing * (fill - mean)**2`` for the unstored ones."""
-    n = prod(x.shape[a] for a in axes)
+    n = _size(x.shape[a] for a in axes)
     c = update_layout(x, 0, 0)._canonical()
     shape = c.shape
     keep = [a for a in range(len(shape)) if a not in axes]

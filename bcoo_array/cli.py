@@ -47,5 +47,107 @@ def demo(matrix: str | None, repeat: int) -> None:
     console.print(table)
 
 
+@main.command()
+@click.argument("matrices", nargs=-1)
+@click.option("--random", "random_specs", multiple=True, default=("1e4:1e5",), show_default=True,
+              help="Random square matrices N:NNZ to add (repeatable; pass --random '' for none).")
+@click.option("--large", is_flag=True, help="Also run a random 1e6 x 1e6 matrix with 1e7 entries (minutes, ~3 GB).")
+@click.option("--repeat", default=20, show_default=True, help="Timed calls per operation (median reported).")
+@click.option("--libraries", default="bcoo_array,scipy,pydata-sparse,jax BCOO", show_default=True,
+              help="Comma-separated libraries to time (scipy is the reference and always runs).")
+@click.option("--plot", "plot_path", default="bench.png", show_default=True, type=click.Path(dir_okay=False),
+              help="Where to write the PNG plot of the ratios.")
+@click.option("--markdown", "md_path", default=None, type=click.Path(dir_okay=False),
+              help="Also write the table as Markdown to this file.")
+@click.option("--tune-malloc", is_flag=True,
+              help="Opt in to glibc malloc settings that keep freed memory mapped (see docs/performance.md).")
+def bench(matrices, random_specs, large, repeat, libraries, plot_path, md_path, tune_malloc) -> None:
+    """Time bcoo_array beside scipy.sparse, pydata-sparse and jax.experimental.sparse.
+
+    MATRICES are .mtx/.mtx.gz files or names in the shared matrix folder
+    (default: cage11 and bcsstk16 when present). Prints the ratios of median
+    times to scipy.sparse CSR (lower is better) and writes a PNG plot.
+    """
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from . import _bench
+
+    console = Console(width=max(Console().width, 150))
+    if tune_malloc and not _bench.tune_malloc():
+        console.print("[yellow]--tune-malloc: glibc mallopt is not available here; running with defaults[/]")
+    libs = [lib.strip() for lib in libraries.split(",") if lib.strip()]
+    unknown = [lib for lib in libs if lib not in _bench.LIBRARIES]
+    if unknown:
+        raise click.BadParameter(f"unknown libraries {unknown}; choose from {list(_bench.LIBRARIES)}",
+                                 param_hint="--libraries")
+    if "scipy" not in libs:
+        libs.append("scipy")
+    specs = list(matrices)
+    if not specs:
+        specs = [m for m in ("cage11", "bcsstk16") if (_bench.matrices_dir() / f"{m}.mtx.gz").exists()]
+    specs += [f"random:{r}" for r in random_specs if r]
+    if large:
+        specs.append("random:1e6:1e7")
+    cases = {}
+    results = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        total = len(specs) * len(libs) * len(_bench.OPERATIONS)
+        task = progress.add_task("loading", total=total)
+
+        def step(msg: str) -> None:
+            progress.update(task, description=msg, advance=1)
+
+        for spec in specs:
+            try:
+                case = _bench.load_case(spec)
+            except (FileNotFoundError, ValueError) as e:
+                raise click.BadParameter(str(e), param_hint="MATRICES") from None
+            cases[case.name] = case
+            progress.update(task, description=f"{case.name}: starting")
+            results += _bench.run_case(case, repeat=repeat, libraries=libs, progress=step)
+        progress.update(task, description="measuring copy bandwidth")
+        bw = _bench.copy_bandwidth()
+    table = Table(title=f"median time / scipy.sparse CSR median (lower is better); copy bandwidth {bw / 1e9:.1f} GB/s")
+    others = [lib for lib in _bench.LIBRARIES if lib != "scipy" and lib in libs]
+    for col in ("matrix", "operation", "scipy ms", *others, "target"):
+        table.add_column(col, justify="left" if col in ("matrix", "operation") else "right")
+    for r in results:
+        cells = []
+        for lib in others:
+            v = r.ratio(lib)
+            txt = _bench.format_ratio(v, r.operation)
+            bwf = _bench.bandwidth_fraction(r, cases[r.case], lib, bw)
+            if bwf is not None:
+                txt += f" ({bwf:.0%} bw)"
+            tgt = _bench.TARGETS.get(r.operation)
+            if lib == "bcoo_array" and v is not None and tgt is not None:
+                txt = f"[green]{txt}[/]" if v <= tgt else f"[red]{txt}[/]"
+            cells.append(txt)
+        sc = r.times.get("scipy")
+        sc_txt = "-" if sc is None or r.operation.startswith("compile") else f"{sc * 1e3:.3f}"
+        if sc is not None and r.operation.startswith("SpMV"):
+            sc_txt += f" ({_bench.bandwidth_fraction(r, cases[r.case], 'scipy', bw):.0%} bw)"
+        tgt = _bench.TARGETS.get(r.operation)
+        tgt_txt = f"<= {tgt:.0f} ms" if r.operation.startswith("compile") else f"<= {tgt}x"
+        table.add_row(r.case, r.operation, sc_txt, *cells, tgt_txt)
+    console.print(table)
+    for r in results:
+        for lib, err in r.errors.items():
+            console.print(f"[dim]{r.case} / {r.operation} / {lib}: {err}[/]")
+    path = _bench.plot(results, plot_path)
+    console.print(f"plot written to {path}")
+    if md_path:
+        from pathlib import Path
+
+        Path(md_path).write_text(_bench.markdown_table(results, cases, bw, libraries=libs) + "\n")
+        console.print(f"table written to {md_path}")
+
+
 if __name__ == "__main__":
     main()

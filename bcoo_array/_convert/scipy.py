@@ -79,8 +79,9 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
     x : BCOOArray
     format : {"coo", "csr", "csc", "bsr", "dia", "dok", "lil"}
     materialize_fill : bool
-        scipy.sparse has no fill value. With a non-zero fill value this must
-        be True, and every entry is then stored (a dense matrix in sparse form).
+        scipy.sparse has no fill value (unstored entries are 0). With a
+        non-zero fill value this must be True: the array is then densified
+        and its non-zero entries stored, so memory grows to the dense size.
 
     Returns
     -------
@@ -98,6 +99,13 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
         raise ValueError(f"scipy.sparse holds 1-D and 2-D arrays; this one is {x.ndim}-D")
     if format not in ("coo", "csr", "csc", "bsr", "dia", "dok", "lil"):
         raise ValueError(f"format={format!r} is not a scipy.sparse format")
+    if x.ndim == 1 and format not in ("coo", "csr", "dok"):
+        raise ValueError(f"scipy.sparse stores 1-D arrays only as coo, csr or dok, not {format!r}")
+    if x.dtype == np.float16:
+        raise ValueError(
+            "scipy.sparse does not support float16; convert with x.astype(bcoo_array.float32) first "
+            "(exact: every float16 value is a float32 value)"
+        )
     if not same_value_np(x.fill_value, np.zeros((), x.dtype)) and not (
             x.dtype.kind in "fc" and x.fill_value == 0):
         if not materialize_fill:
@@ -106,16 +114,29 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
                 "(unstored entries are 0); pass materialize_fill=True to store every entry, or subtract the "
                 "fill value first"
             )
-        from .._fill_rule import update_layout
-
         d = np.asarray(x.todense())
-        return sp.coo_array(d).asformat(format) if x.ndim == 2 else sp.coo_array(d)
+        return sp.coo_array(d).asformat(format)
     from .._fill_rule import update_layout
 
     c = update_layout(x, 0, 0)
     idx = np.asarray(c.indices)
     data = np.asarray(c.data)
-    valid = np.all(idx < np.asarray(c.shape), axis=1) if idx.size else np.ones(idx.shape[0], bool)
+    valid = np.ones(idx.shape[0], bool)
+    for k in range(idx.shape[1]):  # column by column (an axis=1 reduction is several times slower)
+        valid &= idx[:, k] < c.shape[k]
+    canonical = c.indices_sorted and c.unique_indices
+    nv = int(np.count_nonzero(valid))
+    rows = idx[:nv, 0]
+    if (canonical and x.ndim == 2 and format == "csr" and bool(valid[:nv].all())
+            and bool(np.all(rows[1:] >= rows[:-1]))):
+        # Canonical: the valid entries come first, sorted by row, so the row pointer is a
+        # bincount and the buffers are used as they are (copied: scipy arrays are mutable).
+        indptr = np.zeros(x.shape[0] + 1, dtype=np.int64 if max(x.shape + (nv,)) >= 2**31 - 1 else np.int32)
+        np.cumsum(np.bincount(rows, minlength=x.shape[0]), out=indptr[1:])
+        out = sp.csr_array((np.array(data[:nv]), np.array(idx[:nv, 1], dtype=indptr.dtype), indptr),
+                           shape=x.shape, copy=False)
+        out.has_canonical_format = True
+        return out
     if not valid.all():
         idx, data = idx[valid], data[valid]
     coo = sp.coo_array((data, tuple(idx[:, k] for k in range(x.ndim))), shape=x.shape)
@@ -123,6 +144,4 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
         coo.has_canonical_format = True
     if format == "coo":
         return coo
-    if x.ndim == 1 and format != "coo":
-        return coo.asformat(format)
     return coo.asformat(format)

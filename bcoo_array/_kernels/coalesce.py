@@ -6,11 +6,14 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from .._layout import prod
-from .plan import group_batched, segment_reduce
+from .._layout import is_concrete, prod
+from .plan import group_batched, group_numpy, segment_reduce
 
 
 def broadcast_batch(data, indices, shape, n_batch: int):
@@ -48,10 +51,39 @@ def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str
     indices in any batch; while tracing it stays the input nse (padded).
     """
     db, ib = flatten_batch(data, indices, shape, n_batch)
+    if ib.shape[2] == 0:
+        # No sparse dimension: every entry sits at (), so at most one survives
+        # (static, eager or traced; there is no padding to fill a larger nse).
+        keep = min(ib.shape[1], 1)
+        red = jnp.any if db.dtype == jnp.bool_ else (lambda v, axis, keepdims: jnp.sum(
+            v, axis=axis, keepdims=keepdims, dtype=v.dtype))
+        out = red(db, axis=1, keepdims=True)[:, :keep]
+        return unflatten_batch(out, ib[:, :keep], shape, n_batch)
+    if db.shape[0] == 1 and is_concrete(ib):
+        # One batch, concrete indices: plan with NumPy (linear-time counting sort for
+        # 2-D), then apply it in one compiled call; a pure permutation (no duplicate)
+        # is a single gather.
+        p = group_numpy(np.asarray(ib)[0], sparse_sizes(shape, n_batch, n_dense))
+        n_valid = int(np.count_nonzero(p.segment < p.n_out))
+        if n_valid == p.n_out:
+            out = _apply_permutation(db, jnp.asarray(p.order[:p.n_out]))
+        else:
+            out = _apply_plan(db, jnp.asarray(p.order), jnp.asarray(p.segment), p.n_out, reduce)
+        return unflatten_batch(out, jnp.asarray(p.out_indices.astype(indices.dtype)[None]), shape, n_batch)
     plan = group_batched(ib, sparse_sizes(shape, n_batch, n_dense))
     n_out = plan.n_out
     out = jax.vmap(lambda d, o, s: segment_reduce(d[o], s, n_out, reduce))(db, plan.order, plan.segment)
     return unflatten_batch(out, plan.out_indices.astype(indices.dtype), shape, n_batch)
+
+
+@jax.jit
+def _apply_permutation(db, order):
+    return db[:, order]
+
+
+@partial(jax.jit, static_argnames=("n_out", "reduce"))
+def _apply_plan(db, order, segment, n_out: int, reduce: str):
+    return jax.vmap(lambda d: segment_reduce(d[order], segment, n_out, reduce))(db)
 
 
 def todense(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool):
@@ -60,14 +92,18 @@ def todense(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero
     sizes = sparse_sizes(shape, n_batch, n_dense)
     dense_shape = tuple(shape[len(shape) - n_dense:])
 
+    inexact = jnp.issubdtype(data.dtype, jnp.inexact)
+
     def one(d, i):
         where = tuple(i[:, j] for j in range(i.shape[1]))
-        out = jnp.zeros(sizes + dense_shape, d.dtype)
+        # Floats accumulate onto -0.0, the identity of IEEE addition, so a stored
+        # -0.0 stays -0.0; the unstored positions then get the fill value.
+        out = jnp.full(sizes + dense_shape, -0.0 if inexact else 0, d.dtype)
         if d.dtype == jnp.bool_:
             out = out.at[where].max(d, mode="drop")
         else:
             out = out.at[where].add(d, mode="drop")
-        if fill_is_zero:
+        if fill_is_zero and not inexact:
             return out
         mask = jnp.zeros(sizes, bool).at[where].set(True, mode="drop")
         mask = mask.reshape(mask.shape + (1,) * len(dense_shape))
@@ -79,7 +115,7 @@ def todense(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero
             if d.dtype == jnp.bool_:
                 out = jnp.any(d, axis=0)
             else:
-                out = jnp.sum(d, axis=0)
+                out = jnp.sum(d, axis=0, dtype=d.dtype)  # no promotion of small ints
             if fill_is_zero:
                 return out
             return out if d.shape[0] else jnp.full(dense_shape, fill, d.dtype)

@@ -32,10 +32,14 @@ def fromdense(x, shape, n_batch: int, n_dense: int, fill, nse: int | None, index
     if len(sizes) == 0:
         if nse is None:
             nse = 1
-        data = jnp.broadcast_to(xb[:, None], (B, nse) + xb.shape[1:])
+        if nse == 0 and B and is_concrete(mask) and bool(np.any(np.asarray(mask))):
+            raise ValueError("nse=0 is smaller than the 1 entry that differs from fill_value")
+        # Entries at the single position () are summed: store x once, then zeros.
+        rest = jnp.zeros((B, max(nse - 1, 0)) + xb.shape[1:], xb.dtype)
+        data = jnp.concatenate([xb[:, None], rest], axis=1)[:, :nse]
         indices = jnp.zeros((B, nse, 0), index_dtype)
         return data.reshape(tuple(shape[:n_batch]) + data.shape[1:]), indices.reshape(tuple(shape[:n_batch]) + (nse, 0))
-    counts = jnp.sum(mask.reshape(B, -1), axis=1)
+    counts = jnp.sum(mask.reshape(B, prod(sizes)), axis=1)  # explicit size: -1 is ambiguous when empty
     if nse is None:
         if not is_concrete(x):
             raise ValueError(
@@ -58,6 +62,8 @@ def fromdense(x, shape, n_batch: int, n_dense: int, fill, nse: int | None, index
 
     def gather(xv, i):
         where = tuple(i[:, j] for j in range(i.shape[1]))
+        if any(s == 0 for s in xv.shape[:i.shape[1]]):  # every index is padding; XLA rejects the gather
+            return jnp.zeros((i.shape[0],) + xv.shape[i.shape[1]:], xv.dtype)
         return xv.at[where].get(mode="fill", fill_value=0)
 
     data = jax.vmap(gather)(xb, idx)
@@ -79,6 +85,8 @@ def gather(x, indices, shape, n_batch: int, n_dense: int):
         where = tuple(i[:, j] for j in range(i.shape[1]))
         if not where:
             return jnp.broadcast_to(xv, (i.shape[0],) + xv.shape)
+        if any(s == 0 for s in xv.shape[:i.shape[1]]):  # every index is padding; XLA rejects the gather
+            return jnp.zeros((i.shape[0],) + xv.shape[i.shape[1]:], xv.dtype)
         return xv.at[where].get(mode="fill", fill_value=0)
 
     out = jax.vmap(one)(xb, ib)

@@ -13,7 +13,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .._layout import prod
+import numpy as np
+
+from .._layout import is_concrete, prod, same_value_np
+from .csr import sum_axis
 from .plan import group, segment_reduce
 
 _DENSE_REDUCE = {"sum": jnp.sum, "prod": jnp.prod, "max": jnp.max, "min": jnp.min}
@@ -80,6 +83,12 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
         The reduced array in the same form (kept sparse axes first, then kept
         dense axes).
     """
+    if (op == "sum" and len(shape) == 2 and n_dense == 0 and len(axes) == 1 and shape[axes[0]] > 0
+            and data.dtype != jnp.bool_ and is_concrete(indices)
+            and same_value_np(np.asarray(fill), np.zeros((), data.dtype))):
+        # Fast path: one segment sum over a plan cached on the index buffer (see .csr).
+        vals, out_idx = sum_axis(data, indices, tuple(shape), axes[0])
+        return vals, out_idx, (shape[1 - axes[0]],), 0, np.zeros((), data.dtype)[()]
     ndim = len(shape)
     n_sparse = ndim - n_dense
     sp_red = [a for a in axes if a < n_sparse]

@@ -7,7 +7,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .plan import group_batched
+import numpy as np
+
+from .._layout import is_concrete
+from .plan import group_batched, group_numpy
 
 
 def union(ia, ib, sizes: tuple[int, ...]):
@@ -30,6 +33,8 @@ def union(ia, ib, sizes: tuple[int, ...]):
     """
     B, na, k = ia.shape
     nb = ib.shape[1]
+    if B == 1 and is_concrete(ia, ib):
+        return _union_numpy(np.asarray(ia)[0], np.asarray(ib)[0].astype(ia.dtype), sizes)
     both = jnp.concatenate([ia, ib.astype(ia.dtype)], axis=1)
     plan = group_batched(both, sizes)
     n_out = plan.n_out
@@ -48,8 +53,33 @@ def union(ia, ib, sizes: tuple[int, ...]):
     return plan.out_indices, pos_a, pos_b
 
 
+def _union_numpy(a: np.ndarray, b: np.ndarray, sizes: tuple[int, ...]):
+    """:func:`union` of one batch element with concrete indices, planned by NumPy.
+
+    The inputs are sorted, so the stable sort of their concatenation is one
+    merge (NumPy's timsort finds the two runs; 2-D uses a counting sort).
+    """
+    na = a.shape[0]
+    p = group_numpy(np.concatenate([a, b]), sizes)
+    n_out = p.n_out
+    # Output position of every input entry (n_out for padding), then scatter the
+    # entry numbers there; slot n_out absorbs padding. No boolean masks: linear.
+    where = np.empty(p.order.size, dtype=np.int64)
+    where[p.order] = p.segment
+    pos_a = np.full((1, n_out + 1), -1, np.int32)
+    pos_b = np.full((1, n_out + 1), -1, np.int32)
+    pos_a[0, where[:na]] = np.arange(na, dtype=np.int32)
+    pos_b[0, where[na:]] = np.arange(where.size - na, dtype=np.int32)
+    return jnp.asarray(p.out_indices[None]), jnp.asarray(pos_a[:, :n_out]), jnp.asarray(pos_b[:, :n_out])
+
+
 def take_or_fill(data, pos, fill):
     """``data[pos]`` along the nse axis (axis 1 of ``(B, nse, *dense)``), ``fill`` where ``pos < 0``."""
+    return _take_or_fill(data, pos, np.asarray(fill, data.dtype))
+
+
+@jax.jit
+def _take_or_fill(data, pos, fill):
     safe = jnp.clip(pos, 0, max(data.shape[1] - 1, 0))
     if data.shape[1] == 0:
         vals = jnp.zeros(pos.shape + data.shape[2:], data.dtype)
@@ -57,4 +87,4 @@ def take_or_fill(data, pos, fill):
         vals = jnp.take_along_axis(data, safe.reshape(safe.shape + (1,) * (data.ndim - 2)), axis=1)
         vals = jnp.broadcast_to(vals, pos.shape + data.shape[2:])
     mask = (pos >= 0).reshape(pos.shape + (1,) * (data.ndim - 2))
-    return jnp.where(mask, vals, jnp.asarray(fill, data.dtype))
+    return jnp.where(mask, vals, fill)

@@ -1,0 +1,449 @@
+"""The benchmark runner behind ``bcoo-array bench`` and ``benchmarks/run.py``.
+
+It times the same operations with bcoo_array, scipy.sparse (CSR, the
+reference), pydata-sparse (``sparse.COO``) and
+:mod:`jax.experimental.sparse` (``BCOO``) side by side, in one process, on
+the same float64 values, and reports the median time of each and its ratio to
+scipy.sparse's median. Ratios measured in one process are what matter on a
+shared, noisy machine; absolute times are printed for reference.
+
+Every jax result is waited for (``block_until_ready``) inside the timed
+region. Each library is called through its ordinary eager API, the way a user
+writes ``A @ x``; compile time is excluded (one untimed warm-up call), except
+for the ``compile SpMV`` row, which times the first call after
+:func:`jax.clear_caches`.
+
+SpMV also reports achieved memory bandwidth: the bytes a CSR SpMV must move
+at least (values and column indices once, the row pointer, ``x`` and ``y``)
+divided by the median time, as a fraction of the copy bandwidth measured with
+NumPy in the same run (the STREAM "copy" kernel, counting read + write).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+#: Operation names, in report order.
+OPERATIONS = (
+    "SpMV A @ x",
+    "SpMM A @ X (16 cols)",
+    "SpMM A @ X (64 cols)",
+    "A + B (canonical)",
+    "A * B (canonical)",
+    "A @ A.T",
+    "transpose (canonical)",
+    "sum(axis=0)",
+    "sum(axis=1)",
+    "from scipy CSR",
+    "to scipy CSR",
+    "compile SpMV (first call, ms)",
+)
+
+#: Targets of issue 7: the largest acceptable ratio of bcoo_array to scipy.
+TARGETS = {
+    "SpMV A @ x": 1.25,
+    "SpMM A @ X (16 cols)": 1.0,
+    "SpMM A @ X (64 cols)": 1.0,
+    "A + B (canonical)": 2.0,
+    "A * B (canonical)": 2.0,
+    "A @ A.T": 3.0,
+    "transpose (canonical)": 3.0,
+    "sum(axis=0)": 1.5,
+    "sum(axis=1)": 1.5,
+    "from scipy CSR": 2.0,
+    "to scipy CSR": 2.0,
+    "compile SpMV (first call, ms)": 300.0,
+}
+
+LIBRARIES = ("bcoo_array", "scipy", "pydata-sparse", "jax BCOO")
+
+
+@dataclass
+class Case:
+    """One benchmark matrix: ``A`` (and ``B``, the same shape with a different pattern) as scipy CSR."""
+
+    name: str
+    A: object
+    B: object
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.A.shape)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.A.nnz)
+
+
+@dataclass
+class Result:
+    """Median times (seconds) of one operation on one case, per library (None: unsupported)."""
+
+    case: str
+    operation: str
+    times: dict = field(default_factory=dict)
+    errors: dict = field(default_factory=dict)
+
+    def ratio(self, lib: str = "bcoo_array") -> float | None:
+        """Median time of ``lib`` over scipy's (for the compile row: milliseconds of ``lib``)."""
+        t = self.times.get(lib)
+        if t is None:
+            return None
+        if self.operation.startswith("compile"):
+            return t * 1e3
+        ref = self.times.get("scipy")
+        return t / ref if ref else None
+
+
+def matrices_dir() -> Path:
+    """The shared real matrices (``../shared/data/matrices`` beside the repository)."""
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data" / "matrices"
+
+
+def _random_csr(m: int, n: int, nnz: int, seed: int):
+    """A random float64 CSR matrix with exactly ``nnz`` distinct entries (canonical)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    total = m * n
+    if nnz > total:
+        raise ValueError(f"nnz={nnz} exceeds the {m} x {n} = {total} positions")
+    # Draw with replacement, then top up until nnz distinct positions are reached.
+    keys = np.unique(rng.integers(0, total, size=nnz, dtype=np.int64))
+    while keys.size < nnz:
+        extra = rng.integers(0, total, size=nnz - keys.size, dtype=np.int64)
+        keys = np.unique(np.concatenate([keys, extra]))
+    vals = rng.standard_normal(nnz)
+    A = sp.csr_array((vals, (keys // n, keys % n)), shape=(m, n))
+    A.sum_duplicates()
+    return A
+
+
+def load_case(spec: str, seed: int = 0) -> Case:
+    """Build a :class:`Case` from a matrix file, a name in the shared folder, or ``random:N:NNZ``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``spec`` names no file here nor in :func:`matrices_dir`.
+    ValueError
+        For a malformed ``random:`` spec.
+    """
+    import scipy.io
+    import scipy.sparse as sp
+
+    if spec.startswith("random:"):
+        try:
+            _, n, nnz = spec.split(":")
+            n, nnz = int(float(n)), int(float(nnz))
+        except ValueError:
+            raise ValueError(f"random spec {spec!r} must be random:N:NNZ, e.g. random:1e4:1e5") from None
+        A = _random_csr(n, n, nnz, seed)
+        return Case(f"random {n:.0e} x {n:.0e}, nnz {nnz:.0e}".replace("e+0", "e"), A, _random_csr(n, n, nnz, seed + 1))
+    path = Path(spec)
+    if not path.exists():
+        for cand in (matrices_dir() / spec, matrices_dir() / f"{spec}.mtx", matrices_dir() / f"{spec}.mtx.gz"):
+            if cand.exists():
+                path = cand
+                break
+        else:
+            raise FileNotFoundError(f"no matrix {spec!r} here or in {matrices_dir()}")
+    M = scipy.io.mmread(path)
+    A = sp.csr_array(M).astype(np.float64)
+    A.sum_duplicates()
+    name = path.name.split(".")[0]
+    # B: the same shape and number of entries, a different (random) pattern.
+    B = _random_csr(A.shape[0], A.shape[1], A.nnz, seed + 1)
+    return Case(name, A, B)
+
+
+def tune_malloc() -> bool:
+    """Opt-in: keep freed memory mapped in glibc malloc, so large temporaries do not page-fault.
+
+    Sets ``M_MMAP_THRESHOLD`` to 32 MiB, ``M_TRIM_THRESHOLD`` to 1 GiB and
+    ``M_TOP_PAD`` to 64 MiB for this process (the same as the environment
+    variables ``MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824
+    MALLOC_TOP_PAD_=67108864``). It trades resident memory for speed and
+    affects every library in the process (scipy and XLA's CPU buffers alike),
+    so bcoo_array never calls it by itself. See ``mallopt(3)``.
+
+    Returns
+    -------
+    bool
+        False where glibc's ``mallopt`` is not available (nothing changed).
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+    ok = mallopt(m_mmap_threshold, 32 << 20) == 1
+    ok &= mallopt(m_trim_threshold, 1 << 30) == 1
+    ok &= mallopt(m_top_pad, 64 << 20) == 1
+    return bool(ok)
+
+
+def copy_bandwidth(nbytes: int = 1 << 27, repeat: int = 5) -> float:
+    """Measured memory copy bandwidth in bytes/s (read + write), NumPy ``copyto``."""
+    src = np.ones(nbytes // 8)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        ts.append(time.perf_counter() - t0)
+    return 2 * nbytes / float(np.median(ts))
+
+
+def spmv_bytes(A) -> int:
+    """Least bytes a CSR SpMV moves: values, column indices, row pointer, x and y."""
+    m, n = A.shape
+    return A.nnz * (A.data.itemsize + 4) + 4 * (m + 1) + 8 * n + 8 * m
+
+
+def _block(r):
+    import jax
+
+    for leaf in jax.tree_util.tree_leaves(r):
+        if hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
+    return r
+
+
+def time_call(fn: Callable, repeat: int, budget_s: float = 5.0) -> float:
+    """Median wall time of ``fn()`` over ``repeat`` calls after one warm-up (fewer if over ``budget_s``)."""
+    _block(fn())
+    ts = []
+    start = time.perf_counter()
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        _block(fn())
+        ts.append(time.perf_counter() - t0)
+        if time.perf_counter() - start > budget_s and len(ts) >= 3:
+            break
+    return float(np.median(ts))
+
+
+def _ops_for(case: Case, lib: str):
+    """``{operation: zero-argument callable}`` for one library (operations it cannot do are absent)."""
+    import jax
+    import jax.numpy as jnp
+
+    A, B = case.A, case.B
+    m, n = A.shape
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(n)
+    X16 = rng.standard_normal((n, 16))
+    X64 = rng.standard_normal((n, 64))
+    ops: dict[str, Callable] = {}
+    if lib == "scipy":
+        At = A.T.tocsr()
+        ops["SpMV A @ x"] = lambda: A @ x
+        ops["SpMM A @ X (16 cols)"] = lambda: A @ X16
+        ops["SpMM A @ X (64 cols)"] = lambda: A @ X64
+        ops["A + B (canonical)"] = lambda: A + B
+        ops["A * B (canonical)"] = lambda: A * B
+        ops["A @ A.T"] = lambda: A @ At
+        ops["transpose (canonical)"] = lambda: A.T.tocsr()
+        ops["sum(axis=0)"] = lambda: A.sum(axis=0)
+        ops["sum(axis=1)"] = lambda: A.sum(axis=1)
+        # The reference for both conversions: scipy's own CSR -> COO.
+        ops["from scipy CSR"] = lambda: A.tocoo()
+        ops["to scipy CSR"] = lambda: A.tocoo()
+        return ops
+    xj, X16j, X64j = jnp.asarray(x), jnp.asarray(X16), jnp.asarray(X64)
+    if lib == "bcoo_array":
+        import bcoo_array as xp
+        from bcoo_array._convert.scipy import to_scipy
+
+        a = xp.from_scipy(A)
+        b = xp.from_scipy(B)
+        at = xp.from_scipy(A.T.tocsr())
+        ops["SpMV A @ x"] = lambda: a @ xj
+        ops["SpMM A @ X (16 cols)"] = lambda: a @ X16j
+        ops["SpMM A @ X (64 cols)"] = lambda: a @ X64j
+        ops["A + B (canonical)"] = lambda: a + b
+        ops["A * B (canonical)"] = lambda: a * b
+        ops["A @ A.T"] = lambda: a @ at
+        ops["transpose (canonical)"] = lambda: a.T.sum_duplicates()
+        ops["sum(axis=0)"] = lambda: xp.sum(a, axis=0)
+        ops["sum(axis=1)"] = lambda: xp.sum(a, axis=1)
+        ops["from scipy CSR"] = lambda: xp.from_scipy(A)
+        ops["to scipy CSR"] = lambda: to_scipy(a, "csr")
+
+        def first_spmv():
+            jax.clear_caches()
+            return a @ xj
+
+        ops["compile SpMV (first call, ms)"] = first_spmv
+        return ops
+    if lib == "jax BCOO":
+        from jax.experimental import sparse as jsparse
+
+        def conv(M):
+            c = M.tocoo()
+            idx = np.stack([c.row, c.col], axis=1).astype(np.int32)
+            return jsparse.BCOO((jnp.asarray(c.data), jnp.asarray(idx)), shape=M.shape,
+                                indices_sorted=True, unique_indices=True)
+
+        a, b, at = conv(A), conv(B), conv(A.T.tocsr())
+        ops["SpMV A @ x"] = lambda: a @ xj
+        ops["SpMM A @ X (16 cols)"] = lambda: a @ X16j
+        ops["SpMM A @ X (64 cols)"] = lambda: a @ X64j
+        ops["A + B (canonical)"] = lambda: (a + b).sum_duplicates()
+        ops["transpose (canonical)"] = lambda: a.T.sum_duplicates()
+        ops["sum(axis=0)"] = lambda: a.sum(axis=0)
+        ops["sum(axis=1)"] = lambda: a.sum(axis=1)
+        ops["from scipy CSR"] = lambda: jsparse.BCOO.from_scipy_sparse(A)
+
+        def first_spmv():
+            jax.clear_caches()
+            return a @ xj
+
+        ops["compile SpMV (first call, ms)"] = first_spmv
+        return ops
+    if lib == "pydata-sparse":
+        import sparse
+
+        a, b = sparse.COO.from_scipy_sparse(A), sparse.COO.from_scipy_sparse(B)
+        at = sparse.COO.from_scipy_sparse(A.T.tocsr())
+        ops["SpMV A @ x"] = lambda: a @ x
+        ops["SpMM A @ X (16 cols)"] = lambda: a @ X16
+        ops["SpMM A @ X (64 cols)"] = lambda: a @ X64
+        ops["A + B (canonical)"] = lambda: a + b
+        ops["A * B (canonical)"] = lambda: a * b
+        ops["A @ A.T"] = lambda: a @ at
+        ops["transpose (canonical)"] = lambda: _pydata_T(a)
+        ops["sum(axis=0)"] = lambda: a.sum(axis=0)
+        ops["sum(axis=1)"] = lambda: a.sum(axis=1)
+        ops["from scipy CSR"] = lambda: sparse.COO.from_scipy_sparse(A)
+        ops["to scipy CSR"] = lambda: a.tocsr()
+        return ops
+    raise ValueError(f"unknown library {lib!r}; choose from {LIBRARIES}")
+
+
+def _pydata_T(a):
+    """pydata-sparse transpose made canonical: ``.T`` only permutes the coordinates; the
+    constructor sorts them (``sorted=False``)."""
+    import sparse
+
+    t = a.T
+    return sparse.COO(t.coords, t.data, shape=t.shape, sorted=False, has_duplicates=False)
+
+
+def run_case(case: Case, *, repeat: int = 20, libraries=LIBRARIES, operations=OPERATIONS,
+             progress: Callable[[str], None] | None = None) -> list[Result]:
+    """Time every operation on ``case`` with every library; one :class:`Result` per operation."""
+    results = {op: Result(case.name, op) for op in operations}
+    for lib in libraries:
+        try:
+            ops = _ops_for(case, lib)
+        except Exception as e:  # a library that cannot even take the matrix
+            for op in operations:
+                results[op].errors[lib] = f"{type(e).__name__}: {e}"[:120]
+            continue
+        for op in operations:
+            if progress is not None:
+                progress(f"{case.name}: {op} [{lib}]")
+            fn = ops.get(op)
+            if fn is None:
+                continue
+            try:
+                if op.startswith("compile"):
+                    t0 = time.perf_counter()
+                    _block(fn())
+                    results[op].times[lib] = time.perf_counter() - t0
+                else:
+                    results[op].times[lib] = time_call(fn, repeat)
+            except Exception as e:
+                results[op].errors[lib] = f"{type(e).__name__}: {e}"[:120]
+            gc.collect()
+    return [results[op] for op in operations]
+
+
+def bandwidth_fraction(result: Result, case: Case, lib: str, bw: float) -> float | None:
+    """Achieved SpMV bandwidth of ``lib`` as a fraction of the copy bandwidth ``bw``."""
+    t = result.times.get(lib)
+    if t is None or not result.operation.startswith("SpMV"):
+        return None
+    return spmv_bytes(case.A) / t / bw
+
+
+def plot(results: list[Result], path: str | Path) -> Path:
+    """Write a PNG bar chart of the ratios to scipy (log scale), one group per operation and case."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in results if not r.operation.startswith("compile")]
+    cases = list(dict.fromkeys(r.case for r in rows))
+    ops = list(dict.fromkeys(r.operation for r in rows))
+    libs = [lib for lib in LIBRARIES if lib != "scipy"]
+    fig, axes = plt.subplots(len(cases), 1, figsize=(12, 3.4 * len(cases)), squeeze=False)
+    width = 0.8 / len(libs)
+    for ax, case in zip(axes[:, 0], cases):
+        for k, lib in enumerate(libs):
+            vals = []
+            for op in ops:
+                r = next((r for r in rows if r.case == case and r.operation == op), None)
+                v = r.ratio(lib) if r is not None else None
+                vals.append(v if v is not None else np.nan)
+            ax.bar(np.arange(len(ops)) + (k - (len(libs) - 1) / 2) * width, vals, width, label=lib)
+        tx = np.arange(len(ops))
+        ax.scatter(tx, [TARGETS.get(op, np.nan) for op in ops], marker="_", s=400, color="k", label="target",
+                   zorder=3)
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_ylabel("time / scipy time")
+        ax.set_title(case)
+        ax.set_xticks(tx)
+        ax.set_xticklabels(ops, rotation=20, ha="right", fontsize=8)
+    axes[0, 0].legend(ncol=4, fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def format_ratio(v: float | None, op: str) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:.0f} ms" if op.startswith("compile") else f"{v:.2f}x"
+
+
+def markdown_table(results: list[Result], cases: dict[str, Case], bw: float, libraries=LIBRARIES) -> str:
+    """The results as a Markdown table (ratios to scipy; scipy's median in ms)."""
+    libs = [lib for lib in LIBRARIES if lib != "scipy" and lib in libraries]
+    head = "| matrix | operation | scipy ms | " + " | ".join(libs) + " | target |"
+    lines = [head, "|" + "---|" * (len(libs) + 4)]
+    for r in results:
+        sc = r.times.get("scipy")
+        cells = []
+        for lib in libs:
+            txt = format_ratio(r.ratio(lib), r.operation)
+            bwf = bandwidth_fraction(r, cases[r.case], lib, bw)
+            if bwf is not None:
+                txt += f" ({bwf:.0%} bw)"
+            cells.append(txt)
+        sc_txt = "-" if sc is None or r.operation.startswith("compile") else f"{sc * 1e3:.3f}"
+        if sc is not None and r.operation.startswith("SpMV"):
+            sc_txt += f" ({bandwidth_fraction(r, cases[r.case], 'scipy', bw):.0%} bw)"
+        tgt = TARGETS.get(r.operation)
+        tgt_txt = f"<= {tgt:.0f} ms" if r.operation.startswith("compile") else f"<= {tgt}x"
+        lines.append(f"| {r.case} | {r.operation} | {sc_txt} | " + " | ".join(cells) + f" | {tgt_txt} |")
+    return "\n".join(lines)

@@ -1,0 +1,76 @@
+"""Plans cached on the identity of immutable index buffers.
+
+JAX arrays are immutable, so anything computed from the *values* of a
+concrete ``indices`` buffer (a row pointer, a sort order, the pattern of a
+sum or product) stays valid for as long as that buffer object lives. The
+cache holds a weak reference to each key buffer and drops the entry when one
+of them is garbage collected, so it never keeps an array alive and never
+serves a plan for a different buffer that reuses a freed ``id``. It is
+bounded (least recently used entries go first). This is the "analysis phase"
+of cuSPARSE / MKL inspector-executor SpMV, done implicitly.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any, Callable
+
+
+class IdentityCache:
+    """An LRU map from ``(buffers..., static key)`` to a plan, weak in the buffers.
+
+    Parameters
+    ----------
+    maxsize : int
+        Largest number of entries kept.
+    """
+
+    def __init__(self, maxsize: int = 64):
+        self.maxsize = int(maxsize)
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Forget every plan."""
+        with self._lock:
+            self._entries.clear()
+
+    def get(self, buffers: tuple, static: Any, compute: Callable[[], Any]):
+        """The plan for ``buffers`` (concrete JAX arrays) and hashable ``static``; computed on a miss."""
+        key = tuple(id(b) for b in buffers) + (static,)
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None and all(r() is b for r, b in zip(hit[0], buffers)):
+                self._entries.move_to_end(key)
+                return hit[1]
+        value = compute()
+        try:
+            refs = tuple(weakref.ref(b, self._dropper(key)) for b in buffers)
+        except TypeError:  # not weakly referenceable: do not cache
+            return value
+        with self._lock:
+            self._entries[key] = (refs, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+        return value
+
+    def _dropper(self, key):
+        def drop(ref, _self=weakref.ref(self), _key=key):
+            cache = _self()
+            if cache is None:
+                return
+            with cache._lock:
+                hit = cache._entries.get(_key)
+                if hit is not None and any(r is ref for r in hit[0]):
+                    del cache._entries[_key]
+        return drop
+
+
+#: The cache shared by the kernels (row pointers, sort orders, pattern plans).
+PLANS = IdentityCache(maxsize=64)

@@ -1,0 +1,486 @@
+"""Manipulation functions of the array API standard that rearrange or join
+arrays: ``broadcast_shapes``, ``concat``, ``stack``, ``unstack``, ``flip``,
+``roll``, ``moveaxis``, ``repeat``, ``tile``.
+
+All keep the array sparse: they move, copy or offset index columns and never
+densify, except that joining arrays with different fill values stores every
+entry of the arrays whose fill value differs from the first one's (a result
+has a single fill value). Spec:
+https://data-apis.org/array-api/2025.12/API_specification/manipulation_functions.html
+"""
+
+from __future__ import annotations
+
+import operator
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dtypes
+from ._array_object import BCOOArray
+from ._kernels.coalesce import broadcast_batch
+from ._layout import index_dtype_for, is_concrete, prod, same_value_np
+from ._manipulation_functions import (
+    _normalize_axis,
+    _sparse,
+    broadcast_to,
+    expand_dims,
+    normalize_axes,
+    permute_dims,
+    reshape,
+    to_coo,
+)
+from ._operands import as_operand, cast
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that ``shapes`` broadcast to (array API ``broadcast_shapes``).
+
+    Parameters
+    ----------
+    *shapes : tuple of int (or None)
+        Shapes to broadcast; a ``None`` dimension (unknown size) propagates
+        unless every other size there is 1... in which case it stays None.
+
+    Returns
+    -------
+    tuple
+        The broadcast shape; ``()`` for no arguments.
+
+    Raises
+    ------
+    ValueError
+        If two sizes of one dimension differ and neither is 1.
+    TypeError
+        If a shape is not a sequence of integers (or None).
+    """
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(ndim):
+        size = 1
+        for s in shapes:
+            if k >= len(s):
+                continue
+            d = s[len(s) - 1 - k]
+            if d is None:
+                size = None if size in (1, None) else size
+                continue
+            try:
+                d = operator.index(d)
+            except TypeError as exc:
+                raise TypeError(f"broadcast_shapes(): {s!r} is not a shape of integers") from exc
+            if d == 1:
+                continue
+            if size in (1, None):
+                size = d
+            elif size != d:
+                raise ValueError(f"broadcast_shapes(): shapes {shapes} do not broadcast (sizes {size} and {d})")
+        out.append(size)
+    return tuple(out[::-1])
+
+
+def _coo_offset(c: BCOOArray, ax: int, offset: int, out_shape) -> tuple:
+    """Indices of all-sparse ``c`` moved by ``offset`` along ``ax``, in ``out_shape``; padding re-marked."""
+    idx = c.indices.astype(index_dtype_for(out_shape))
+    if c.ndim:
+        valid = jnp.all(idx < jnp.asarray(c.shape, idx.dtype), axis=1)
+        idx = idx.at[:, ax].add(offset)
+        idx = jnp.where(valid[:, None], idx, jnp.asarray(out_shape, idx.dtype))
+    return c.data, idx
+
+
+def concat(arrays, /, *, axis=0) -> BCOOArray:
+    """Join arrays along an existing axis (array API ``concat``).
+
+    Parameters
+    ----------
+    arrays : tuple or list of BCOOArray or array
+        Same number of dimensions and the same shape except along ``axis``;
+        dtypes promote by the standard's rules.
+    axis : int or None
+        The joining axis; None flattens every array first (row-major).
+
+    Returns
+    -------
+    BCOOArray
+        The promoted dtype, fill value of the first array. Stored entries are
+        those of the inputs with offset indices (all-sparse layout); if every
+        input is in dense layout the result is too.
+
+    Raises
+    ------
+    TypeError
+        If ``arrays`` is not a non-empty tuple or list.
+    ValueError
+        If shapes do not fit or an array is 0-d (with an axis).
+    IndexError
+        If ``axis`` is out of range.
+    """
+    from ._fill_rule import dense_layout
+
+    if not isinstance(arrays, (tuple, list)) or not arrays:
+        raise TypeError("concat() needs a non-empty tuple or list of arrays")
+    arrs = [_sparse(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
+    dt = _dtypes.result_type(*(a.dtype for a in arrs))
+    arrs = [cast(a, dt) for a in arrs]
+    if axis is None:
+        arrs = [reshape(a, (-1,)) for a in arrs]
+        ax = 0
+    else:
+        nd = arrs[0].ndim
+        if nd == 0:
+            raise ValueError("concat() cannot join 0-d arrays along an axis; use stack or axis=None")
+        if any(a.ndim != nd for a in arrs):
+            raise ValueError(f"concat(): arrays have different numbers of dimensions {[a.ndim for a in arrs]}")
+        ax = _normalize_axis(axis, nd)
+    base = arrs[0].shape
+    for i, a in enumerate(arrs):
+        if a.shape[:ax] != base[:ax] or a.shape[ax + 1:] != base[ax + 1:]:
+            raise ValueError(f"concat(): arrays[{i}] has shape {a.shape}, which differs from {base} "
+                             f"outside axis {ax}")
+    out_shape = base[:ax] + (sum(a.shape[ax] for a in arrs),) + base[ax + 1:]
+    if len(arrs) == 1:
+        return arrs[0]
+    if all(a.n_sparse == 0 and a.nse == 1 for a in arrs):
+        return dense_layout(jnp.concatenate([a.todense() for a in arrs], axis=ax))
+    fill = arrs[0].fill_value
+    datas, idxs, uniq, offset = [], [], True, 0
+    for a in arrs:
+        if not same_value_np(a.fill_value, fill):
+            a = dense_layout(a.todense())._replace(fill_value=fill)
+        c = to_coo(a)
+        d, i = _coo_offset(c, ax, offset, out_shape)
+        datas.append(d)
+        idxs.append(i)
+        uniq = uniq and c.unique_indices
+        offset += a.shape[ax]
+    return BCOOArray._from_buffers(jnp.concatenate(datas), jnp.concatenate(idxs), out_shape, n_batch=0, n_dense=0,
+                                   fill_value=fill, unique_indices=uniq)
+
+
+def stack(arrays, /, *, axis: int = 0) -> BCOOArray:
+    """Join arrays along a new axis (array API ``stack``).
+
+    Parameters
+    ----------
+    arrays : tuple or list of BCOOArray or array
+        All of the same shape; dtypes promote.
+    axis : int
+        Position of the new axis in the result (``-ndim - 1 <= axis <= ndim``).
+
+    Returns
+    -------
+    BCOOArray
+        Shape with ``len(arrays)`` inserted at ``axis``; sparse as :func:`concat`.
+
+    Raises
+    ------
+    TypeError
+        If ``arrays`` is not a non-empty tuple or list.
+    ValueError
+        If the shapes differ.
+    IndexError
+        If ``axis`` is out of range.
+    """
+    if not isinstance(arrays, (tuple, list)) or not arrays:
+        raise TypeError("stack() needs a non-empty tuple or list of arrays")
+    arrs = [_sparse(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
+    shape = arrs[0].shape
+    for i, a in enumerate(arrs):
+        if a.shape != shape:
+            raise ValueError(f"stack(): arrays[{i}] has shape {a.shape}, arrays[0] has {shape}")
+    ax = _normalize_axis(axis, len(shape) + 1)
+    return concat([expand_dims(a, axis=ax) for a in arrs], axis=ax)
+
+
+def unstack(x, /, *, axis: int = 0) -> tuple[BCOOArray, ...]:
+    """Split ``x`` into its slices along ``axis`` (array API ``unstack``).
+
+    Returns
+    -------
+    tuple of BCOOArray
+        ``x.shape[axis]`` arrays of ``x``'s shape without ``axis``, each a
+        sparse slice (basic indexing) with ``x``'s fill value.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is 0-d.
+    IndexError
+        If ``axis`` is out of range.
+    """
+    x = _sparse(x)
+    if x.ndim == 0:
+        raise ValueError("unstack() needs an array of at least one dimension")
+    ax = _normalize_axis(axis, x.ndim)
+    return tuple(x[(slice(None),) * ax + (i,)] for i in range(x.shape[ax]))
+
+
+def _dense_axis(x: BCOOArray, a: int) -> int:
+    """The axis of ``x.data`` holding dense dimension ``a`` of ``x``."""
+    return x.n_batch + 1 + (a - x.n_batch - x.n_sparse)
+
+
+def flip(x, /, *, axis=None) -> BCOOArray:
+    """Reverse the order of elements along ``axis`` (array API ``flip``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    axis : int, tuple of int or None
+        Axes to reverse; None reverses all.
+
+    Returns
+    -------
+    BCOOArray
+        ``x``'s shape, dtype, layout and fill value: sparse indices become
+        ``size - 1 - i``, batch and dense dimensions are reversed in the buffers.
+
+    Raises
+    ------
+    IndexError
+        If an axis is out of range.
+    ValueError
+        If an axis repeats.
+    """
+    x = _sparse(x)
+    axes = normalize_axes(axis, x.ndim)
+    data, indices = broadcast_batch(x.data, x.indices, x.shape, x.n_batch)
+    for a in axes:
+        if a < x.n_batch:
+            data, indices = jnp.flip(data, a), jnp.flip(indices, a)
+        elif a < x.n_batch + x.n_sparse:
+            k, n = a - x.n_batch, x.shape[a]
+            col = indices[..., k]
+            indices = indices.at[..., k].set(jnp.where(col < n, n - 1 - col, col))
+        else:
+            data = jnp.flip(data, _dense_axis(x, a))
+    return x._replace(data=data, indices=indices, indices_sorted=False)
+
+
+def roll(x, /, shift, *, axis=None) -> BCOOArray:
+    """Shift elements cyclically along ``axis`` (array API ``roll``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    shift : int or tuple of int
+        Number of places (negative: backwards). With a tuple, ``axis`` must
+        be a tuple of the same length.
+    axis : int, tuple of int or None
+        Axes to roll; None rolls the flattened array and restores the shape.
+
+    Returns
+    -------
+    BCOOArray
+        ``x``'s shape, dtype and fill value; sparse indices become
+        ``(i + shift) mod size``, batch and dense dimensions are rolled in
+        the buffers.
+
+    Raises
+    ------
+    ValueError
+        If ``shift`` and ``axis`` have different lengths.
+    TypeError
+        If a shift is not an integer.
+    IndexError
+        If an axis is out of range.
+    """
+    x = _sparse(x)
+    if axis is None:
+        if isinstance(shift, (tuple, list)):
+            shift = sum(operator.index(s) for s in shift)
+        return reshape(roll(reshape(x, (-1,)), operator.index(shift), axis=0), x.shape)
+    shifts = tuple(shift) if isinstance(shift, (tuple, list)) else (shift,)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll(): shift={shift!r} and axis={axis!r} have different lengths")
+    total = [0] * x.ndim
+    for s, a in zip(shifts, axes):
+        try:
+            s = operator.index(s)
+        except TypeError as exc:
+            raise TypeError(f"roll(): shift {s!r} must be an integer") from exc
+        total[_normalize_axis(a, x.ndim)] += s
+    data, indices = broadcast_batch(x.data, x.indices, x.shape, x.n_batch)
+    for a, s in enumerate(total):
+        n = x.shape[a]
+        if n == 0 or s % n == 0:
+            continue
+        if a < x.n_batch:
+            data, indices = jnp.roll(data, s, a), jnp.roll(indices, s, a)
+        elif a < x.n_batch + x.n_sparse:
+            k = a - x.n_batch
+            col = indices[..., k]
+            indices = indices.at[..., k].set(jnp.where(col < n, (col + (s % n)) % n, col))
+        else:
+            data = jnp.roll(data, s, _dense_axis(x, a))
+    return x._replace(data=data, indices=indices, indices_sorted=False)
+
+
+def moveaxis(x, source, destination, /) -> BCOOArray:
+    """Move axes to new positions, the others keeping their order (array API ``moveaxis``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    source, destination : int or tuple of int
+        Original and new positions (same length, each without repeats).
+
+    Returns
+    -------
+    BCOOArray
+        :func:`permute_dims` with the matching permutation (sparse).
+
+    Raises
+    ------
+    ValueError
+        If the lengths differ or an axis repeats.
+    IndexError
+        If an axis is out of range.
+    """
+    x = _sparse(x)
+    src = tuple(source) if isinstance(source, (tuple, list)) else (source,)
+    dst = tuple(destination) if isinstance(destination, (tuple, list)) else (destination,)
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis(): source={source!r} and destination={destination!r} differ in length")
+    src = tuple(_normalize_axis(a, x.ndim, "source") for a in src)
+    dst = tuple(_normalize_axis(a, x.ndim, "destination") for a in dst)
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError("moveaxis(): source and destination must not repeat an axis")
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute_dims(x, tuple(order))
+
+
+def repeat(x, repeats, /, *, axis=None) -> BCOOArray:
+    """Repeat each element ``repeats`` times along ``axis`` (array API ``repeat``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    repeats : int or 1-D integer array
+        Repetitions per element: an int, or an array of shape ``(1,)`` or
+        ``(x.shape[axis],)`` (``(x.size,)`` for ``axis=None``). An array
+        fixes the output shape by its values, so it must be concrete (not
+        traced); ``x`` may be traced.
+    axis : int or None
+        The axis; None repeats the flattened array (1-D result).
+
+    Returns
+    -------
+    BCOOArray
+        Sparse: each stored entry is copied with shifted indices (all-sparse
+        layout; nse grows by the largest repeat count, extra copies being
+        padding). Same dtype and fill value.
+
+    Raises
+    ------
+    ValueError
+        If a repeat count is negative or ``repeats`` has the wrong shape, or
+        a ``repeats`` array is traced.
+    TypeError
+        If ``repeats`` is neither an int nor an integer array.
+    IndexError
+        If ``axis`` is out of range.
+    """
+    x = _sparse(x)
+    if axis is None:
+        x = reshape(x, (-1,))
+        ax = 0
+    else:
+        ax = _normalize_axis(axis, x.ndim)
+    n = x.shape[ax]
+    if isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
+        reps = None
+        r = int(repeats)
+    else:
+        arr = as_operand(repeats, "repeats")
+        arr = arr.todense() if isinstance(arr, BCOOArray) else arr
+        if not jnp.issubdtype(arr.dtype, jnp.integer):
+            raise TypeError(f"repeat(): repeats must be an int or an integer array, got dtype {arr.dtype}")
+        if not is_concrete(arr):
+            raise ValueError("repeat(): a traced repeats array would make the output shape data-dependent; "
+                             "pass a concrete array or a Python int")
+        reps = np.asarray(arr).astype(np.int64)
+        if reps.ndim != 1 or reps.shape[0] not in (1, n):
+            raise ValueError(f"repeat(): repeats has shape {reps.shape}; expected (1,) or ({n},)")
+        if reps.shape[0] == 1:
+            r, reps = int(reps[0]), None
+    if reps is None:
+        if r < 0:
+            raise ValueError(f"repeat(): repeats={r} must be non-negative")
+        y = expand_dims(x, axis=ax + 1)
+        y = broadcast_to(y, y.shape[:ax + 1] + (r,) + y.shape[ax + 2:])
+        return reshape(y, x.shape[:ax] + (n * r,) + x.shape[ax + 1:])
+    if (reps < 0).any():
+        raise ValueError("repeat(): every repeat count must be non-negative")
+    out_shape = x.shape[:ax] + (int(reps.sum()),) + x.shape[ax + 1:]
+    c = to_coo(x)
+    R = int(reps.max()) if reps.size else 0
+    idt = index_dtype_for(out_shape)
+    idx = c.indices.astype(idt)
+    valid = jnp.all(idx < jnp.asarray(x.shape, idt), axis=1)
+    col = jnp.where(valid, idx[:, ax], 0)
+    starts = jnp.asarray(np.concatenate([[0], np.cumsum(reps)[:-1]]).astype(idt))
+    counts = jnp.asarray(reps.astype(idt))
+    k = jnp.arange(R, dtype=idt)
+    new_col = starts[col][None, :] + k[:, None]  # (R, nse)
+    ok = valid[None, :] & (k[:, None] < counts[col][None, :])
+    new_idx = jnp.broadcast_to(idx[None], (R,) + idx.shape).at[..., ax].set(new_col)
+    new_idx = jnp.where(ok[..., None], new_idx, jnp.asarray(out_shape, idt))
+    data = jnp.broadcast_to(c.data[None], (R,) + c.data.shape)
+    nse = R * c.nse
+    return BCOOArray._from_buffers(data.reshape((nse,) + c.data.shape[1:]), new_idx.reshape(nse, x.ndim), out_shape,
+                                   n_batch=0, n_dense=0, fill_value=x.fill_value, unique_indices=c.unique_indices)
+
+
+def tile(x, repetitions, /) -> BCOOArray:
+    """Tile ``x`` ``repetitions[i]`` times along each axis (array API ``tile``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    repetitions : tuple of int
+        Non-negative counts; shorter than ``x.ndim`` means leading ones,
+        longer prepends size-1 axes to ``x``.
+
+    Returns
+    -------
+    BCOOArray
+        Shape ``x.shape[i] * repetitions[i]`` (after padding both); sparse,
+        nse multiplied by ``prod(repetitions)``.
+
+    Raises
+    ------
+    TypeError
+        If ``repetitions`` is not a tuple of integers.
+    ValueError
+        If a count is negative.
+    """
+    x = _sparse(x)
+    if not isinstance(repetitions, (tuple, list)):
+        raise TypeError(f"tile(): repetitions must be a tuple of int, got {type(repetitions).__name__}")
+    reps = tuple(operator.index(r) for r in repetitions)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile(): repetitions={reps} must be non-negative")
+    d = max(x.ndim, len(reps))
+    reps = (1,) * (d - len(reps)) + reps
+    shape = (1,) * (d - x.ndim) + x.shape
+    if all(r == 1 for r in reps):
+        return reshape(x, shape)
+    inter = tuple(v for s in shape for v in (1, s))
+    y = reshape(x, inter)
+    y = broadcast_to(y, tuple(v for r, s in zip(reps, shape) for v in (r, s)))
+    return reshape(y, tuple(r * s for r, s in zip(reps, shape)))
+
+
+__all__ = ["broadcast_shapes", "concat", "flip", "moveaxis", "repeat", "roll", "stack", "tile", "unstack"]

@@ -1,0 +1,498 @@
+"""scipy.sparse's construction functions with scipy's names and meanings,
+returning BCOOArrays: ``eye_array``, ``diags_array``, ``random_array``,
+``hstack``, ``vstack``, ``block_diag``, ``kron``, ``find``, ``issparse``.
+
+Reference: https://docs.scipy.org/doc/scipy/reference/sparse.html
+("Building sparse arrays" and "Sparse tools"). scipy's ``tril`` / ``triu``
+mean the same as the array API functions :func:`bcoo_array.tril` /
+:func:`bcoo_array.triu` (pass ``k=`` by keyword), so they are not repeated.
+
+The block functions assemble the coordinates on the host (NumPy) from each
+block's canonical entries, so they run eagerly, like scipy. Operands may be
+BCOOArrays, scipy.sparse / pydata-sparse / jax.experimental.sparse objects
+or dense arrays (all converted with :func:`bcoo_array.asarray`). Results are
+canonical (sorted, duplicate-free).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dtypes
+from ._array_object import BCOOArray
+from ._layout import index_dtype_for, normalize_shape, same_value_np
+
+__all__ = ["eye_array", "identity", "diags_array", "random_array", "hstack", "vstack", "block_array",
+           "block_diag", "kron", "kronsum", "find", "issparse"]
+
+
+def _check_format(format, name):
+    if format not in (None, "bcoo"):
+        raise ValueError(
+            f"{name}(format={format!r}): bcoo_array builds BCOOArrays only; convert the result with "
+            f".to_scipy({format!r}) if you need a scipy.sparse {format} array"
+        )
+
+
+def _operand(x, name) -> BCOOArray:
+    from ._creation_functions import asarray
+
+    if x is None:
+        raise TypeError(f"{name}: None is not an array")
+    return x if isinstance(x, BCOOArray) else asarray(x)
+
+
+def _triplets(x: BCOOArray, name):
+    from ._convert._common import coo_triplets
+
+    if x.ndim != 2:
+        raise ValueError(f"{name} takes 2-D arrays; got one of shape {x.shape}")
+    vals, coords = coo_triplets(x, f"{name}()")
+    return coords[0].astype(np.int64), coords[1].astype(np.int64), vals
+
+
+def _build(rows, cols, vals, shape, dtype, fill=0) -> BCOOArray:
+    idt = index_dtype_for(shape)
+    order = np.lexsort((cols, rows))
+    idx = np.stack([rows[order], cols[order]], axis=1).astype(idt) if rows.size else np.zeros((0, 2), idt)
+    return BCOOArray._from_buffers(
+        jnp.asarray(np.asarray(vals)[order].astype(dtype, copy=False)), jnp.asarray(idx), shape,
+        n_batch=0, n_dense=0, fill_value=np.asarray(fill).astype(dtype)[()], indices_sorted=True,
+        unique_indices=True,
+    )
+
+
+def _result_dtype(arrays, dtype):
+    if dtype is not None:
+        return _dtypes.canonicalize_dtype(dtype, argname="dtype")
+    return _dtypes.result_type(*[a.dtype for a in arrays])
+
+
+def _zero_fill(a: BCOOArray) -> bool:
+    return same_value_np(a.fill_value, np.zeros((), a.dtype)) or (a.dtype.kind in "fc" and a.fill_value == 0)
+
+
+def eye_array(m, n=None, *, k: int = 0, dtype=None, format=None) -> BCOOArray:
+    """Identity-like array: ones on the ``k``-th diagonal (scipy's ``eye_array``).
+
+    Parameters
+    ----------
+    m, n : int
+        Shape ``(m, n)``; ``n`` defaults to ``m``.
+    k : int
+        Diagonal offset (positive: above the main diagonal).
+    dtype : dtype, optional
+        Default: the default floating dtype (float64 with x64 on, as scipy).
+    format : None or "bcoo"
+
+    Returns
+    -------
+    BCOOArray of shape ``(m, n)``, fill value 0, ``min(m + min(k,0), n - max(k,0))`` stored ones.
+
+    Raises
+    ------
+    ValueError
+        For another ``format`` or a negative size.
+    """
+    from ._creation_functions import eye
+
+    _check_format(format, "eye_array")
+    return eye(m, n, k=k, dtype=dtype)
+
+
+def identity(n, dtype=None, format=None) -> BCOOArray:
+    """The ``n`` x ``n`` identity (scipy's ``identity``); see :func:`eye_array`."""
+    return eye_array(n, dtype=dtype, format=format)
+
+
+def diags_array(diagonals, /, *, offsets=0, shape=None, format=None, dtype=None) -> BCOOArray:
+    """Array from diagonals (scipy's ``diags_array``).
+
+    Parameters
+    ----------
+    diagonals : sequence of array_like, or one array_like
+        The values on each diagonal. A diagonal of length 1 (or a scalar) is
+        repeated along the whole diagonal; otherwise its length must equal
+        the diagonal's length.
+    offsets : int or sequence of int
+        Diagonal offsets, one per diagonal (0 main, > 0 above, < 0 below);
+        no repeats.
+    shape : tuple of int, optional
+        Default: square, of size ``len(diagonals[0]) + abs(offsets[0])``.
+    format : None or "bcoo"
+    dtype : dtype, optional
+        Default: promoted from the diagonals.
+
+    Returns
+    -------
+    BCOOArray of ``shape``, fill value 0, canonical.
+
+    Raises
+    ------
+    ValueError
+        If the number of diagonals and offsets differ, an offset repeats or
+        lies outside the shape, or a diagonal has the wrong length.
+    """
+    _check_format(format, "diags_array")
+    offs = np.atleast_1d(np.asarray(offsets))
+    if offs.ndim != 1 or offs.dtype.kind not in "iu":
+        raise ValueError(f"offsets={offsets!r} must be an integer or a sequence of integers")
+    if np.ndim(offsets) == 0:
+        # scipy: a scalar offset takes one diagonal (a 1-D sequence or a scalar).
+        d0 = np.asarray(diagonals)
+        if d0.ndim > 1:
+            raise ValueError("diags_array(): one offset but several diagonals; pass one offset per diagonal")
+        diagonals = [np.atleast_1d(d0)]
+    else:
+        diagonals = [np.atleast_1d(np.asarray(d)) for d in diagonals]
+    if len(diagonals) != offs.size:
+        raise ValueError(f"diags_array(): {len(diagonals)} diagonals but {offs.size} offsets")
+    if np.unique(offs).size != offs.size:
+        raise ValueError(f"diags_array(): offsets {offs.tolist()} repeat")
+    for d in diagonals:
+        if d.ndim != 1:
+            raise ValueError(f"diags_array(): every diagonal must be 1-D, got one of shape {d.shape}")
+    if shape is None:
+        m = diagonals[0].size + abs(int(offs[0]))
+        shape = (m, m)
+    shape = normalize_shape(shape)
+    if len(shape) != 2:
+        raise ValueError(f"diags_array(): shape must be 2-D, got {shape}")
+    m, n = shape
+    dt = _dtypes.canonicalize_dtype(dtype, argname="dtype") if dtype is not None else \
+        _dtypes.canonicalize_dtype(np.result_type(*diagonals), argname="diagonals dtype")
+    rows, cols, vals = [], [], []
+    for j, (d, k) in enumerate(zip(diagonals, offs.tolist())):
+        length = min(m + min(k, 0), n - max(k, 0))
+        if length <= 0:
+            raise ValueError(f"diags_array(): offset {k} is outside the shape {shape}")
+        if d.size not in (1, length):
+            raise ValueError(
+                f"diags_array(): diagonal {j} has length {d.size} but offset {k} of shape {shape} has {length} entries"
+            )
+        i = np.arange(length)
+        rows.append(i + max(-k, 0))
+        cols.append(i + max(k, 0))
+        vals.append(np.broadcast_to(d, (length,)).astype(dt))
+    return _build(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), shape, dt)
+
+
+def random_array(shape, *, density: float = 0.01, format=None, dtype=None, rng=None, data_sampler=None) -> BCOOArray:
+    """Random sparse array with uniformly placed entries (scipy's ``random_array``).
+
+    The pattern and values are drawn by :func:`scipy.sparse.random_array`
+    (same arguments, same random stream for the same ``rng``) and converted
+    exactly.
+
+    Parameters
+    ----------
+    shape : tuple of int
+    density : float in [0, 1]
+        Fraction of stored entries.
+    format : None or "bcoo"
+    dtype : dtype, optional
+        Default float64 (scipy's default; needs x64) -- pass
+        ``dtype=bcoo_array.float32`` with x64 off.
+    rng : numpy.random.Generator, int or None
+    data_sampler : callable, optional
+        ``data_sampler(size=...)`` returning the values, as in scipy.
+
+    Returns
+    -------
+    BCOOArray, fill value 0, canonical.
+
+    Raises
+    ------
+    ValueError
+        For a density outside [0, 1], another ``format``, or a 64-bit dtype with x64 off.
+    """
+    import scipy.sparse as sp
+
+    from ._convert.scipy import from_scipy
+
+    _check_format(format, "random_array")
+    if not 0 <= density <= 1:
+        raise ValueError(f"density={density} must lie in [0, 1]")
+    dt = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
+    _dtypes.canonicalize_dtype(dt, argname="dtype")
+    mat = sp.random_array(normalize_shape(shape), density=density, format="coo", dtype=dt, rng=rng,
+                          data_sampler=data_sampler)
+    mat.sum_duplicates()
+    return from_scipy(mat)
+
+
+def _stack(blocks, axis: int, dtype, name) -> BCOOArray:
+    arrays = [_operand(b, f"{name}(blocks[{i}])") for i, b in enumerate(blocks)]
+    if not arrays:
+        raise ValueError(f"{name}() needs at least one block")
+    fills = [a.fill_value for a in arrays]
+    if not all(same_value_np(np.asarray(f).astype(np.result_type(*fills)),
+                             np.asarray(fills[0]).astype(np.result_type(*fills))) for f in fills):
+        raise ValueError(f"{name}(): the blocks have different fill values {fills}; the result needs one fill value")
+    dt = _result_dtype(arrays, dtype)
+    other = 1 - axis
+    sizes = {a.shape[other] for a in arrays if a.ndim == 2}
+    if any(a.ndim != 2 for a in arrays):
+        raise ValueError(f"{name}() takes 2-D blocks; got shapes {[a.shape for a in arrays]}")
+    if len(sizes) != 1:
+        raise ValueError(f"{name}(): blocks must agree in dimension {other}; got shapes {[a.shape for a in arrays]}")
+    rows, cols, vals = [], [], []
+    off = 0
+    for a in arrays:
+        r, c, v = _triplets(a, name)
+        (rows if axis == 0 else cols).append((r if axis == 0 else c) + off)
+        (cols if axis == 0 else rows).append(c if axis == 0 else r)
+        vals.append(v.astype(dt))
+        off += a.shape[axis]
+    shape = (off, sizes.pop()) if axis == 0 else (sizes.pop(), off)
+    return _build(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), shape, dt,
+                  fill=np.asarray(fills[0]).astype(dt))
+
+
+def hstack(blocks, format=None, dtype=None) -> BCOOArray:
+    """Stack 2-D arrays side by side (scipy's ``hstack``).
+
+    Parameters
+    ----------
+    blocks : sequence of 2-D arrays (BCOOArray, scipy/pydata/jax sparse or dense)
+        Same number of rows and the same fill value.
+    format : None or "bcoo"
+    dtype : dtype, optional
+        Default: the promoted dtype of the blocks (array API rules).
+
+    Returns
+    -------
+    BCOOArray of shape ``(m, sum of columns)``.
+
+    Raises
+    ------
+    ValueError
+        For no blocks, non-2-D blocks, row counts or fill values that differ.
+    """
+    _check_format(format, "hstack")
+    return _stack(blocks, 1, dtype, "hstack")
+
+
+def vstack(blocks, format=None, dtype=None) -> BCOOArray:
+    """Stack 2-D arrays on top of each other (scipy's ``vstack``); see :func:`hstack`.
+
+    Returns
+    -------
+    BCOOArray of shape ``(sum of rows, n)``.
+
+    Raises
+    ------
+    ValueError
+        For no blocks, non-2-D blocks, column counts or fill values that differ.
+    """
+    _check_format(format, "vstack")
+    return _stack(blocks, 0, dtype, "vstack")
+
+
+def block_array(blocks, *, format=None, dtype=None) -> BCOOArray:
+    """Array assembled from a 2-D grid of blocks (scipy's ``block_array``).
+
+    Parameters
+    ----------
+    blocks : sequence of sequences of 2-D arrays or None
+        A rectangular grid; ``None`` is a zero block. Blocks in a grid row
+        share their number of rows, blocks in a grid column their number of
+        columns, and every grid row and column holds at least one block.
+    format : None or "bcoo"
+    dtype : dtype, optional
+        Default: the promoted dtype of the blocks.
+
+    Returns
+    -------
+    BCOOArray, fill value 0.
+
+    Raises
+    ------
+    ValueError
+        For a ragged grid, mismatched block sizes, a grid row or column of
+        only ``None``, or a block with a non-zero fill value.
+    """
+    _check_format(format, "block_array")
+    grid = [list(r) for r in blocks]
+    if not grid or not all(len(r) == len(grid[0]) for r in grid) or not grid[0]:
+        raise ValueError("block_array(): blocks must be a non-empty rectangular grid (list of equal-length rows)")
+    nr, nc = len(grid), len(grid[0])
+    heights, widths = [None] * nr, [None] * nc
+    arrays = []
+    for i in range(nr):
+        for j in range(nc):
+            if grid[i][j] is None:
+                continue
+            a = _operand(grid[i][j], f"block_array(blocks[{i}][{j}])")
+            if a.ndim != 2:
+                raise ValueError(f"block_array(): block [{i}][{j}] has shape {a.shape}; blocks must be 2-D")
+            if not _zero_fill(a):
+                raise ValueError(f"block_array(): block [{i}][{j}] has fill value {a.fill_value!r}; "
+                                 "blocks must be zero-filled (None blocks are zero)")
+            for sizes, k, s, what in ((heights, i, a.shape[0], "rows"), (widths, j, a.shape[1], "columns")):
+                if sizes[k] is None:
+                    sizes[k] = s
+                elif sizes[k] != s:
+                    raise ValueError(f"block_array(): block [{i}][{j}] has {s} {what}, its neighbours {sizes[k]}")
+            grid[i][j] = a
+            arrays.append(a)
+    if any(h is None for h in heights) or any(w is None for w in widths):
+        raise ValueError("block_array(): every grid row and column needs at least one block that is not None")
+    dt = _result_dtype(arrays, dtype)
+    r_off = np.concatenate([[0], np.cumsum(heights)])
+    c_off = np.concatenate([[0], np.cumsum(widths)])
+    rows, cols, vals = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, dt)]
+    for i in range(nr):
+        for j in range(nc):
+            if grid[i][j] is not None:
+                r, c, v = _triplets(grid[i][j], "block_array")
+                rows.append(r + r_off[i])
+                cols.append(c + c_off[j])
+                vals.append(v.astype(dt))
+    return _build(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals),
+                  (int(r_off[-1]), int(c_off[-1])), dt)
+
+
+def block_diag(mats, format=None, dtype=None) -> BCOOArray:
+    """Block-diagonal array of 2-D blocks (scipy's ``block_diag``).
+
+    Parameters
+    ----------
+    mats : sequence of 2-D arrays (1-D or scalar inputs are read as one row, as scipy)
+        Zero-filled (the off-diagonal blocks are zero).
+    format : None or "bcoo"
+    dtype : dtype, optional
+
+    Returns
+    -------
+    BCOOArray of shape ``(sum of rows, sum of columns)``, fill value 0.
+
+    Raises
+    ------
+    ValueError
+        If a block has a non-zero fill value or more than 2 dimensions.
+    """
+    _check_format(format, "block_diag")
+    arrays = []
+    for i, b in enumerate(mats):
+        a = _operand(b, f"block_diag(mats[{i}])")
+        if a.ndim < 2:
+            from ._manipulation_functions import reshape
+
+            a = reshape(a, (1, a.size))
+        if not _zero_fill(a):
+            raise ValueError(f"block_diag(): block {i} has fill value {a.fill_value!r}; blocks must be zero-filled")
+        arrays.append(a)
+    if not arrays:
+        raise ValueError("block_diag() needs at least one block")
+    dt = _result_dtype(arrays, dtype)
+    rows, cols, vals = [], [], []
+    r0 = c0 = 0
+    for a in arrays:
+        r, c, v = _triplets(a, "block_diag")
+        rows.append(r + r0)
+        cols.append(c + c0)
+        vals.append(v.astype(dt))
+        r0 += a.shape[0]
+        c0 += a.shape[1]
+    return _build(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (r0, c0), dt)
+
+
+def kron(A, B, format=None) -> BCOOArray:
+    """Kronecker product of two 2-D zero-filled arrays (scipy's ``kron``).
+
+    Entry ``(i*p + k, j*q + l)`` of the result is ``A[i, j] * B[k, l]`` for
+    ``B`` of shape ``(p, q)``; stored entries are the products of stored
+    entries (explicit zeros kept, as scipy).
+
+    Returns
+    -------
+    BCOOArray of shape ``(m*p, n*q)``, fill value 0, promoted dtype.
+
+    Raises
+    ------
+    ValueError
+        If an operand is not 2-D or has a non-zero fill value.
+    """
+    _check_format(format, "kron")
+    a = _operand(A, "kron(A)")
+    b = _operand(B, "kron(B)")
+    for nm, x in (("A", a), ("B", b)):
+        if not _zero_fill(x):
+            raise ValueError(f"kron(): {nm} has fill value {x.fill_value!r}; kron needs zero-filled operands")
+    dt = _result_dtype([a, b], None)
+    ra, ca, va = _triplets(a, "kron")
+    rb, cb, vb = _triplets(b, "kron")
+    p, q = b.shape
+    rows = (ra[:, None] * p + rb[None, :]).ravel()
+    cols = (ca[:, None] * q + cb[None, :]).ravel()
+    vals = (va.astype(dt)[:, None] * vb.astype(dt)[None, :]).ravel()
+    return _build(rows, cols, vals, (a.shape[0] * p, a.shape[1] * q), dt)
+
+
+def kronsum(A, B, format=None) -> BCOOArray:
+    """Kronecker sum ``kron(I_n, A) + kron(B, I_m)`` of square ``A`` (m x m) and ``B`` (n x n) (scipy's ``kronsum``).
+
+    Raises
+    ------
+    ValueError
+        If ``A`` or ``B`` is not square, or has a non-zero fill value.
+    """
+    _check_format(format, "kronsum")
+    a = _operand(A, "kronsum(A)")
+    b = _operand(B, "kronsum(B)")
+    for nm, x in (("A", a), ("B", b)):
+        if x.ndim != 2 or x.shape[0] != x.shape[1]:
+            raise ValueError(f"kronsum(): {nm} must be square, got shape {x.shape}")
+    dt = _result_dtype([a, b], None)
+    left = kron(eye_array(b.shape[0], dtype=dt), a)
+    right = kron(b, eye_array(a.shape[0], dtype=dt))
+    r1, c1, v1 = _triplets(left, "kronsum")
+    r2, c2, v2 = _triplets(right, "kronsum")
+    out = _build(np.concatenate([r1, r2]), np.concatenate([c1, c2]), np.concatenate([v1, v2]), left.shape, dt)
+    return out._replace(indices_sorted=False, unique_indices=False).sum_duplicates()
+
+
+def find(A) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row indices, column indices and values of the non-zero entries (scipy's ``find``).
+
+    Duplicates are summed and explicit zeros left out; row-major order, as
+    scipy (``coo_array.sum_duplicates`` order).
+
+    Returns
+    -------
+    (rows, cols, values) : NumPy arrays (int64, int64, A's dtype)
+
+    Raises
+    ------
+    ValueError
+        If ``A`` is not 2-D or has a non-zero fill value (every unstored entry
+        would be non-zero).
+    """
+    a = _operand(A, "find(A)")
+    if not _zero_fill(a):
+        raise ValueError(f"find(): A has fill value {a.fill_value!r}, so every entry is non-zero; use np.nonzero")
+    r, c, v = _triplets(a, "find")
+    keep = v != 0
+    return r[keep], c[keep], v[keep]
+
+
+def issparse(x) -> bool:
+    """Whether ``x`` is a sparse array: a BCOOArray, or a scipy.sparse, pydata-sparse or jax.experimental.sparse object.
+
+    Like scipy's ``issparse``, this never imports a library that is not
+    already loaded.
+    """
+    import sys
+
+    if isinstance(x, BCOOArray):
+        return True
+    sp = sys.modules.get("scipy.sparse")
+    if sp is not None and sp.issparse(x):
+        return True
+    pyd = sys.modules.get("sparse")
+    if pyd is not None and isinstance(x, getattr(pyd, "SparseArray", ())):
+        return True
+    js = sys.modules.get("jax.experimental.sparse")
+    return js is not None and isinstance(x, getattr(js, "JAXSparse", ()))

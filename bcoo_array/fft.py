@@ -1,0 +1,339 @@
+"""The Fourier transform extension of the array API standard (``xp.fft``).
+
+A Fourier transform of a sparse array is inherently dense (every frequency
+mixes every entry), so every transform here densifies its input with
+``x.todense()``, runs :mod:`jax.numpy.fft` and returns a BCOOArray in *dense
+layout* (``n_sparse = 0``, every entry stored). ``fftshift`` and
+``ifftshift`` only move entries and keep a sparse input sparse.
+Spec: https://data-apis.org/array-api/2025.12/extensions/fourier_transform_functions.html
+"""
+
+from __future__ import annotations
+
+import operator
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dtypes
+from ._array_object import BCOOArray
+from ._fill_rule import dense_layout
+from ._manipulation_functions import _normalize_axis, _sparse
+from ._operands import check_category
+
+_NORMS = ("backward", "ortho", "forward")
+
+
+def _check(x, name: str, category: str) -> BCOOArray:
+    x = _sparse(x)
+    check_category(x.dtype, category, name)
+    if x.ndim == 0:
+        raise ValueError(f"fft.{name}() needs an array of at least one dimension")
+    return x
+
+
+def _check_norm(norm, name):
+    if norm not in _NORMS:
+        raise ValueError(f"fft.{name}(): norm={norm!r} must be one of {_NORMS}")
+
+
+def _check_n(n, name, argname="n"):
+    if n is None:
+        return None
+    n = operator.index(n)
+    if n < 1:
+        raise ValueError(f"fft.{name}(): {argname}={n} must be a positive integer")
+    return n
+
+
+_DOC_1D = """{summary} along one axis (array API ``fft.{name}``).
+
+Parameters
+----------
+x : BCOOArray or array
+    Input of a {category} dtype, at least 1-D.
+n : int, optional
+    Length of the transformed axis {nwhat} (the input is zero-padded or
+    trimmed); default {ndefault}.
+axis : int
+    Axis to transform (default the last).
+norm : {{'backward', 'ortho', 'forward'}}
+    Normalisation mode, as in :func:`numpy.fft.{name}`.
+
+Returns
+-------
+BCOOArray
+    {result} Dense layout: the transform of a sparse array is dense; the
+    input is densified and :func:`jax.numpy.fft.{name}` does the work.
+
+Raises
+------
+TypeError
+    If ``x``'s dtype is not {category}.
+ValueError
+    If ``x`` is 0-d, ``n < 1`` or ``norm`` is unknown.
+IndexError
+    If ``axis`` is out of range.
+"""
+
+_DOC_ND = """{summary} over several axes (array API ``fft.{name}``).
+
+Parameters
+----------
+x : BCOOArray or array
+    Input of a {category} dtype, at least 1-D.
+s : sequence of int, optional
+    Length of each transformed axis {nwhat} (default: the input's sizes{sdefault}).
+axes : sequence of int, optional
+    Axes to transform (default: the last ``len(s)``, or all).
+norm : {{'backward', 'ortho', 'forward'}}
+    Normalisation mode, as in :func:`numpy.fft.{name}`.
+
+Returns
+-------
+BCOOArray
+    {result} Dense layout: the input is densified and
+    :func:`jax.numpy.fft.{name}` does the work.
+
+Raises
+------
+TypeError
+    If ``x``'s dtype is not {category}.
+ValueError
+    If ``x`` is 0-d, ``s`` and ``axes`` differ in length, a size is < 1 or
+    ``norm`` is unknown.
+IndexError
+    If an axis is out of range.
+"""
+
+#: name -> (input category, result description, what n means, default n)
+_ONE_D = {
+    "fft": ("complex floating-point", "Complex, ``x``'s dtype.", "in the input", "``x.shape[axis]``"),
+    "ifft": ("complex floating-point", "Complex, ``x``'s dtype.", "in the input", "``x.shape[axis]``"),
+    "rfft": ("real floating-point", "Complex of ``x``'s precision; length ``n // 2 + 1`` along ``axis``.",
+             "in the input", "``x.shape[axis]``"),
+    "irfft": ("complex floating-point", "Real of ``x``'s precision; length ``n`` along ``axis``.",
+              "in the output", "``2 * (x.shape[axis] - 1)``"),
+    "hfft": ("complex floating-point", "Real of ``x``'s precision; length ``n`` along ``axis``.",
+             "in the output", "``2 * (x.shape[axis] - 1)``"),
+    "ihfft": ("real floating-point", "Complex of ``x``'s precision; length ``n // 2 + 1`` along ``axis``.",
+              "in the input", "``x.shape[axis]``"),
+}
+_SUMMARY = {
+    "fft": "Discrete Fourier transform", "ifft": "Inverse discrete Fourier transform",
+    "rfft": "Discrete Fourier transform of real input", "irfft": "Inverse of rfft",
+    "hfft": "Discrete Fourier transform of a Hermitian-symmetric signal", "ihfft": "Inverse of hfft",
+    "fftn": "N-dimensional discrete Fourier transform", "ifftn": "N-dimensional inverse discrete Fourier transform",
+    "rfftn": "N-dimensional discrete Fourier transform of real input", "irfftn": "Inverse of rfftn",
+}
+_N_D = {
+    "fftn": ("complex floating-point", "Complex, ``x``'s dtype.", "in the input", ""),
+    "ifftn": ("complex floating-point", "Complex, ``x``'s dtype.", "in the input", ""),
+    "rfftn": ("real floating-point", "Complex of ``x``'s precision; the last axis has ``s[-1] // 2 + 1`` entries.",
+              "in the input", ""),
+    "irfftn": ("complex floating-point", "Real of ``x``'s precision.", "in the output",
+               ", ``2 * (size - 1)`` for the last axis"),
+}
+
+
+def _complex_of(dt: np.dtype) -> np.dtype:
+    return np.dtype(np.complex128) if dt in (np.float64, np.complex128) else np.dtype(np.complex64)
+
+
+def _real_of(dt: np.dtype) -> np.dtype:
+    return np.dtype(np.float64) if dt in (np.float64, np.complex128) else np.dtype(np.float32)
+
+
+def _out_dtype(name: str, dt: np.dtype) -> np.dtype:
+    return _real_of(dt) if name in ("irfft", "hfft", "irfftn") else _complex_of(dt)
+
+
+def _make_1d(name: str):
+    category, result, nwhat, ndefault = _ONE_D[name]
+    jfn = getattr(jnp.fft, name)
+
+    def fn(x, /, *, n=None, axis: int = -1, norm: str = "backward"):
+        x = _check(x, name, category)
+        _check_norm(norm, name)
+        n = _check_n(n, name)
+        ax = _normalize_axis(axis, x.ndim)
+        out = jfn(x.todense(), n=n, axis=ax, norm=norm)
+        return dense_layout(out.astype(_out_dtype(name, x.dtype)))
+
+    fn.__doc__ = _DOC_1D.format(summary=_SUMMARY[name], name=name, category=category, result=result,
+                                nwhat=nwhat, ndefault=ndefault)
+    return fn
+
+
+def _make_nd(name: str):
+    category, result, nwhat, sdefault = _N_D[name]
+    jfn = getattr(jnp.fft, name)
+
+    def fn(x, /, *, s=None, axes=None, norm: str = "backward"):
+        x = _check(x, name, category)
+        _check_norm(norm, name)
+        if axes is not None:
+            axes = tuple(_normalize_axis(a, x.ndim, "axes") for a in axes)
+            if len(set(axes)) != len(axes):
+                raise ValueError(f"fft.{name}(): axes={axes} repeats an axis")
+        if s is not None:
+            s = tuple(_check_n(v, name, "s") for v in s)
+            if axes is not None and len(s) != len(axes):
+                raise ValueError(f"fft.{name}(): s={s} and axes={axes} differ in length")
+            if axes is None:
+                axes = tuple(range(x.ndim - len(s), x.ndim))
+        out = jfn(x.todense(), s=s, axes=axes, norm=norm)
+        return dense_layout(out.astype(_out_dtype(name, x.dtype)))
+
+    fn.__doc__ = _DOC_ND.format(summary=_SUMMARY[name], name=name, category=category, result=result,
+                                nwhat=nwhat, sdefault=sdefault)
+    return fn
+
+
+for _name in _ONE_D:
+    globals()[_name] = _make_1d(_name)
+for _name in _N_D:
+    globals()[_name] = _make_nd(_name)
+for _name in (*_ONE_D, *_N_D):
+    globals()[_name].__name__ = globals()[_name].__qualname__ = _name
+    globals()[_name].__module__ = "bcoo_array.fft"
+del _name
+
+
+def _freq(name, n, d, dtype, device):
+    from ._creation_functions import _device_put
+
+    n = operator.index(n)
+    if n < 1:
+        raise ValueError(f"fft.{name}(): n={n} must be a positive integer")
+    dt = _dtypes.default_float() if dtype is None else _dtypes.canonicalize_dtype(dtype)
+    check_category(dt, "real floating-point", name, "dtype")
+    out = getattr(jnp.fft, name)(n, d=d, dtype=dt).astype(dt)
+    res = dense_layout(out)
+    return _device_put(res, device) if device is not None else res
+
+
+def fftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> BCOOArray:
+    """Sample frequencies of :func:`fft` (array API ``fft.fftfreq``).
+
+    Parameters
+    ----------
+    n : int
+        Window length (positive).
+    d : float
+        Sample spacing.
+    dtype : real floating dtype, optional
+        Default: the default floating dtype.
+    device : device, optional
+        Where to place the result.
+
+    Returns
+    -------
+    BCOOArray
+        Shape ``(n,)``: ``[0, 1, ..., ceil(n/2)-1, -floor(n/2), ..., -1] / (d*n)``,
+        dense layout.
+
+    Raises
+    ------
+    ValueError
+        If ``n < 1``.
+    TypeError
+        If ``dtype`` is not real floating.
+    """
+    return _freq("fftfreq", n, d, dtype, device)
+
+
+def rfftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> BCOOArray:
+    """Sample frequencies of :func:`rfft` (array API ``fft.rfftfreq``).
+
+    Parameters
+    ----------
+    n : int
+        Window length (positive).
+    d : float
+        Sample spacing.
+    dtype : real floating dtype, optional
+        Default: the default floating dtype.
+    device : device, optional
+        Where to place the result.
+
+    Returns
+    -------
+    BCOOArray
+        Shape ``(n // 2 + 1,)``: ``[0, 1, ..., n//2] / (d*n)``, dense layout.
+
+    Raises
+    ------
+    ValueError
+        If ``n < 1``.
+    TypeError
+        If ``dtype`` is not real floating.
+    """
+    return _freq("rfftfreq", n, d, dtype, device)
+
+
+def _shift(x, axes, sign):
+    from ._rearranging_functions import roll
+
+    x = _sparse(x)
+    if axes is None:
+        ax = tuple(range(x.ndim))
+    elif isinstance(axes, (tuple, list)):
+        ax = tuple(_normalize_axis(a, x.ndim, "axes") for a in axes)
+    else:
+        ax = (_normalize_axis(axes, x.ndim, "axes"),)
+    if not ax:
+        return x
+    shifts = tuple((x.shape[a] // 2) if sign > 0 else -(x.shape[a] // 2) for a in ax)
+    return roll(x, shifts, axis=ax)
+
+
+def fftshift(x, /, *, axes=None) -> BCOOArray:
+    """Move the zero-frequency term to the centre (array API ``fft.fftshift``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    axes : int or sequence of int, optional
+        Axes to shift (default all).
+
+    Returns
+    -------
+    BCOOArray
+        :func:`bcoo_array.roll` by ``size // 2`` along each axis: sparse input
+        stays sparse.
+
+    Raises
+    ------
+    IndexError
+        If an axis is out of range.
+    """
+    return _shift(x, axes, +1)
+
+
+def ifftshift(x, /, *, axes=None) -> BCOOArray:
+    """Inverse of :func:`fftshift` (array API ``fft.ifftshift``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    axes : int or sequence of int, optional
+        Axes to shift (default all).
+
+    Returns
+    -------
+    BCOOArray
+        :func:`bcoo_array.roll` by ``-(size // 2)`` along each axis (sparse).
+
+    Raises
+    ------
+    IndexError
+        If an axis is out of range.
+    """
+    return _shift(x, axes, -1)
+
+
+__all__ = ["fft", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifftn", "ifftshift", "ihfft", "irfft", "irfftn",
+           "rfft", "rfftfreq", "rfftn"]

@@ -1,0 +1,227 @@
+"""Sparse solvers with a BCOOArray as the operator: ``cg``, ``gmres``,
+``bicgstab`` (Krylov methods of :mod:`jax.scipy.sparse.linalg`), ``lobpcg``
+(extreme eigenpairs, :func:`jax.experimental.sparse.linalg.lobpcg_standard`)
+and ``spsolve`` (direct solve, :func:`jax.experimental.sparse.linalg.spsolve`).
+
+The Krylov methods and ``lobpcg`` run entirely in JAX (on the arrays'
+device, traceable under ``jax.jit``). ``spsolve`` runs JAX's sparse direct
+solver: cuSOLVER's sparse QR on a CUDA GPU; on CPU JAX calls
+:func:`scipy.sparse.linalg.spsolve` through a host callback (so on CPU the
+factorisation is scipy's SuperLU).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._array_object import BCOOArray
+from .._layout import same_value_np
+
+__all__ = ["cg", "gmres", "bicgstab", "lobpcg", "spsolve"]
+
+
+def _square(A, name) -> BCOOArray:
+    if not isinstance(A, BCOOArray):
+        raise TypeError(f"{name}(): A must be a BCOOArray, got {type(A).__name__}; convert with bcoo_array.asarray")
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"{name}(): A must be a square 2-D array, got shape {A.shape}")
+    if A.dtype.kind not in "fc":
+        raise TypeError(f"{name}(): A has dtype {A.dtype}; solvers need a floating-point array (use A.astype)")
+    return A
+
+
+def _operator(A: BCOOArray):
+    """``v -> A @ v`` as a function of dense vectors (or blocks of vectors)."""
+    from .._linear_algebra_functions import matmul
+
+    src = A if same_value_np(A.fill_value, np.zeros((), A.dtype)) else A._canonical()
+
+    def apply(v):
+        return matmul(src, v).todense()
+
+    return apply
+
+
+def _precond(M, n, name):
+    if M is None or callable(M) and not isinstance(M, BCOOArray):
+        return M
+    if isinstance(M, BCOOArray):
+        if M.shape != (n, n):
+            raise ValueError(f"{name}(): the preconditioner M has shape {M.shape}; expected {(n, n)}")
+        return _operator(M)
+    raise TypeError(f"{name}(): M must be a BCOOArray, a callable or None, got {type(M).__name__}")
+
+
+def _rhs(A, b, name):
+    b = jnp.asarray(b)
+    if b.shape[:1] != (A.shape[0],) or b.ndim > 2:
+        raise ValueError(f"{name}(): b has shape {b.shape}; expected ({A.shape[0]},) or ({A.shape[0]}, k)")
+    return b
+
+
+def _krylov(fn, name, A, b, x0, tol, atol, maxiter, M, **extra):
+    A = _square(A, name)
+    b = _rhs(A, b, name)
+    return fn(_operator(A), b, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=_precond(M, A.shape[0], name),
+              **extra)
+
+
+def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | None = None, M=None):
+    """Conjugate gradient solve of ``A x = b`` for Hermitian positive definite ``A``.
+
+    Wraps :func:`jax.scipy.sparse.linalg.cg` with ``A`` applied as a sparse
+    product. Stops when ``norm(r) <= max(tol * norm(b), atol)``.
+
+    Parameters
+    ----------
+    A : BCOOArray, shape (n, n), floating
+    b : array, shape (n,) or (n, k)
+    x0 : array, optional
+        Initial guess (default zeros).
+    tol, atol : float
+        Relative and absolute tolerance.
+    maxiter : int, optional
+        Default ``10 * n`` (JAX's default).
+    M : BCOOArray or callable, optional
+        Preconditioner, an approximation of ``A^{-1}``.
+
+    Returns
+    -------
+    x : jax.Array, shape of ``b``
+    info : None
+        JAX's solvers report no convergence flag; check ``norm(A @ x - b)``.
+
+    Raises
+    ------
+    TypeError
+        If ``A`` is not a floating BCOOArray.
+    ValueError
+        If ``A`` is not square or ``b`` does not match.
+    """
+    from jax.scipy.sparse.linalg import cg as _cg
+
+    return _krylov(_cg, "cg", A, b, x0, tol, atol, maxiter, M)
+
+
+def bicgstab(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | None = None, M=None):
+    """BiCGSTAB solve of ``A x = b`` for general square ``A`` (:func:`jax.scipy.sparse.linalg.bicgstab`).
+
+    Parameters, returns and errors as :func:`cg`.
+    """
+    from jax.scipy.sparse.linalg import bicgstab as _bicgstab
+
+    return _krylov(_bicgstab, "bicgstab", A, b, x0, tol, atol, maxiter, M)
+
+
+def gmres(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, restart: int = 20, maxiter: int | None = None,
+          M=None, solve_method: str = "batched"):
+    """Restarted GMRES solve of ``A x = b`` for general square ``A`` (:func:`jax.scipy.sparse.linalg.gmres`).
+
+    Parameters
+    ----------
+    restart : int
+        Krylov subspace size between restarts.
+    solve_method : {"batched", "incremental"}
+        JAX's two GMRES variants.
+
+    Other parameters, returns and errors as :func:`cg`; ``b`` must be 1-D.
+    """
+    from jax.scipy.sparse.linalg import gmres as _gmres
+
+    return _krylov(_gmres, "gmres", A, b, x0, tol, atol, maxiter, M, restart=restart, solve_method=solve_method)
+
+
+def lobpcg(A, X, *, maxiter: int = 100, tol: float | None = None, largest: bool = True):
+    """Extreme eigenpairs of a Hermitian ``A`` by LOBPCG.
+
+    Runs :func:`jax.experimental.sparse.linalg.lobpcg_standard` (Knyazev's
+    method in the form of Duersch et al. 2018, arXiv:1704.07458), which finds
+    the largest eigenvalues; the smallest are found as the largest of ``-A``.
+
+    Parameters
+    ----------
+    A : BCOOArray, shape (n, n), Hermitian, floating
+    X : array, shape (n, k)
+        Initial block of ``k`` vectors (random vectors are a good default);
+        JAX requires ``n >= 5 * k``.
+    maxiter : int
+        Iteration limit.
+    tol : float, optional
+        Residual tolerance (JAX's default depends on the dtype).
+    largest : bool
+        Largest (True) or smallest (False) eigenvalues.
+
+    Returns
+    -------
+    eigenvalues : jax.Array, shape (k,)
+        Largest first when ``largest``, smallest first otherwise.
+    eigenvectors : jax.Array, shape (n, k)
+    iterations : jax.Array
+        Number of iterations run.
+
+    Raises
+    ------
+    TypeError
+        If ``A`` is not a floating BCOOArray.
+    ValueError
+        If ``A`` is not square, ``X`` does not match or ``n < 5 * k``.
+    """
+    from jax.experimental.sparse.linalg import lobpcg_standard
+
+    A = _square(A, "lobpcg")
+    X = jnp.asarray(X)
+    n = A.shape[0]
+    if X.ndim != 2 or X.shape[0] != n:
+        raise ValueError(f"lobpcg(): X has shape {X.shape}; expected ({n}, k)")
+    if n < 5 * X.shape[1]:
+        raise ValueError(f"lobpcg(): n={n} must be at least 5 * k = {5 * X.shape[1]} (JAX's LOBPCG requirement)")
+    op = _operator(A)
+    if largest:
+        theta, U, it = lobpcg_standard(op, X.astype(A.dtype), m=maxiter, tol=tol)
+        return theta, U, it
+    theta, U, it = lobpcg_standard(lambda v: -op(v), X.astype(A.dtype), m=maxiter, tol=tol)
+    return -theta, U, it
+
+
+def spsolve(A, b, *, tol: float = 1e-6, reorder: int = 1):
+    """Direct solve of ``A x = b`` (:func:`jax.experimental.sparse.linalg.spsolve`).
+
+    On a CUDA GPU this is cuSOLVER's sparse QR; on CPU JAX runs
+    :func:`scipy.sparse.linalg.spsolve` in a host callback. ``A`` is
+    converted to CSR (duplicates summed). A non-zero fill value would make
+    ``A`` dense, so it is refused.
+
+    Parameters
+    ----------
+    A : BCOOArray, shape (n, n), floating, fill value 0
+    b : array, shape (n,)
+    tol : float
+        Singularity tolerance of the GPU QR.
+    reorder : {0, 1, 2, 3}
+        GPU fill-reducing ordering: none, symrcm, symamd, csrmetisnd.
+
+    Returns
+    -------
+    x : jax.Array, shape (n,), A's dtype
+
+    Raises
+    ------
+    TypeError
+        If ``A`` is not a floating BCOOArray.
+    ValueError
+        If ``A`` is not square, has a non-zero fill value or ``b`` does not match.
+    """
+    from jax.experimental.sparse.linalg import spsolve as _spsolve
+
+    A = _square(A, "spsolve")
+    if not same_value_np(A.fill_value, np.zeros((), A.dtype)) and A.fill_value != 0:
+        raise ValueError(f"spsolve(): A has fill value {A.fill_value!r}; a direct sparse solve needs fill value 0")
+    b = jnp.asarray(b)
+    if b.shape != (A.shape[0],):
+        raise ValueError(f"spsolve(): b has shape {b.shape}; expected ({A.shape[0]},)")
+    from .._fill_rule import update_layout
+
+    csr = update_layout(A, 0, 0).to_jax_sparse("bcsr")
+    return _spsolve(csr.data, csr.indices, csr.indptr, b.astype(A.dtype), tol=tol, reorder=reorder)

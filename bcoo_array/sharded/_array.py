@@ -1,0 +1,476 @@
+"""ShardedBCOOArray: one BCOOArray laid over the devices of a jax.sharding.Mesh.
+
+The array's dimension ``axis`` is cut into equal blocks, one per position of
+the mesh axes named in the partition spec (see :mod:`._partition`). Each
+block is a BCOO array of the block shape with local indices; the blocks'
+``data`` and ``indices`` are stacked along a new leading axis and placed with
+``NamedSharding(mesh, PartitionSpec(mesh_axes))``, so each device stores one
+block. Every operation runs the ordinary BCOOArray code on each block inside
+:func:`jax.shard_map` (see :mod:`._ops`), with collectives where values cross
+blocks.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from .._array_object import BCOOArray
+from .._layout import fill_from_key, fill_key, is_concrete, prod
+from .._version import API_VERSION
+from . import _partition
+
+
+def spec_entry(mesh_axes: tuple):
+    """The PartitionSpec entry naming ``mesh_axes`` (a name, or a tuple of names)."""
+    return mesh_axes[0] if len(mesh_axes) == 1 else tuple(mesh_axes)
+
+
+@jax.tree_util.register_pytree_node_class
+class ShardedBCOOArray:
+    """A BCOOArray partitioned along one dimension over the devices of a mesh.
+
+    Create it with :func:`bcoo_array.sharded.shard`; gather it with
+    :func:`bcoo_array.sharded.unshard` or :meth:`to_device`.
+
+    Attributes
+    ----------
+    data : jax.Array, shape ``(p, *block_data_shape)``
+        The blocks' data stacked along axis 0, sharded over ``mesh_axes``.
+    indices : jax.Array, shape ``(p, *block_indices_shape)``
+        The blocks' local indices, stacked and sharded the same way.
+    shape : tuple of int
+        The global shape.
+    axis : int
+        The partitioned dimension.
+    mesh : jax.sharding.Mesh
+    mesh_axes : tuple of str
+        The mesh axes the blocks are laid over (``p`` = product of their sizes).
+    n_batch, n_dense : int
+        The layout of each block (the block shape is ``shape`` with
+        ``shape[axis]`` replaced by :attr:`block`).
+
+    Notes
+    -----
+    The class is a pytree (leaves ``data`` and ``indices``), so it passes
+    through ``jax.jit``; give its leaves :attr:`sharding` in ``in_shardings``
+    / ``out_shardings``. Calling it on a dense vector, ``A(x)``, is the linear
+    operator ``x -> A @ x`` returning a replicated :class:`jax.Array`, which is
+    the form :func:`jax.scipy.sparse.linalg.cg` takes.
+    """
+
+    __slots__ = ("data", "indices", "shape", "axis", "mesh", "mesh_axes", "n_batch", "n_dense", "_fill",
+                 "indices_sorted", "unique_indices")
+    __array_priority__ = 110
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create a ShardedBCOOArray with bcoo_array.sharded.shard(A, mesh, spec)")
+
+    @classmethod
+    def _from_buffers(cls, data, indices, shape, *, axis, mesh, mesh_axes, n_batch, n_dense, fill_value,
+                      indices_sorted=False, unique_indices=False) -> "ShardedBCOOArray":
+        obj = object.__new__(cls)
+        obj.data = data
+        obj.indices = indices
+        obj.shape = tuple(shape)
+        obj.axis = int(axis)
+        obj.mesh = mesh
+        obj.mesh_axes = tuple(mesh_axes)
+        obj.n_batch = int(n_batch)
+        obj.n_dense = int(n_dense)
+        obj._fill = fill_value
+        obj.indices_sorted = bool(indices_sorted)
+        obj.unique_indices = bool(unique_indices)
+        return obj
+
+    def _meta(self, **kw):
+        m = dict(axis=self.axis, mesh=self.mesh, mesh_axes=self.mesh_axes, n_batch=self.n_batch,
+                 n_dense=self.n_dense, fill_value=self._fill, indices_sorted=self.indices_sorted,
+                 unique_indices=self.unique_indices)
+        m.update(kw)
+        return m
+
+    # -- pytree --------------------------------------------------------------------------
+
+    def tree_flatten(self):
+        aux = (self.shape, self.axis, self.mesh, self.mesh_axes, self.n_batch, self.n_dense, fill_key(self._fill),
+               self.indices_sorted, self.unique_indices)
+        return (self.data, self.indices), aux
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        shape, axis, mesh, mesh_axes, n_batch, n_dense, fkey, srt, uniq = aux
+        return cls._from_buffers(children[0], children[1], shape, axis=axis, mesh=mesh, mesh_axes=mesh_axes,
+                                 n_batch=n_batch, n_dense=n_dense, fill_value=fill_from_key(fkey),
+                                 indices_sorted=srt, unique_indices=uniq)
+
+    # -- metadata ------------------------------------------------------------------------
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the stored data and of the fill value."""
+        return np.dtype(self.data.dtype)
+
+    @property
+    def fill_value(self) -> np.generic:
+        """The value of every unstored entry."""
+        return self._fill
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements (stored or not)."""
+        return prod(self.shape)
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of blocks ``p`` (product of the sizes of :attr:`mesh_axes`)."""
+        return prod(self.mesh.shape[a] for a in self.mesh_axes)
+
+    @property
+    def block(self) -> int:
+        """Positions of :attr:`axis` per block, ``ceil(shape[axis] / p)``."""
+        return _partition.block_size(self.shape[self.axis], self.n_blocks)
+
+    @property
+    def block_shape(self) -> tuple:
+        """The shape of each block (``shape`` with ``shape[axis]`` = :attr:`block`)."""
+        s = list(self.shape)
+        s[self.axis] = self.block
+        return tuple(s)
+
+    @property
+    def nse(self) -> int:
+        """Stored entries per block (per block batch element), padding included."""
+        return int(self.indices.shape[-2])
+
+    @property
+    def n_sparse(self) -> int:
+        """Number of sparse dimensions of each block."""
+        return int(self.indices.shape[-1])
+
+    @property
+    def sharding(self) -> NamedSharding:
+        """The sharding of :attr:`data` and :attr:`indices` (use it in ``in_shardings``)."""
+        return NamedSharding(self.mesh, PartitionSpec(spec_entry(self.mesh_axes)))
+
+    @property
+    def spec(self) -> PartitionSpec:
+        """The partition of the global array: ``mesh_axes`` at position :attr:`axis`."""
+        return PartitionSpec(*([None] * self.axis + [spec_entry(self.mesh_axes)]))
+
+    @property
+    def device(self) -> NamedSharding:
+        """The sharding the blocks live on (pass a single device to :meth:`to_device` to gather)."""
+        return self.sharding
+
+    @property
+    def T(self) -> "ShardedBCOOArray":
+        """Transpose of a 2-D array; the partition moves with the dimension."""
+        if self.ndim != 2:
+            raise ValueError(f".T needs a 2-D array, this one is {self.ndim}-D; use permute_dims or .mT")
+        import bcoo_array
+
+        return bcoo_array.permute_dims(self, (1, 0))
+
+    @property
+    def mT(self) -> "ShardedBCOOArray":
+        """Transpose of the last two dimensions."""
+        import bcoo_array
+
+        return bcoo_array.matrix_transpose(self)
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return (f"ShardedBCOOArray(shape={self.shape}, dtype={self.dtype}, axis={self.axis}, "
+                f"mesh_axes={self.mesh_axes}, blocks={self.n_blocks}x{self.block_shape}, nse/block={self.nse}, "
+                f"fill_value={self._fill!r})")
+
+    def stored_bytes_per_device(self) -> dict:
+        """Bytes of ``data`` + ``indices`` on each addressable device, ``{device: bytes}``."""
+        out: dict = {}
+        for leaf in (self.data, self.indices):
+            for sh in leaf.addressable_shards:
+                out[sh.device] = out.get(sh.device, 0) + int(sh.data.nbytes)
+        return out
+
+    # -- local blocks ------------------------------------------------------------------
+
+    def _local(self, data, indices) -> BCOOArray:
+        """The block held by this device, from the leaves' local slices (inside shard_map)."""
+        return BCOOArray._from_buffers(data[0], indices[0], self.block_shape, n_batch=self.n_batch,
+                                       n_dense=self.n_dense, fill_value=self._fill,
+                                       indices_sorted=self.indices_sorted, unique_indices=self.unique_indices)
+
+    # -- conversions ---------------------------------------------------------------------
+
+    def todense(self) -> jax.Array:
+        """The dense array, replicated on every device of the mesh (all-gather of the blocks)."""
+        from ._ops import todense
+
+        return todense(self)
+
+    def unshard(self, device=None) -> BCOOArray:
+        """Gather into one BCOOArray (see :func:`bcoo_array.sharded.unshard`)."""
+        from ._array import unshard
+
+        return unshard(self, device=device)
+
+    def to_device(self, device, /, *, stream=None):
+        """Gather onto one :class:`jax.Device`, or re-shard onto a ``NamedSharding``.
+
+        A ``NamedSharding(mesh, spec)`` re-partitions with :func:`shard` (the
+        spec names the dimension and mesh axes, as in :func:`shard`).
+        """
+        if stream is not None:
+            raise ValueError("stream= is not supported by JAX; pass stream=None")
+        if isinstance(device, NamedSharding):
+            return shard(unshard(self), device.mesh, device.spec)
+        return unshard(self, device=device)
+
+    def to_scipy(self, format: str = "coo", **kw):
+        """Gather and convert to a scipy.sparse array (see ``bcoo_array._convert.scipy.to_scipy``)."""
+        from .._convert.scipy import to_scipy
+
+        return to_scipy(unshard(self), format, **kw)
+
+    def astype(self, dtype, /, *, copy: bool = True, device=None):
+        """Cast every block to ``dtype`` (see :func:`bcoo_array.astype`)."""
+        import bcoo_array
+
+        return bcoo_array.astype(self, dtype, copy=copy, device=device)
+
+    def __array_namespace__(self, *, api_version: str | None = None):
+        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", API_VERSION):
+            raise ValueError(f"api_version={api_version!r} is not supported; use {API_VERSION!r}")
+        import bcoo_array
+
+        return bcoo_array
+
+    def __array__(self, dtype=None, copy=None):
+        raise RuntimeError("converting a ShardedBCOOArray to NumPy would gather and densify it; "
+                           "call np.asarray(A.todense()) or bcoo_array.sharded.unshard(A)")
+
+    def __bool__(self):
+        raise TypeError("truth value of a sharded array; gather it first with unshard()")
+
+    def __call__(self, x) -> jax.Array:
+        """The linear operator ``x -> A @ x`` for dense ``x``: a replicated :class:`jax.Array`."""
+        import bcoo_array
+
+        y = bcoo_array.matmul(self, x)
+        return y.todense()
+
+    __hash__ = None
+
+
+def _install_operators():
+    import bcoo_array
+
+    binary = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+              "floordiv": "floor_divide", "mod": "remainder", "pow": "pow", "and": "bitwise_and",
+              "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
+              "rshift": "bitwise_right_shift", "matmul": "matmul"}
+    for op, name in binary.items():
+        def fwd(self, other, _n=name):
+            return getattr(bcoo_array, _n)(self, other)
+
+        def rev(self, other, _n=name):
+            return getattr(bcoo_array, _n)(other, self)
+
+        for dunder, f in ((f"__{op}__", fwd), (f"__r{op}__", rev)):
+            f.__name__ = dunder
+            f.__doc__ = f"``{dunder}``: see :func:`bcoo_array.{name}`."
+            setattr(ShardedBCOOArray, dunder, f)
+    cmp = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
+           "ge": "greater_equal"}
+    unary = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "bitwise_invert"}
+    for op, name in cmp.items():
+        def c(self, other, _n=name):
+            return getattr(bcoo_array, _n)(self, other)
+
+        c.__name__ = f"__{op}__"
+        setattr(ShardedBCOOArray, c.__name__, c)
+    for op, name in unary.items():
+        def u(self, _n=name):
+            return getattr(bcoo_array, _n)(self)
+
+        u.__name__ = f"__{op}__"
+        setattr(ShardedBCOOArray, u.__name__, u)
+
+
+def _parse_spec(spec, mesh: Mesh, ndim: int):
+    if isinstance(spec, str):
+        spec = PartitionSpec(spec)
+    if not isinstance(spec, (PartitionSpec, tuple, list)):
+        raise TypeError(f"spec must be a jax.sharding.PartitionSpec, got {type(spec).__name__}")
+    entries = list(spec)
+    if len(entries) > ndim:
+        raise ValueError(f"spec {spec} has {len(entries)} entries for a {ndim}-d array")
+    named = [(k, e) for k, e in enumerate(entries) if e is not None]
+    if len(named) != 1:
+        raise ValueError(
+            f"spec {spec} must name mesh axes for exactly one dimension, e.g. PartitionSpec('x', None) "
+            "for a row-block partition; partitions of several dimensions are not supported")
+    axis, entry = named[0]
+    mesh_axes = (entry,) if isinstance(entry, str) else tuple(entry)
+    for a in mesh_axes:
+        if a not in mesh.axis_names:
+            raise ValueError(f"spec {spec} names mesh axis {a!r}; the mesh has axes {mesh.axis_names}")
+    if len(set(mesh_axes)) != len(mesh_axes):
+        raise ValueError(f"spec {spec} names a mesh axis twice")
+    return axis, mesh_axes
+
+
+def _host(leaf) -> np.ndarray:
+    """The global value of a (possibly multi-process) jax.Array as a NumPy array."""
+    if getattr(leaf, "is_fully_addressable", True):
+        return np.asarray(leaf)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
+
+
+def place(buf: np.ndarray, sharding: NamedSharding) -> jax.Array:
+    """Put a host buffer (identical on every process) onto ``sharding``; each device receives its slice."""
+    return jax.make_array_from_callback(buf.shape, sharding, lambda idx: buf[idx])
+
+
+def shard(A, mesh: Mesh, spec) -> ShardedBCOOArray:
+    """Partition a sparse array over the devices of ``mesh``.
+
+    Parameters
+    ----------
+    A : BCOOArray, scipy.sparse array, or array_like
+        A concrete array (not traced; converted with :func:`bcoo_array.asarray`).
+        In a multi-process run every process passes the same array; each
+        device receives only its block.
+    mesh : jax.sharding.Mesh
+        Any mesh, with ``Auto`` or ``Explicit`` axis types.
+    spec : jax.sharding.PartitionSpec
+        Names mesh axes (a name or a tuple of names) for exactly one
+        dimension ``axis`` of ``A``, e.g. ``PartitionSpec('x', None)``:
+
+        * ``axis`` a batch dimension of ``A``: batch partition, each device
+          holds ``ceil(n / p)`` batch elements;
+        * ``axis`` a sparse dimension: row-block partition, each device holds
+          the entries whose index along ``axis`` falls in its block of
+          ``ceil(n / p)`` positions, with local indices, padded to the largest
+          block's entry count. ``A`` is first brought to ``n_batch = 0``
+          (batch dimensions become sparse) and its duplicates summed.
+
+    Returns
+    -------
+    ShardedBCOOArray
+        Same shape, dtype and fill value; ``p`` blocks, ``p`` the product of
+        the named mesh axes' sizes.
+
+    Raises
+    ------
+    TypeError
+        If ``mesh`` is not a Mesh or ``spec`` not a PartitionSpec, or ``A``
+        is traced.
+    ValueError
+        If ``spec`` names no dimension or several, names an unknown mesh
+        axis, or names a dense dimension of ``A``.
+    """
+    import bcoo_array
+    from .._fill_rule import update_layout
+
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"mesh must be a jax.sharding.Mesh (e.g. jax.make_mesh), got {type(mesh).__name__}")
+    if isinstance(A, ShardedBCOOArray):
+        A = unshard(A)
+    if not isinstance(A, BCOOArray):
+        A = bcoo_array.asarray(A)
+    if not is_concrete(A.data, A.indices):
+        raise TypeError("shard() needs a concrete array, not one traced under jit; shard outside jit and "
+                        "pass the ShardedBCOOArray in, with in_shardings=A.sharding")
+    if A.ndim == 0:
+        raise ValueError("a 0-d array has no dimension to partition")
+    axis, mesh_axes = _parse_spec(spec, mesh, A.ndim)
+    p = prod(mesh.shape[a] for a in mesh_axes)
+    leaf = NamedSharding(mesh, PartitionSpec(spec_entry(mesh_axes)))
+    if axis < A.n_batch:
+        data = _host(A.data)
+        idx = _host(A.indices)
+        pad = np.asarray(A.shape[A.n_batch:A.n_batch + A.n_sparse], np.int64)
+        d, i = _partition.split_batch(data, idx, axis, p, pad)
+        meta = dict(n_batch=A.n_batch, n_dense=A.n_dense, srt=A.indices_sorted, uniq=A.unique_indices)
+    elif axis < A.ndim - A.n_dense:
+        c = update_layout(A, 0, A.n_dense)._canonical()
+        d, i = _partition.split_sparse(_host(c.data), _host(c.indices), c.shape, axis, p)
+        meta = dict(n_batch=0, n_dense=c.n_dense, srt=True, uniq=True)
+    else:
+        raise ValueError(
+            f"dimension {axis} of this array is a dense dimension (n_dense={A.n_dense}); partition a batch or "
+            "sparse dimension, or change the layout first")
+    return ShardedBCOOArray._from_buffers(
+        place(d, leaf), place(i, leaf), A.shape, axis=axis, mesh=mesh, mesh_axes=mesh_axes,
+        n_batch=meta["n_batch"], n_dense=meta["n_dense"], fill_value=A.fill_value,
+        indices_sorted=meta["srt"], unique_indices=meta["uniq"])
+
+
+def unshard(A: ShardedBCOOArray, device=None) -> BCOOArray:
+    """Gather a sharded array into one BCOOArray.
+
+    Parameters
+    ----------
+    A : ShardedBCOOArray
+        Concrete (call it outside ``jax.jit``). In a multi-process run every
+        process must call it (it all-gathers across processes).
+    device : jax.Device, optional
+        Where the result lives (default: this process's first local device).
+
+    Returns
+    -------
+    BCOOArray
+        Same shape, dtype, fill value and values; virtual positions of the
+        last blocks and padding dropped.
+
+    Raises
+    ------
+    TypeError
+        If ``A`` is not a ShardedBCOOArray or is traced.
+    """
+    from .._fill_rule import dense_layout, update_layout
+
+    if not isinstance(A, ShardedBCOOArray):
+        raise TypeError(f"unshard() takes a ShardedBCOOArray, got {type(A).__name__}")
+    if not is_concrete(A.data, A.indices):
+        raise TypeError("unshard() gathers to the host and cannot run under jit; use A.todense() inside jit")
+    dev = device if device is not None else jax.local_devices()[0]
+    ax = A.axis
+    n = A.shape[ax]
+    if ax < A.n_batch:
+        d, i = _partition.join_batch(_host(A.data), _host(A.indices), ax, n)
+        out = BCOOArray._from_buffers(jax.device_put(d, dev), jax.device_put(i, dev), A.shape, n_batch=A.n_batch,
+                                      n_dense=A.n_dense, fill_value=A.fill_value,
+                                      indices_sorted=A.indices_sorted, unique_indices=A.unique_indices)
+        return out
+    if A.n_batch == 0 and A.n_sparse == 0:
+        d = _partition.join_dense(_host(A.data), 1 + ax, n)
+        out = dense_layout(jax.device_put(d[0], dev))
+        return out._replace(fill_value=A.fill_value)
+    want_dense = min(A.n_dense, A.ndim - ax - 1)
+    if A.n_batch != 0 or A.n_dense != want_dense:
+        from ._ops import map_blocks
+
+        A = map_blocks(lambda b: update_layout(b, 0, want_dense), A)
+    d, i = _partition.join_sparse(_host(A.data), _host(A.indices), A.shape, ax)
+    return BCOOArray._from_buffers(jax.device_put(d, dev), jax.device_put(i, dev), A.shape, n_batch=0,
+                                   n_dense=A.n_dense, fill_value=A.fill_value,
+                                   indices_sorted=A.indices_sorted and ax == 0, unique_indices=A.unique_indices)
+
+
+_install_operators()

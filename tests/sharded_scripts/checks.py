@@ -1,0 +1,354 @@
+"""Checks of bcoo_array.sharded on 8 simulated CPU devices (run by tests/test_sharded.py).
+
+Usage: checks.py OUT.json [MATRIX_DIR]
+
+Must start in a fresh process (the device count is fixed when JAX starts).
+Every check compares the sharded result with the single-device BCOOArray or
+NumPy result on the same values; the outcome of each check ("ok" or the
+traceback) is written to OUT.json.
+"""
+
+import json
+import os
+import sys
+import traceback
+
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
+os.environ["JAX_PLATFORMS"] = "cpu"
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+import array_api_compat  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import scipy.io  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+from jax.scipy.sparse.linalg import cg  # noqa: E402
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P  # noqa: E402
+
+import bcoo_array as xp  # noqa: E402
+from bcoo_array.sharded import ShardedBCOOArray, shard, unshard  # noqa: E402
+import bcoo_array.sharded as xs  # noqa: E402
+
+OUT = sys.argv[1]
+MATRICES = sys.argv[2] if len(sys.argv) > 2 else None
+RTOL = 1e-12
+CHECKS = {}
+
+
+def check(fn):
+    CHECKS[fn.__name__] = fn
+    return fn
+
+
+def dense(r):
+    """NumPy value of a BCOOArray, ShardedBCOOArray or jax array."""
+    if isinstance(r, (xp.BCOOArray, ShardedBCOOArray)):
+        return np.asarray(r.todense())
+    return np.asarray(r)
+
+
+def close(got, want, exact=False, what=""):
+    got = dense(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    if exact:
+        assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+        assert np.array_equal(got, want), (what, got, want)
+    else:
+        scale = max(np.abs(want).max(initial=0.0), 1e-300)
+        err = np.abs(got - want).max(initial=0.0)
+        assert err <= RTOL * scale, (what, err, scale)
+
+
+def meshes():
+    yield jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
+    yield jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
+
+
+def rand_matrix(m, n, density, seed, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    M = sp.random(m, n, density=density, random_state=rng, format="csr")
+    if np.dtype(dtype).kind in "iu":
+        M.data = rng.integers(-9, 10, M.nnz).astype(dtype)
+    return M.astype(dtype)
+
+
+@check
+def row_partition_layout_and_roundtrip():
+    M = rand_matrix(21, 13, 0.3, 0)
+    for mesh in meshes():
+        A = shard(xp.from_scipy(M), mesh, P("x", None))
+        assert A.axis == 0 and A.n_blocks == 8 and A.block == 3 and A.block_shape == (3, 13)
+        assert A.data.shape[0] == 8 and A.data.sharding.spec == P("x")
+        shard_rows = [sh.data.shape[0] for sh in A.data.addressable_shards]
+        assert shard_rows == [1] * 8, shard_rows
+        close(unshard(A), M.toarray(), exact=True)
+        close(A, M.toarray(), exact=True)
+        assert (A.to_scipy("csr") != M).nnz == 0
+        assert array_api_compat.array_namespace(A) is xp
+        B = xs.from_scipy(M, mesh, P("x"))
+        close(B, M.toarray(), exact=True)
+
+
+@check
+def elementwise_and_astype():
+    M = rand_matrix(21, 13, 0.3, 1)
+    N = rand_matrix(21, 13, 0.3, 2)
+    D, E = M.toarray(), N.toarray()
+    rng = np.random.default_rng(3)
+    full = rng.standard_normal((21, 13))
+    row = rng.standard_normal(13)
+    for mesh in meshes():
+        A = shard(xp.from_scipy(M), mesh, P("x", None))
+        B = shard(xp.from_scipy(N), mesh, P("x", None))
+        close(A + B, D + E)
+        close(A * 2.5 - B, D * 2.5 - E)
+        close(xp.multiply(A, B), D * E)
+        close(xp.exp(A), np.exp(D))
+        close(xp.add(A, jnp.asarray(full)), D + full)
+        close(A * jnp.asarray(row), D * row)
+        close(A + row, D + row)
+        close(xp.where(A > 0, A, -1.0), np.where(D > 0, D, -1.0))
+        C = A.astype(xp.float32)
+        assert isinstance(C, ShardedBCOOArray) and C.dtype == np.float32
+        close(C, D.astype(np.float32), exact=True)
+        assert (A > 0).dtype == np.bool_
+        close(-A, -D, exact=True)
+        close(abs(A - 1.0), np.abs(D - 1.0))
+
+
+@check
+def fill_value_nonzero():
+    M = rand_matrix(19, 7, 0.4, 4)
+    D = M.toarray()
+    base = xp.from_scipy(M) + 1.5  # fill value 1.5
+    assert float(base.fill_value) == 1.5
+    for mesh in meshes():
+        A = shard(base, mesh, P("x", None))
+        assert float(A.fill_value) == 1.5
+        close(A, D + 1.5)
+        for op in ("sum", "prod", "max", "min", "mean"):
+            for ax in (None, 0, 1, (0, 1)):
+                close(getattr(xp, op)(A, axis=ax), getattr(np, op)(D + 1.5, axis=ax), what=(op, ax))
+        close(xp.sum(A, axis=0, keepdims=True), np.sum(D + 1.5, axis=0, keepdims=True))
+        x = np.linspace(-1, 1, 7)
+        close(A @ jnp.asarray(x), (D + 1.5) @ x)
+
+
+@check
+def reductions_float_and_int():
+    for dtype in (np.float64, np.int64, np.int32):
+        M = rand_matrix(21, 13, 0.3, 5, dtype)
+        D = M.toarray()
+        single = xp.from_scipy(M)
+        for mesh in meshes():
+            A = shard(single, mesh, P("x", None))
+            for op in ("sum", "prod", "max", "min"):
+                for ax in (None, 0, 1):
+                    got = getattr(xp, op)(A, axis=ax)
+                    want = getattr(xp, op)(single, axis=ax)
+                    close(got, dense(want), exact=np.dtype(dtype).kind in "iu", what=(dtype, op, ax))
+            if np.dtype(dtype).kind == "f":
+                for op in ("mean", "var", "std"):
+                    for ax in (None, 0, 1):
+                        close(getattr(xp, op)(A, axis=ax), getattr(np, op)(D, axis=ax), what=(op, ax))
+    Mb = rand_matrix(17, 5, 0.3, 6) > 0
+    for mesh in meshes():
+        A = shard(xp.from_scipy(Mb), mesh, P("x", None))
+        close(xp.max(A, axis=0), Mb.toarray().max(axis=0), exact=True)
+        close(xp.min(A), Mb.toarray().min(), exact=True)
+        close(xp.sum(A, axis=0), dense(xp.sum(xp.from_scipy(Mb), axis=0)), exact=True)
+
+
+@check
+def matmul_row_and_column_partitions():
+    M = rand_matrix(21, 13, 0.3, 7)
+    D = M.toarray()
+    rng = np.random.default_rng(8)
+    v = rng.standard_normal(13)
+    V = rng.standard_normal((13, 4))
+    w = rng.standard_normal(21)
+    for mesh in meshes():
+        A = shard(xp.from_scipy(M), mesh, P("x", None))
+        y = A @ jnp.asarray(v)
+        assert isinstance(y, ShardedBCOOArray) and y.axis == 0 and y.shape == (21,)
+        close(y, D @ v)
+        close(A @ jnp.asarray(V), D @ V)
+        close(xp.matmul(A, V), D @ V)
+        close(A(jnp.asarray(v)), D @ v)
+        # right-hand side already split over the mesh (16 rows: divisible by 8)
+        M16 = rand_matrix(21, 16, 0.3, 9)
+        A16 = shard(xp.from_scipy(M16), mesh, P("x", None))
+        v16 = jax.device_put(rng.standard_normal(16), NamedSharding(mesh, P("x")))
+        close(A16 @ v16, M16.toarray() @ np.asarray(v16))
+        # transpose: column partition, contraction over the partitioned dimension (psum)
+        At = A.T
+        assert isinstance(At, ShardedBCOOArray) and At.axis == 1
+        close(At, D.T, exact=True)
+        close(At @ jnp.asarray(w), D.T @ w)
+        close(jnp.asarray(w) @ A, w @ D)
+        close(jnp.asarray(V.T) @ At, V.T @ D.T)
+        close(xp.matrix_transpose(A), D.T, exact=True)
+    Mi = rand_matrix(21, 13, 0.3, 10, np.int64)
+    vi = np.arange(13, dtype=np.int64) - 6
+    for mesh in meshes():
+        A = shard(xp.from_scipy(Mi), mesh, P("x", None))
+        close(A @ jnp.asarray(vi), Mi.toarray() @ vi, exact=True)
+        close(A.T @ jnp.asarray(np.arange(21, dtype=np.int64)), Mi.toarray().T @ np.arange(21), exact=True)
+
+
+@check
+def batch_partition_and_two_axis_mesh():
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((5, 4, 6)) * (rng.random((5, 4, 6)) < 0.3)
+    single = xp.BCOOArray.fromdense(X, n_batch=1)
+    for axis_types in ((AxisType.Auto,) * 2, (AxisType.Explicit,) * 2):
+        mesh = jax.make_mesh((4, 2), ("x", "y"), axis_types=axis_types)
+        A = shard(single, mesh, P(("x", "y")))
+        assert A.axis == 0 and A.n_batch == 1 and A.n_blocks == 8 and A.block == 1
+        close(A, X, exact=True)
+        back = unshard(A)
+        assert back.n_batch == 1
+        close(back, X, exact=True)
+        for op in ("sum", "max", "min", "prod"):
+            for ax in (None, 0, 1, 2, (1, 2), (0, 2)):
+                close(getattr(xp, op)(A, axis=ax), getattr(np, op)(X, axis=ax), what=(op, ax))
+        close(A * 3.0 + A, X * 4.0)
+        v = rng.standard_normal(6)
+        close(A @ jnp.asarray(v), X @ v)
+        Vb = rng.standard_normal((5, 6, 3))
+        close(A @ jnp.asarray(Vb), X @ Vb)
+        close(xp.permute_dims(A, (1, 0, 2)), np.transpose(X, (1, 0, 2)), exact=True)
+        # a row partition over only one of the two mesh axes (replicated over the other)
+        M = rand_matrix(10, 6, 0.4, 12)
+        R = shard(xp.from_scipy(M), mesh, P("y", None))
+        assert R.n_blocks == 2
+        close(R @ jnp.asarray(v), M.toarray() @ v)
+        close(xp.sum(R, axis=0), M.toarray().sum(axis=0))
+
+
+@check
+def errors():
+    M = rand_matrix(16, 8, 0.3, 13)
+    mesh_a = jax.make_mesh((8,), ("x",))
+    mesh_b = jax.make_mesh((4, 2), ("x", "y"))
+    A = shard(xp.from_scipy(M), mesh_a, P("x", None))
+    B = shard(xp.from_scipy(M), mesh_b, P("x", None))
+    C = shard(xp.from_scipy(M), mesh_a, P(None, "x"))
+    for fn in (lambda: A + B, lambda: xp.multiply(A, B), lambda: A + C):
+        try:
+            fn()
+        except ValueError as e:
+            assert "mesh" in str(e) or "dimension" in str(e), e
+        else:
+            raise AssertionError("combining differently sharded arrays did not raise")
+    for bad in (P(), P("x", "x"), P("z", None), P("x", None, None)):
+        try:
+            shard(xp.from_scipy(M), mesh_a, bad)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"spec {bad} accepted")
+    try:
+        xp.argsort(A)
+    except TypeError as e:
+        assert "unshard" in str(e)
+    else:
+        raise AssertionError("an unsupported function accepted a sharded array")
+    try:
+        A @ A
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("sharded @ sharded did not raise")
+
+
+@check
+def jit_with_shardings_and_cg():
+    rng = np.random.default_rng(14)
+    n = 30
+    R = rand_matrix(n, n, 0.1, 15)
+    S = (R @ R.T + sp.identity(n) * n).tocsr()  # SPD, well conditioned
+    b = rng.standard_normal(n)
+    want = np.linalg.solve(S.toarray(), b)
+    for mesh in meshes():
+        A = shard(xp.from_scipy(S), mesh, P("x", None))
+        rep = NamedSharding(mesh, P())
+        spmv = jax.jit(lambda A, v: A(v), in_shardings=(A.sharding, rep), out_shardings=rep)
+        y = spmv(A, jax.device_put(b, rep))
+        close(y, S @ b)
+        assert y.sharding.is_fully_replicated
+        f = jax.jit(lambda A, v: cg(A, v, tol=1e-12)[0], in_shardings=(A.sharding, rep), out_shardings=rep)
+        sol = f(A, jax.device_put(b, rep))
+        assert np.abs(np.asarray(sol) - want).max() <= 1e-9 * np.abs(want).max()
+        single = xp.from_scipy(S)
+        sol1 = cg(lambda v: (single @ v).todense(), jnp.asarray(b), tol=1e-12)[0]
+        assert np.abs(np.asarray(sol) - np.asarray(sol1)).max() <= 1e-10 * np.abs(want).max()
+        # a sharded array returned from jit keeps its sharding
+        g = jax.jit(lambda A: A * 2.0, in_shardings=(A.sharding,), out_shardings=A.sharding)
+        A2 = g(A)
+        assert isinstance(A2, ShardedBCOOArray) and A2.data.sharding.spec == P("x")
+        close(A2, 2 * S.toarray())
+        # reductions and todense inside jit
+        h = jax.jit(lambda A: (xp.sum(A, axis=0).todense(), A.todense()))
+        s0, d0 = h(A)
+        close(s0, S.toarray().sum(axis=0))
+        close(d0, S.toarray(), exact=True)
+
+
+def _matrix(name):
+    M = scipy.io.mmread(os.path.join(MATRICES, name))
+    M = sp.csr_array(M)
+    if M.dtype.kind not in "fiu":
+        M = M.real if M.dtype.kind == "c" else M.astype(np.float64)
+    return M
+
+
+@check
+def real_matrices():
+    if MATRICES is None:
+        return "skipped: no matrix folder"
+    names = [f for f in ("494_bus.mtx", "ash219.mtx", "karate.mtx", "lp_afiro.mtx", "bcsstk13.mtx.gz",
+                         "cage11.mtx.gz") if os.path.exists(os.path.join(MATRICES, f))]
+    assert names, "no matrices found"
+    mesh = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
+    for name in names:
+        M = _matrix(name).astype(np.float64)
+        m, n = M.shape
+        single = xp.from_scipy(M)
+        A = shard(single, mesh, P("x", None))
+        x = np.cos(np.arange(n))
+        f = jax.jit(lambda A, v: A(v))
+        y = f(A, jnp.asarray(x))
+        y1 = (single @ jnp.asarray(x)).todense()
+        close(y, np.asarray(y1), what=name)
+        close(xp.sum(A, axis=0), dense(xp.sum(single, axis=0)), what=name)
+        close(xp.max(A, axis=1), dense(xp.max(single, axis=1)), what=name)
+        # integer data: exact
+        Mi = M.copy()
+        Mi.data = (np.arange(Mi.nnz) % 7 - 3).astype(np.int64)
+        si = xp.from_scipy(Mi)
+        Ai = shard(si, mesh, P("x", None))
+        xi = (np.arange(n) % 5 - 2).astype(np.int64)
+        close(Ai @ jnp.asarray(xi), dense(si @ jnp.asarray(xi)), exact=True, what=name)
+        close(Ai.T @ jnp.asarray(np.ones(m, np.int64)), dense(xp.sum(si, axis=0)), exact=True, what=name)
+        # memory: each device holds about 1/8 of the entries
+        per_dev = A.stored_bytes_per_device()
+        assert len(per_dev) == 8
+        whole = single.data.nbytes + single.indices.nbytes
+        assert max(per_dev.values()) <= 1.3 * whole / 8 + 64, (name, per_dev, whole)
+        assert sum(per_dev.values()) >= whole
+
+
+results = {}
+for name, fn in CHECKS.items():
+    try:
+        r = fn()
+        results[name] = r if isinstance(r, str) else "ok"
+    except Exception:
+        results[name] = traceback.format_exc()
+with open(OUT, "w") as fh:
+    json.dump(results, fh, indent=1)

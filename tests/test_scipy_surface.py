@@ -1,0 +1,273 @@
+"""The scipy.sparse drop-in surface: methods, the LinearOperator protocol and
+module functions, each compared with scipy.sparse (sparray semantics) on the
+same values; argmax/argmin against NumPy on the dense array."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bcoo_array as xp
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def messy(m=7, n=5, seed=0, dtype=np.float64):
+    """A coo_array with duplicates, an explicit zero, an empty row and negative values."""
+    rng = np.random.default_rng(seed)
+    k = 14
+    rows = rng.integers(0, m - 1, k)  # last row stays empty
+    cols = rng.integers(0, n, k)
+    vals = rng.integers(-4, 5, k).astype(dtype)
+    rows = np.append(rows, [0, 0])
+    cols = np.append(cols, [n - 1, n - 1])
+    vals = np.append(vals, [0, 0]).astype(dtype)  # explicit zero (summed duplicate of zeros)
+    return sp.coo_array((vals, (rows, cols)), shape=(m, n))
+
+
+@pytest.fixture(scope="module")
+def pair():
+    S = messy().tocsr()
+    S.sum_duplicates()
+    return S, xp.asarray(S)
+
+
+def test_attributes_and_conversions(pair):
+    S, A = pair
+    assert A.format == "bcoo"
+    assert A.nnz == S.nnz  # explicit zero counted, as scipy
+    assert A.has_canonical_format and A.has_sorted_indices
+    np.testing.assert_array_equal(A.toarray(), S.toarray())
+    out = np.empty(S.shape)
+    assert A.toarray(out=out) is out
+    for meth in ("tocoo", "tocsr", "tocsc", "tobsr", "todok", "tolil"):
+        res = getattr(A, meth)()
+        assert res.format == meth[2:]
+        np.testing.assert_array_equal(res.toarray(), S.toarray())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
+        np.testing.assert_array_equal(A.todia().toarray(), S.toarray())
+    assert A.astype(np.float32).dtype == np.float32
+    C = A.copy()
+    assert C is not A and np.array_equal(C.toarray(), A.toarray())
+    np.testing.assert_array_equal(A.T.toarray(), S.T.toarray())
+    np.testing.assert_array_equal(A.transpose().toarray(), S.transpose().toarray())
+    np.testing.assert_array_equal(A.reshape((5, 7)).toarray(), S.reshape((5, 7)).toarray())
+    np.testing.assert_array_equal(A.reshape(35, 1).toarray(), S.reshape(35, 1).toarray())
+    U = xp.asarray(messy(seed=1))
+    assert not U.has_canonical_format
+    assert U.sum_duplicates().has_canonical_format and U.sorted_indices().has_sorted_indices
+
+
+def test_products(pair):
+    S, A = pair
+    v = np.arange(5.0)
+    X = np.arange(15.0).reshape(5, 3)
+    np.testing.assert_allclose(A.dot(v), S.dot(v), rtol=1e-14)
+    assert isinstance(A.dot(v), np.ndarray)
+    np.testing.assert_allclose(A.dot(X), S.dot(X), rtol=1e-14)
+    np.testing.assert_allclose(A.dot(S.T).toarray(), S.dot(S.T).toarray(), rtol=1e-14)
+    np.testing.assert_allclose(A.dot(A.T).toarray(), (S @ S.T).toarray(), rtol=1e-14)
+    np.testing.assert_allclose(A.dot(2.0).toarray(), (S * 2.0).toarray())
+    np.testing.assert_array_equal((A * A).toarray(), (S * S).toarray())  # sparray: * is elementwise
+    np.testing.assert_array_equal(A.multiply(S).toarray(), S.multiply(S).toarray())
+    np.testing.assert_array_equal(A.multiply(X[:, :1].T[:, :1]).toarray(), S.multiply(X[:1, :1]).toarray())
+    np.testing.assert_array_equal(A.power(3).toarray(), S.power(3).toarray())
+    with pytest.raises(NotImplementedError, match="zero power"):
+        A.power(0)
+    np.testing.assert_array_equal(A.maximum(S.T.T * 0.5).toarray(), S.maximum(S * 0.5).toarray())
+    np.testing.assert_array_equal(A.minimum(0).toarray(), S.minimum(0).toarray())
+    np.testing.assert_allclose(A.rmatvec(np.arange(7.0)), S.T @ np.arange(7.0), rtol=1e-14)
+    np.testing.assert_allclose(A.rmatmat(np.ones((7, 2))), S.T @ np.ones((7, 2)), rtol=1e-14)
+    np.testing.assert_allclose(A.matmat(X), S @ X, rtol=1e-14)
+    with pytest.raises(ValueError, match="shape"):
+        A.matvec(np.ones(7))
+    with pytest.raises(ValueError, match="mismatch"):
+        A.dot(np.ones(3))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_reductions(pair, axis):
+    S, A = pair
+    np.testing.assert_allclose(A.sum(axis=axis), S.sum(axis=axis), rtol=1e-14)
+    np.testing.assert_allclose(A.mean(axis=axis), S.mean(axis=axis), rtol=1e-14)
+    for op in ("max", "min"):
+        got, want = getattr(A, op)(axis=axis), getattr(S, op)(axis=axis)
+        if axis is None:
+            assert got == want
+        else:
+            np.testing.assert_array_equal(got.toarray(), want.toarray())
+        np.testing.assert_array_equal(getattr(A, "arg" + op)(axis=axis), getattr(S, "arg" + op)(axis=axis))
+    np.testing.assert_array_equal(A.count_nonzero(axis=axis), S.count_nonzero(axis=axis))
+    Si = S.astype(np.int32)
+    assert A.astype(np.int32).sum(axis=axis).dtype == np.asarray(Si.sum(axis=axis)).dtype
+    np.testing.assert_allclose(A.astype(np.int32).mean(axis=axis), Si.mean(axis=axis), rtol=1e-14)
+
+
+@st.composite
+def small_dense(draw):
+    m = draw(st.integers(1, 4))
+    n = draw(st.integers(1, 4))
+    vals = st.sampled_from([0.0, 0.0, 1.0, -1.0, 2.0, np.nan, -np.inf])
+    return np.array(draw(st.lists(vals, min_size=m * n, max_size=m * n))).reshape(m, n)
+
+
+@settings(max_examples=20, deadline=None)
+@given(small_dense(), st.sampled_from([0.0, 1.0, -1.0]), st.sampled_from([None, 0, 1]))
+def test_argmax_argmin_match_numpy(dense, fill, axis):
+    A = xp.BCOOArray.fromdense(dense, fill_value=fill)
+    for op in ("argmax", "argmin"):
+        got = getattr(A, op)(axis=axis)
+        want = getattr(np, op)(dense, axis=axis)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_argmax_integers_and_complex():
+    d = np.array([[0, -3, 5, 5], [0, 0, 0, 0], [-1, 0, -1, 0]], np.int64)
+    A = xp.asarray(d)
+    for ax in (None, 0, 1):
+        np.testing.assert_array_equal(A.argmax(axis=ax), d.argmax(axis=ax))
+        np.testing.assert_array_equal(A.argmin(axis=ax), d.argmin(axis=ax))
+    u = xp.asarray(d.astype(np.uint8))
+    np.testing.assert_array_equal(u.argmax(axis=1), d.astype(np.uint8).argmax(axis=1))
+    c = np.array([[0, 1 + 1j, 1 - 2j], [1j, 0, -1j]])
+    C = xp.asarray(c)
+    np.testing.assert_array_equal(C.argmax(axis=1), c.argmax(axis=1))
+    np.testing.assert_array_equal(C.argmin(axis=0), c.argmin(axis=0))
+
+
+def test_structure_methods(pair):
+    S, A = pair
+    for k in (-2, 0, 1, 4):
+        np.testing.assert_array_equal(A.diagonal(k), S.diagonal(k))
+        assert A.trace(k) == S.trace(k)
+    r, c = A.nonzero()
+    rs, cs = S.nonzero()
+    assert sorted(zip(r, c)) == sorted(zip(rs, cs))
+    B = xp.asarray(S)
+    B.eliminate_zeros()
+    S2 = S.copy()
+    S2.eliminate_zeros()
+    assert B.nnz == S2.nnz < S.nnz
+    np.testing.assert_array_equal(B.toarray(), S.toarray())
+    for values, k in ((9.0, 0), ([1.0, 2.0], 1), (np.arange(10.0), -3), (0.0, 2)):
+        B = xp.asarray(S)
+        T = S.tocoo()  # COO (like CSR) stores the new diagonal explicitly, zeros included
+        B.setdiag(values, k)
+        T.setdiag(values, k)
+        np.testing.assert_array_equal(B.toarray(), T.toarray())
+        T.sum_duplicates()
+        assert B.nnz == T.nnz
+    with pytest.raises(ValueError, match="exceeds"):
+        B.setdiag(1.0, 9)
+
+
+def test_ufunc_methods(pair):
+    S, A = pair
+    P = abs(S) * 0.25
+    B = xp.asarray(P)
+    for name in ("sqrt", "expm1", "log1p", "sin", "sinh", "tan", "tanh", "arcsin", "arcsinh", "arctan",
+                 "arctanh", "sign", "floor", "ceil", "trunc", "rint", "deg2rad", "rad2deg"):
+        got = getattr(B, name)()
+        np.testing.assert_allclose(got.toarray(), getattr(P, name)().toarray(), rtol=1e-14, err_msg=name)
+        assert got.fill_value == 0
+    C = xp.asarray(S * (1 + 2j))
+    np.testing.assert_array_equal(C.conj().toarray(), (S * (1 + 2j)).conj().toarray())
+    np.testing.assert_array_equal(C.conjugate().toarray(), (S * (1 - 2j)).toarray())
+    np.testing.assert_array_equal(C.real.toarray(), S.toarray())
+    np.testing.assert_array_equal(C.imag.toarray(), 2 * S.toarray())
+
+
+def test_fill_value_surface():
+    d = np.array([[1.0, 2.0], [1.0, 1.0]])
+    A = xp.BCOOArray.fromdense(d, fill_value=1.0)
+    assert A.sum() == d.sum() and A.max() == 2.0 and A.count_nonzero() == 4
+    np.testing.assert_array_equal(A.diagonal(), [1.0, 1.0])
+    np.testing.assert_array_equal(A.nonzero()[0], np.nonzero(d)[0])
+    np.testing.assert_allclose(A.dot(np.ones(2)), d @ np.ones(2))
+    with pytest.raises(ValueError, match="fill value"):
+        A.tocsr()
+
+
+def test_linear_operator_protocol_with_scipy_solvers():
+    rng = np.random.default_rng(3)
+    n = 40
+    R = sp.random_array((n, n), density=0.1, rng=rng)
+    S = (R @ R.T + sp.eye_array(n) * n).tocsr()  # SPD
+    A = xp.asarray(S)
+    L = sla.aslinearoperator(A)
+    assert L.shape == (n, n) and L.dtype == np.float64
+    b = np.arange(1.0, n + 1)
+    for solver in (sla.cg, sla.gmres, sla.bicgstab, sla.minres):
+        x, info = solver(A, b, rtol=1e-12)
+        xs, _ = solver(S, b, rtol=1e-12)
+        assert info == 0
+        np.testing.assert_allclose(x, xs, rtol=1e-10, err_msg=solver.__name__)
+    Rect = sp.random_array((30, 12), density=0.3, rng=rng).tocsr()
+    x = sla.lsqr(xp.asarray(Rect), np.ones(30), atol=1e-14, btol=1e-14)[0]
+    np.testing.assert_allclose(x, sla.lsqr(Rect, np.ones(30), atol=1e-14, btol=1e-14)[0], rtol=1e-10)
+    v0 = np.ones(n)
+    w = sla.eigsh(A, k=3, which="LA", v0=v0, return_eigenvectors=False)
+    np.testing.assert_allclose(np.sort(w), np.sort(sla.eigsh(S, k=3, which="LA", v0=v0,
+                                                             return_eigenvectors=False)), rtol=1e-10)
+    s = sla.svds(xp.asarray(Rect), k=3, return_singular_vectors=False, rng=0)
+    np.testing.assert_allclose(np.sort(s), np.sort(np.linalg.svd(Rect.toarray(), compute_uv=False))[-3:],
+                               rtol=1e-10)
+
+
+def test_construction_functions():
+    np.testing.assert_array_equal(xp.eye_array(3, 4, k=1).toarray(), sp.eye_array(3, 4, k=1).toarray())
+    np.testing.assert_array_equal(xp.identity(3).toarray(), np.eye(3))
+    cases = [([1.0, 2.0, 3.0], 0, None), ([[1.0, 2.0], [3.0, 4.0, 5.0]], [1, 0], None),
+             ([[1.0], [2.0, 3.0]], [-2, 1], (4, 3)), ([7.0], 2, (3, 5))]
+    for diags, offs, shape in cases:
+        np.testing.assert_array_equal(xp.diags_array(diags, offsets=offs, shape=shape).toarray(),
+                                      sp.diags_array(diags, offsets=offs, shape=shape).toarray())
+    with pytest.raises(ValueError, match="length"):
+        xp.diags_array([[1.0, 2.0]], offsets=[0], shape=(3, 3))
+    with pytest.raises(ValueError, match="repeat"):
+        xp.diags_array([[1.0], [2.0]], offsets=[0, 0], shape=(3, 3))
+    R = xp.random_array((6, 5), density=0.3, rng=42)
+    np.testing.assert_array_equal(R.toarray(), sp.random_array((6, 5), density=0.3, rng=42).toarray())
+    S1, S2 = messy(seed=1).tocsr(), messy(seed=2).tocsr()
+    A1, A2 = xp.asarray(S1), xp.asarray(S2)
+    np.testing.assert_array_equal(xp.hstack([A1, S2]).toarray(), sp.hstack([S1, S2]).toarray())
+    np.testing.assert_array_equal(xp.vstack([A1, A2], dtype=np.float32).toarray(),
+                                  sp.vstack([S1, S2]).toarray().astype(np.float32))
+    np.testing.assert_array_equal(xp.block_diag([A1, A2.T]).toarray(), sp.block_diag([S1, S2.T]).toarray())
+    grid = [[A1, None], [None, A2.T]]
+    np.testing.assert_array_equal(xp.block_array(grid).toarray(),
+                                  sp.block_array([[S1, None], [None, S2.T]]).toarray())
+    with pytest.raises(ValueError, match="at least one block"):
+        xp.block_array([[A1, None], [None, None]])
+    small = messy(3, 2, seed=4).tocsr()
+    np.testing.assert_array_equal(xp.kron(A1, small).toarray(), sp.kron(S1, small).toarray())
+    sq = xp.asarray(messy(3, 3, seed=5))
+    np.testing.assert_array_equal(xp.kronsum(sq, sq.T).toarray(),
+                                  sp.kronsum(messy(3, 3, seed=5), messy(3, 3, seed=5).T).toarray())
+    for got, want in zip(xp.find(A1), sp.find(S1)):
+        np.testing.assert_array_equal(got, want)
+    assert xp.issparse(A1) and xp.issparse(S1) and not xp.issparse(np.eye(2))
+    np.testing.assert_array_equal(xp.tril(A1, k=-1).toarray(), sp.tril(S1, k=-1).toarray())
+    np.testing.assert_array_equal(xp.triu(A1, k=1).toarray(), sp.triu(S1, k=1).toarray())
+    with pytest.raises(ValueError, match="fill value"):
+        xp.block_diag([xp.add(A1, 1.0)])
+    with pytest.raises(ValueError, match="format"):
+        xp.eye_array(3, format="csr")
+    with pytest.raises(ValueError, match="agree"):
+        xp.hstack([A1, A2.T])
+
+
+def test_surface_doc_is_current():
+    res = subprocess.run([sys.executable, str(ROOT / "docs" / "scipy_surface.py"), "--check"],
+                         capture_output=True, text=True, cwd=ROOT, env={"JAX_ENABLE_X64": "1", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr + res.stdout
