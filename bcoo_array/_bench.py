@@ -344,17 +344,24 @@ def _pydata_T(a):
 
 
 def run_case(case: Case, *, repeat: int = 20, libraries=LIBRARIES, operations=OPERATIONS,
-             progress: Callable[[str], None] | None = None) -> list[Result]:
-    """Time every operation on ``case`` with every library; one :class:`Result` per operation."""
+             progress: Callable[[str], None] | None = None, budget_s: float = 10.0) -> list[Result]:
+    """Time every operation on ``case`` with every library; one :class:`Result` per operation.
+
+    The libraries' calls are interleaved (one call of each per round, then
+    the next round), so a change of machine load during the run affects them
+    alike and the ratios stay meaningful on a shared machine.
+    """
     results = {op: Result(case.name, op) for op in operations}
+    ops_by_lib = {}
     for lib in libraries:
         try:
-            ops = _ops_for(case, lib)
+            ops_by_lib[lib] = _ops_for(case, lib)
         except Exception as e:  # a library that cannot even take the matrix
             for op in operations:
                 results[op].errors[lib] = f"{type(e).__name__}: {e}"[:120]
-            continue
-        for op in operations:
+    for op in operations:
+        fns = {}
+        for lib, ops in ops_by_lib.items():
             if progress is not None:
                 progress(f"{case.name}: {op} [{lib}]")
             fn = ops.get(op)
@@ -366,10 +373,22 @@ def run_case(case: Case, *, repeat: int = 20, libraries=LIBRARIES, operations=OP
                     _block(fn())
                     results[op].times[lib] = time.perf_counter() - t0
                 else:
-                    results[op].times[lib] = time_call(fn, repeat)
+                    _block(fn())  # warm-up: compilation and caches
+                    fns[lib] = fn
             except Exception as e:
                 results[op].errors[lib] = f"{type(e).__name__}: {e}"[:120]
-            gc.collect()
+        samples = {lib: [] for lib in fns}
+        start = time.perf_counter()
+        for i in range(repeat):
+            for lib, fn in fns.items():
+                t0 = time.perf_counter()
+                _block(fn())
+                samples[lib].append(time.perf_counter() - t0)
+            if time.perf_counter() - start > budget_s and i >= 2:
+                break
+        for lib, ts in samples.items():
+            results[op].times[lib] = float(np.median(ts))
+        gc.collect()
     return [results[op] for op in operations]
 
 

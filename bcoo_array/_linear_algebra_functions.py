@@ -55,8 +55,9 @@ def _sparse_dense(a: BCOOArray, d):
         s = broadcast_to(s, batch + a.shape[-2:])
         d = jnp.broadcast_to(d, batch + d.shape[-2:])
         nb = len(batch)
-        if s.n_batch != nb:
-            s = update_layout(s, nb, min(s.n_dense, 2))
+        if s.n_batch != nb or s.n_dense:
+            # bcoo_dot_general contracts sparse dimensions only: make the last one sparse.
+            s = update_layout(s, nb, 0)
         mat = jsparse.BCOO((s.data, s.indices), shape=s.shape)
         dims = (([s.ndim - 1], [d.ndim - 2]), (list(range(nb)), list(range(nb))))
         out = jsparse.bcoo_dot_general(mat, d, dimension_numbers=dims)
@@ -66,20 +67,30 @@ def _sparse_dense(a: BCOOArray, d):
     return out
 
 
+_SCIPY_SPGEMM_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
+
 def _spgemm(a: BCOOArray, b: BCOOArray) -> BCOOArray:
     """Sparse @ sparse for 2-D, zero-filled, n_batch = n_dense = 0 operands with concrete indices."""
     a = update_layout(a, 0, 0)._canonical()
     b = update_layout(b, 0, 0)._canonical()
     m, k = a.shape
     n = b.shape[1]
+    if (is_concrete(a.data, b.data) and a.dtype in _SCIPY_SPGEMM_DTYPES and b.dtype == a.dtype
+            and jax.default_backend() == "cpu"):
+        # Eager, on CPU, nothing to differentiate: scipy's SMMP SpGEMM (Bank & Douglas) on the
+        # canonical buffers. It drops products that cancel to exactly 0 (the value is the same)
+        # and leaves columns unsorted within rows: the result is flagged unsorted and gets
+        # sorted only if a later operation needs it.
+        from ._convert.scipy import from_scipy, to_scipy
+
+        return from_scipy(to_scipy(a, "csr") @ to_scipy(b, "csr"))
     ia = np.asarray(a.indices)
     ib = np.asarray(b.indices)
     va = np.nonzero((ia[:, 0] < m) & (ia[:, 1] < k))[0]
     vb = np.nonzero((ib[:, 0] < k) & (ib[:, 1] < n))[0]
     a_pos, b_pos, seg, rows, cols = spgemm_plan(ia[va, 0], ia[va, 1], ib[vb, 0], ib[vb, 1], k, n)
     prods = a.data[jnp.asarray(va[a_pos])] * b.data[jnp.asarray(vb[b_pos])]
-    import jax
-
     data = jax.ops.segment_sum(prods, jnp.asarray(seg), num_segments=rows.size, indices_are_sorted=False)
     idt = index_dtype_for((m, n))
     indices = jnp.asarray(np.stack([rows, cols], axis=1).astype(idt))

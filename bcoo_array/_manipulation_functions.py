@@ -232,6 +232,11 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> BCOOArray:
         raise ValueError(f"cannot reshape an array of size {x.size} into shape {shape}")
     if shape == x.shape:
         return x
+    if x.size == 0:
+        # Nothing can be stored in a zero-size array (np.unravel_index refuses the shape).
+        return BCOOArray._from_buffers(jnp.zeros((0,), x.dtype), jnp.zeros((0, len(shape)), index_dtype_for(shape)),
+                                       shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                       indices_sorted=True, unique_indices=True)
     c = to_coo(x)
     idx = c.indices
     nse = idx.shape[0]

@@ -56,6 +56,7 @@ def array_function(self, func, types, args, kwargs):
     return entry.impl(*args, **kwargs)
 
 
+_NO_DEFAULT = object()
 _UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": None, "where": True}
 
 
@@ -64,7 +65,8 @@ def _check_ufunc_kwargs(ufunc, kwargs, allowed=()):
     for k, v in kwargs.items():
         if k in ("out", "dtype") or k in allowed:
             continue
-        if k in _UFUNC_DEFAULTS and (v is _UFUNC_DEFAULTS[k] or v == _UFUNC_DEFAULTS[k]):
+        default = _UFUNC_DEFAULTS.get(k, _NO_DEFAULT)
+        if v is default or (isinstance(v, (str, bool)) and type(v) is type(default) and v == default):
             continue
         raise TypeError(f"numpy.{ufunc.__name__}(): {k}={v!r} is not supported for BCOOArray")
 

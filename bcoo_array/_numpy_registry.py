@@ -613,10 +613,25 @@ def _np_linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 # -- FFT -------------------------------------------------------------------------------------
 
 
+#: Transforms whose array API version takes complex input only; NumPy takes
+#: real input too (as complex with zero imaginary part).
+_COMPLEX_INPUT = ("fft", "ifft", "fftn", "ifftn", "hfft", "irfft", "irfftn")
+
+
+def _fft_input(name, a):
+    x = sparse_arg(a)
+    if name in _COMPLEX_INPUT and x.dtype.kind != "c":
+        xp = _xp()
+        dt = xp.complex128 if x.dtype in (xp.float64, xp.int64, xp.uint64) else (
+            xp.complex64 if x.dtype.kind == "f" else xp.__array_namespace_info__().default_dtypes()["complex floating"])
+        x = xp.astype(x, dt)
+    return x
+
+
 def _fft1(name: str) -> Callable:
     def impl(a, n=None, axis=-1, norm=None, out=None):
         reject_out(out, f"fft.{name}")
-        return getattr(_xp().fft, name)(sparse_arg(a), n=n, axis=axis, norm="backward" if norm is None else norm)
+        return getattr(_xp().fft, name)(_fft_input(name, a), n=n, axis=axis, norm="backward" if norm is None else norm)
 
     impl.__name__ = name
     return impl
@@ -625,7 +640,8 @@ def _fft1(name: str) -> Callable:
 def _fftn(name: str) -> Callable:
     def impl(a, s=None, axes=None, norm=None, out=None):
         reject_out(out, f"fft.{name}")
-        return getattr(_xp().fft, name)(sparse_arg(a), s=s, axes=axes, norm="backward" if norm is None else norm)
+        return getattr(_xp().fft, name)(_fft_input(name, a), s=s, axes=axes,
+                                        norm="backward" if norm is None else norm)
 
     impl.__name__ = name
     return impl
@@ -716,7 +732,7 @@ FUNCTIONS: dict[Callable, Entry] = {
     np.size: Entry(_np_size, (), "int"),
     # indexing
     np.take: Entry(_np_take, ("take",), SPARSE),
-    np.take_along_axis: Entry(_np_take_along_axis, ("take_along_axis",), SPARSE),
+    np.take_along_axis: Entry(_np_take_along_axis, ("take_along_axis",), DENSE),
     np.diagonal: Entry(_nf.diagonal, ("take",), SPARSE),
     np.trace: Entry(_nf.trace, ("take", "sum"), DENSE),
     # creation and data types

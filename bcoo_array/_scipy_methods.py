@@ -43,10 +43,10 @@ def _xp():
 
 
 def _host(x):
-    """NumPy value of a jax array (or a jax array while tracing)."""
+    """NumPy value (a fresh, writable array, as scipy returns) of a jax array; the jax array while tracing."""
     if isinstance(x, jax.core.Tracer):
         return x
-    out = np.asarray(x)
+    out = np.array(x)
     return out[()] if out.ndim == 0 else out
 
 
@@ -406,10 +406,13 @@ class ScipyMethodsMixin:
     def sum(self, axis=None, dtype=None, out=None):
         """Sum over all entries (a NumPy scalar) or along ``axis`` (a 1-D NumPy array), as scipy's sparray ``sum``.
 
-        Integer sums accumulate in the default integer dtype (NumPy's rule).
+        Integer and bool sums accumulate in the default integer dtype (NumPy's rule).
         """
         xp = _xp()
-        res = xp.sum(self, axis=self._axis(axis, "sum"), dtype=dtype)
+        from . import _dtypes
+
+        src = self.astype(_dtypes.default_int()) if self.dtype.kind == "b" and dtype is None else self
+        res = xp.sum(src, axis=self._axis(axis, "sum"), dtype=dtype)
         return _store(_host(res.todense()), out)
 
     def mean(self, axis=None, dtype=None, out=None):

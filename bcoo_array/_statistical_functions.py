@@ -162,10 +162,12 @@ def _var(x: BCOOArray, axes, correction, keepdims) -> BCOOArray:
     cnt = jax.ops.segment_sum(jnp.ones(nse, c.dtype), seg, num_segments=n_out, indices_are_sorted=True)
     s1 = jax.ops.segment_sum(d, seg, num_segments=n_out, indices_are_sorted=True)
     n_f = jnp.asarray(n, c.dtype)
-    m = (s1 + (n_f - cnt) * f) / n_f
-    dev = d - m[jnp.clip(seg, 0, max(n_out - 1, 0))] if n_out else d
+    miss = n_f - cnt  # unstored entries per slice; 0 * NaN-fill must stay 0
+    zero = jnp.zeros((), c.dtype)
+    m = (s1 + jnp.where(miss > 0, miss * f, zero)) / n_f
+    dev = d - m[jnp.clip(seg, 0, n_out - 1)] if n_out else d  # (builtin max is shadowed here)
     s2 = jax.ops.segment_sum(dev * dev, seg, num_segments=n_out, indices_are_sorted=True)
-    s2 = s2 + (n_f - cnt) * (f - m) ** 2
+    s2 = s2 + jnp.where(miss > 0, miss * (f - m) ** 2, zero)
     dof = jnp.asarray(n - correction, c.dtype)
     vals = s2 / dof
     # An all-unstored slice: mean == fill, every deviation (fill - fill).

@@ -104,7 +104,7 @@ def test_binary_sparse_sparse(data):
         _check(jax.jit(fn)(a.arr, b.arr), expected, exact, dt)
 
 
-@settings(max_examples=20)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_binary_broadcasting(data):
     name = data.draw(st.sampled_from(["add", "multiply", "maximum", "equal"]), label="name")
@@ -125,7 +125,7 @@ def test_binary_broadcasting(data):
     _check(jax.jit(fn)(b.arr, a.arr), _np(oracle, b.dense, a.dense), exact, dt)
 
 
-@settings(max_examples=20)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_binary_sparse_dense(data):
     name = data.draw(st.sampled_from(["add", "multiply", "divide", "less", "maximum"]), label="name")
@@ -165,12 +165,13 @@ def test_binary_sparse_scalar(data):
     out = fn(c.arr, s)
     _check(out, expected, exact, dt)
     want_fill = _np(oracle, c.fill, dt.type(s))
-    assert same_scalar(out.fill_value, want_fill) if exact else np.allclose(out.fill_value, want_fill, equal_nan=True)
+    if out.n_sparse:  # a dense-layout result stores everything; its fill is unused
+        assert same_scalar(out.fill_value, want_fill) if exact else np.allclose(out.fill_value, want_fill, equal_nan=True)
     _check(fn(s, c.arr), _np(oracle, dt.type(s), c.dense), exact, dt)
     _check(jax.jit(lambda a: fn(a, s))(c.arr), expected, exact, dt)
 
 
-@settings(max_examples=15)
+@settings(max_examples=8)
 @given(cases(dtypes=(np.dtype(np.int32), np.dtype(np.float64)), max_ndim=3))
 def test_operators(c):
     a = c.arr
@@ -197,25 +198,20 @@ def test_exp_of_zero_filled_has_fill_one():
 def test_sparse_sparse_union_memory():
     """A*B of two 20000x20000 matrices with 10**5 random entries each: the
     pattern union is O(nse_a + nse_b); an nse_a x nse_b intermediate (10**10
-    entries) could not be allocated. The result matches scipy."""
+    entries, 80 GB) could not be allocated. The result matches scipy."""
     import scipy.sparse as sp
 
     rng = np.random.default_rng(0)
     n, nnz = 20000, 100_000
     A = sp.random_array((n, n), density=nnz / n**2, format="coo", rng=rng, dtype=np.float64)
     B = sp.random_array((n, n), density=nnz / n**2, format="coo", rng=rng, dtype=np.float64)
-    # force overlap so the product is not empty
-    B = (B + sp.coo_array((np.ones(1000), (A.row[:1000], A.col[:1000])), shape=(n, n))).tocoo()
-    a = xp.from_scipy(A)
-    b = xp.from_scipy(B)
-    prod = a * b
-    expected = A.multiply(B).tocoo()
-    expected.sum_duplicates()
-    got = xp.to_scipy(prod).tocsr()
+    # overlap the patterns in 1000 places so the product is not empty
+    B = sp.coo_array((np.concatenate([B.data, np.ones(1000)]),
+                      (np.concatenate([B.row, A.row[:1000]]), np.concatenate([B.col, A.col[:1000]]))), shape=(n, n))
+    out = xp.from_scipy(A) * xp.from_scipy(B)
+    assert out.nse <= A.nnz + B.nnz
+    got = xp.to_scipy(out).tocsr()
+    expected = A.tocsr().multiply(B.tocsr()).tocsr()
+    assert abs(got - expected).max() == 0
     got.eliminate_zeros()
-    diff = abs(got - expected.tocsr())
-    assert diff.max() < 1e-12
-    assert got.nnz == expected.nnz
-    s = a + b
-    np.testing.assert_allclose(xp.to_scipy(s).tocsr().toarray()[:50, :50], (A + B).toarray()[:50, :50])
-    assert abs(xp.to_scipy(s).tocsr() - (A + B).tocsr()).max() < 1e-12
+    assert got.nnz == expected.nnz >= 1000

@@ -119,7 +119,7 @@ CASES = [
     (np.argsort, lambda c: np.argsort(c(a), axis=0, kind="stable"), None),
     (np.unique, lambda c: np.unique(c(ints)), None),
     (np.unique, lambda c: np.unique(c(ints), return_index=True, return_inverse=True, return_counts=True), None),
-    (np.unique_values, lambda c: np.unique_values(c(ints)), None),
+    (np.unique_values, lambda c: np.unique_values(c(ints)), np.sort),  # order unspecified
     (np.unique_counts, lambda c: np.unique_counts(c(ints)), _fields),
     (np.unique_inverse, lambda c: np.unique_inverse(c(ints)), _fields),
     (np.unique_all, lambda c: np.unique_all(c(ints)), _fields),
@@ -253,7 +253,7 @@ CASES = [
     (np.fft.fftn, lambda c: np.fft.fftn(c(a)), None),
     (np.fft.ifftn, lambda c: np.fft.ifftn(c(a), axes=(1,)), None),
     (np.fft.rfftn, lambda c: np.fft.rfftn(c(a)), None),
-    (np.fft.irfftn, lambda c: np.fft.irfftn(c(a), s=(3, 6)), None),
+    (np.fft.irfftn, lambda c: np.fft.irfftn(c(a), s=(3, 6), axes=(0, 1)), None),
     (np.fft.fftshift, lambda c: np.fft.fftshift(c(a)), None),
     (np.fft.ifftshift, lambda c: np.fft.ifftshift(c(a), axes=1), None),
 ]
@@ -450,7 +450,7 @@ def test_unsupported_keywords_are_refused():
         np.reshape(A, (4, 3), order="F")
     with pytest.raises(TypeError, match="mode="):
         np.take(A, [0], axis=0, mode="clip")
-    with pytest.raises(TypeError, match="two operands"):
+    with pytest.raises(TypeError, match="at most two"):
         np.einsum("ij,jk,kl->il", A, A.T, A)
     with pytest.raises(TypeError, match="ellipsis"):
         np.einsum("...j->...", A)

@@ -17,6 +17,8 @@ import weakref
 from collections import OrderedDict
 from typing import Any, Callable
 
+import jax
+
 
 class IdentityCache:
     """An LRU map from ``(buffers..., static key)`` to a plan, weak in the buffers.
@@ -48,7 +50,10 @@ class IdentityCache:
             if hit is not None and all(r() is b for r, b in zip(hit[0], buffers)):
                 self._entries.move_to_end(key)
                 return hit[1]
-        value = compute()
+        # Plans are constants even when first asked for inside a trace (jit,
+        # custom_linear_solve): compute them eagerly so no tracer is cached.
+        with jax.ensure_compile_time_eval():
+            value = compute()
         try:
             refs = tuple(weakref.ref(b, self._dropper(key)) for b in buffers)
         except TypeError:  # not weakly referenceable: do not cache

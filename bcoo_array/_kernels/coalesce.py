@@ -50,6 +50,17 @@ def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str
     With concrete indices the new nse is the largest number of distinct
     indices in any batch; while tracing it stays the input nse (padded).
     """
+    if n_batch == 0 and indices.shape[-1] > 0 and is_concrete(indices):
+        # No batch, concrete indices: plan with NumPy (linear-time counting sort for
+        # 2-D), then apply it in one compiled call; a pure permutation (no duplicate)
+        # is a single gather.
+        p = group_numpy(np.asarray(indices), sparse_sizes(shape, n_batch, n_dense))
+        n_valid = int(np.count_nonzero(p.segment < p.n_out))
+        if n_valid == p.n_out:
+            out = _apply_permutation(data, jnp.asarray(p.order[:p.n_out]))
+        else:
+            out = _apply_plan(data, jnp.asarray(p.order), jnp.asarray(p.segment), p.n_out, reduce)
+        return out, jnp.asarray(p.out_indices.astype(indices.dtype, copy=False))
     db, ib = flatten_batch(data, indices, shape, n_batch)
     if ib.shape[2] == 0:
         # No sparse dimension: every entry sits at (), so at most one survives
@@ -59,17 +70,6 @@ def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str
             v, axis=axis, keepdims=keepdims, dtype=v.dtype))
         out = red(db, axis=1, keepdims=True)[:, :keep]
         return unflatten_batch(out, ib[:, :keep], shape, n_batch)
-    if db.shape[0] == 1 and is_concrete(ib):
-        # One batch, concrete indices: plan with NumPy (linear-time counting sort for
-        # 2-D), then apply it in one compiled call; a pure permutation (no duplicate)
-        # is a single gather.
-        p = group_numpy(np.asarray(ib)[0], sparse_sizes(shape, n_batch, n_dense))
-        n_valid = int(np.count_nonzero(p.segment < p.n_out))
-        if n_valid == p.n_out:
-            out = _apply_permutation(db, jnp.asarray(p.order[:p.n_out]))
-        else:
-            out = _apply_plan(db, jnp.asarray(p.order), jnp.asarray(p.segment), p.n_out, reduce)
-        return unflatten_batch(out, jnp.asarray(p.out_indices.astype(indices.dtype)[None]), shape, n_batch)
     plan = group_batched(ib, sparse_sizes(shape, n_batch, n_dense))
     n_out = plan.n_out
     out = jax.vmap(lambda d, o, s: segment_reduce(d[o], s, n_out, reduce))(db, plan.order, plan.segment)
@@ -77,13 +77,13 @@ def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str
 
 
 @jax.jit
-def _apply_permutation(db, order):
-    return db[:, order]
+def _apply_permutation(data, order):
+    return data[order]
 
 
 @partial(jax.jit, static_argnames=("n_out", "reduce"))
-def _apply_plan(db, order, segment, n_out: int, reduce: str):
-    return jax.vmap(lambda d: segment_reduce(d[order], segment, n_out, reduce))(db)
+def _apply_plan(data, order, segment, n_out: int, reduce: str):
+    return segment_reduce(data[order], segment, n_out, reduce)
 
 
 def todense(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool):

@@ -18,10 +18,13 @@ import numpy as np
 def coo_matmat(data, rows, cols, x, m: int, rows_sorted: bool = False):
     """``A @ x`` for a 2-D COO matrix ``A`` given by ``(data, rows, cols)`` with ``m`` rows.
 
-    Padding entries (row index ``m``) are dropped by the segment sum.
+    Padding entries (row index ``m`` or column index ``x.shape[0]``) add
+    nothing, whatever garbage (even NaN) they hold.
     """
     xv = jnp.take(x, cols, axis=0, mode="clip") if x.shape[0] else jnp.zeros((cols.shape[0],) + x.shape[1:], x.dtype)
     prod = (data.reshape(data.shape + (1,) * (x.ndim - 1)) * xv)
+    col_ok = (cols < x.shape[0]).reshape(cols.shape + (1,) * (x.ndim - 1))
+    prod = jnp.where(col_ok, prod, jnp.zeros((), prod.dtype))
     return jax.ops.segment_sum(prod, rows, num_segments=m, indices_are_sorted=rows_sorted)
 
 

@@ -27,7 +27,8 @@ def repeat_reduce(value, n, op: str):
     if op == "sum":
         if value.dtype == jnp.bool_:
             return value & (n > 0)
-        return value * jnp.asarray(n).astype(value.dtype)
+        # where, not a bare product: n == 0 copies of NaN or inf sum to 0, not NaN
+        return jnp.where(jnp.asarray(n) > 0, value * jnp.asarray(n).astype(value.dtype), jnp.zeros((), value.dtype))
     if op == "prod":
         if value.dtype == jnp.bool_:
             return value | (n == 0)

@@ -4,9 +4,10 @@ entry in either input. Memory is O(nse_a + nse_b): no nse_a x nse_b products.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
-
 import numpy as np
 
 from .._layout import is_concrete
@@ -59,6 +60,10 @@ def _union_numpy(a: np.ndarray, b: np.ndarray, sizes: tuple[int, ...]):
     The inputs are sorted, so the stable sort of their concatenation is one
     merge (NumPy's timsort finds the two runs; 2-D uses a counting sort).
     """
+    if len(sizes) == 2:
+        out = _union_csr(a, b, sizes)
+        if out is not None:
+            return out
     na = a.shape[0]
     p = group_numpy(np.concatenate([a, b]), sizes)
     n_out = p.n_out
@@ -71,6 +76,107 @@ def _union_numpy(a: np.ndarray, b: np.ndarray, sizes: tuple[int, ...]):
     pos_a[0, where[:na]] = np.arange(na, dtype=np.int32)
     pos_b[0, where[na:]] = np.arange(where.size - na, dtype=np.int32)
     return jnp.asarray(p.out_indices[None]), jnp.asarray(pos_a[:, :n_out]), jnp.asarray(pos_b[:, :n_out])
+
+
+def union_apply_2d(fn, dx, ix, dy, iy, shape, fill_x, fill_y):
+    """``fn`` over the union of two canonical 2-D patterns with concrete indices, or None.
+
+    Parameters
+    ----------
+    fn : callable
+        Elementwise binary function of two arrays (a stable object: it is a
+        static argument of the compiled kernel).
+    dx, dy : (nse_x,), (nse_y,) arrays
+        Values (may be traced).
+    ix, iy : (nse_x, 2), (nse_y, 2) concrete integer arrays
+        Canonical (sorted, unique, padding last) indices.
+    shape : (m, n)
+    fill_x, fill_y : scalars
+        The operands' fill values (used where one side does not store an entry).
+
+    Returns
+    -------
+    (data, indices) or None
+        The values on the sorted union and its indices; None when the inputs
+        are not canonical (the caller then takes the general path).
+    """
+    out = _union_csr(np.asarray(ix), np.asarray(iy).astype(np.asarray(ix).dtype, copy=False), shape, batch=False)
+    if out is None:
+        return None
+    idx, pos_x, pos_y = out
+    data = _apply_union(fn, dx, dy, jnp.asarray(pos_x), jnp.asarray(pos_y),
+                        np.asarray(fill_x, dx.dtype), np.asarray(fill_y, dy.dtype))
+    return data, jnp.asarray(idx)
+
+
+@partial(jax.jit, static_argnames=("fn",))
+def _apply_union(fn, dx, dy, pos_x, pos_y, fill_x, fill_y):
+    def take(d, pos, fill):
+        if d.shape[0] == 0:
+            return jnp.broadcast_to(fill, pos.shape)
+        return jnp.where(pos >= 0, d.at[jnp.maximum(pos, 0)].get(mode="promise_in_bounds"), fill)
+
+    return fn(take(dx, pos_x, fill_x), take(dy, pos_y, fill_y))
+
+
+def _canonical_prefix(idx: np.ndarray, sizes) -> int | None:
+    """Number of valid entries if they come first with non-decreasing rows (else None)."""
+    m, n = sizes
+    valid = (idx[:, 0] < m) & (idx[:, 1] < n) & (idx[:, 0] >= 0) & (idx[:, 1] >= 0)
+    nv = int(np.count_nonzero(valid))
+    if not valid[:nv].all():
+        return None
+    rows = idx[:nv, 0]
+    return nv if bool(np.all(rows[1:] >= rows[:-1])) else None
+
+
+def _union_csr(a: np.ndarray, b: np.ndarray, sizes, batch: bool = True):
+    """2-D pattern union by scipy's linear CSR merge (``csr_plus_csr``), or None if not canonical.
+
+    Each operand's entries are numbered ``1..na`` and ``(1..nb) * (na + 1)``
+    as int64 CSR values; their sum at an output entry decodes to the entry
+    numbers of both sides (0 = absent), so one scipy addition gives the
+    sorted union and both position maps.
+    """
+    import scipy.sparse as sp
+
+    m, n = (int(s) for s in sizes)
+    na, nb = _canonical_prefix(a, sizes), _canonical_prefix(b, sizes)
+    if na is None or nb is None or (na + 1) * (nb + 1) >= 2**62 or max(m, n, na, nb) >= 2**31 - 1:
+        return None
+
+    def csr(idx, nv, vals):
+        indptr = np.zeros(m + 1, np.int32)
+        np.cumsum(np.bincount(idx[:nv, 0], minlength=m), out=indptr[1:])
+        out = sp.csr_array((vals, idx[:nv, 1].astype(np.int32), indptr), shape=(m, n), copy=False)
+        out.has_canonical_format = True  # rows sorted and (canonical operands) columns sorted, unique
+        return out
+
+    if not _columns_sorted(a, na) or not _columns_sorted(b, nb):
+        return None
+    A = csr(a, na, np.arange(1, na + 1, dtype=np.int64))
+    B = csr(b, nb, np.arange(1, nb + 1, dtype=np.int64) * (na + 1))
+    C = A + B
+    if not C.has_sorted_indices:
+        C.sort_indices()
+    code = C.data
+    pos_b, pos_a = np.divmod(code, na + 1)
+    rows = np.repeat(np.arange(m, dtype=a.dtype), np.diff(C.indptr))
+    out_idx = np.stack([rows, C.indices.astype(a.dtype, copy=False)], axis=1)
+    pos_a = (pos_a - 1).astype(np.int32)
+    pos_b = (pos_b - 1).astype(np.int32)
+    if not batch:
+        return out_idx, pos_a, pos_b
+    return jnp.asarray(out_idx[None]), jnp.asarray(pos_a[None]), jnp.asarray(pos_b[None])
+
+
+def _columns_sorted(idx: np.ndarray, nv: int) -> bool:
+    """Whether the first ``nv`` entries (rows non-decreasing) have strictly increasing columns in each row."""
+    if nv < 2:
+        return True
+    r, c = idx[:nv, 0], idx[:nv, 1]
+    same_row = r[1:] == r[:-1]
+    return bool(np.all(~same_row | (c[1:] > c[:-1])))
 
 
 def take_or_fill(data, pos, fill):

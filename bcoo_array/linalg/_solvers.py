@@ -90,8 +90,10 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | No
     Returns
     -------
     x : jax.Array, shape of ``b``
-    info : None
-        JAX's solvers report no convergence flag; check ``norm(A @ x - b)``.
+    info : None or jax.Array
+        What JAX reports: None for ``cg`` and ``bicgstab`` (no convergence
+        flag; check ``norm(A @ x - b)``); for ``gmres`` 0, or -1 when the
+        solution holds NaN.
 
     Raises
     ------

@@ -1,0 +1,228 @@
+"""The performance fast paths (concrete 2-D indices) against dense NumPy and
+against the general (traced) path: SpMV/SpMM through cached row plans, sums
+over one axis, canonicalisation by counting sort, pattern union, scipy CSR
+export, the identity cache, and the benchmark runner itself.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import bcoo_array as xp
+from bcoo_array import BCOOArray
+from bcoo_array._kernels.cache import IdentityCache
+from bcoo_array._kernels.plan import _linear_key, _stable_order, group_numpy
+
+
+def messy_matrix(rng, m, n, nse, dtype=np.float64, pad=3, dup=True):
+    """A 2-D BCOOArray with duplicates, random order and padding, and its dense value."""
+    rows = rng.integers(0, m, nse)
+    cols = rng.integers(0, n, nse)
+    if dup and nse > 2:
+        rows[1] = rows[0]
+        cols[1] = cols[0]
+    if np.dtype(dtype).kind == "c":
+        vals = (rng.integers(-4, 5, nse) + 1j * rng.integers(-4, 5, nse)).astype(dtype)
+    else:
+        vals = rng.integers(-4, 5, nse).astype(dtype)
+    dense = np.zeros((m, n), dtype)
+    np.add.at(dense, (rows, cols), vals)
+    # padding entries: an index equal to the dimension size, holding garbage.
+    prow = np.concatenate([rows, np.full(pad, m), rng.integers(0, m, pad)])
+    pcol = np.concatenate([cols, rng.integers(0, n, pad), np.full(pad, n)])
+    pval = np.concatenate([vals, np.full(2 * pad, 7, dtype)])
+    order = rng.permutation(prow.size)
+    idx = np.stack([prow[order], pcol[order]], axis=1)
+    return BCOOArray((jnp.asarray(pval[order]), jnp.asarray(idx)), shape=(m, n)), dense
+
+
+@pytest.mark.parametrize("dtype,k", [(np.float64, None), (np.float64, 8), (np.float32, 3), (np.complex128, 8),
+                                     (np.complex64, None), (np.int32, 1), (np.int64, 8)])
+def test_matmul_fast_path_matches_dense(dtype, k):
+    rng = np.random.default_rng(0)
+    A, dense = messy_matrix(rng, 13, 11, 40, dtype)
+    x = rng.integers(-3, 4, (11,) if k is None else (11, k)).astype(dtype)
+    out = A @ jnp.asarray(x)
+    assert out.shape == (dense @ x).shape
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(np.asarray(out.todense()), dense @ x, rtol=1e-5)
+    # the general path (traced indices) gives the same values
+    traced = jax.jit(lambda a, v: (a @ v).todense())(A, jnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(traced), dense @ x, rtol=1e-5)
+
+
+def test_matmul_fast_path_empty_and_all_padding():
+    A = BCOOArray((jnp.zeros(2), jnp.asarray([[4, 0], [0, 5]])), shape=(4, 5))
+    np.testing.assert_array_equal(np.asarray((A @ jnp.ones(5)).todense()), np.zeros(4))
+    np.testing.assert_array_equal(np.asarray((A @ jnp.ones((5, 6))).todense()), np.zeros((4, 6)))
+    E = BCOOArray((jnp.zeros(0), jnp.zeros((0, 2), jnp.int32)), shape=(0, 3))
+    assert (E @ jnp.ones(3)).shape == (0,)
+
+
+def test_matmul_fast_path_grad_and_vmap():
+    rng = np.random.default_rng(1)
+    A, dense = messy_matrix(rng, 9, 7, 25)
+    x = jnp.asarray(rng.standard_normal(7))
+    X = jnp.asarray(rng.standard_normal((7, 5)))
+    # gradient with respect to the dense operand, A closed over (fast path under grad)
+    g = jax.grad(lambda v: jnp.sum((A @ v).todense() ** 2))(x)
+    np.testing.assert_allclose(np.asarray(g), 2 * dense.T @ (dense @ np.asarray(x)), rtol=1e-10)
+    gX = jax.grad(lambda v: jnp.sum((A @ v).todense() ** 2))(X)
+    np.testing.assert_allclose(np.asarray(gX), 2 * dense.T @ (dense @ np.asarray(X)), rtol=1e-10)
+    # gradient with respect to the stored values, indices concrete
+    idx = A.indices
+
+    def f(d):
+        return jnp.sum((BCOOArray((d, idx), shape=A.shape) @ X).todense())
+
+    gd = jax.grad(f)(A.data)
+    ind = np.asarray(idx)
+    valid = (ind[:, 0] < 9) & (ind[:, 1] < 7)
+    expect = np.where(valid, np.asarray(X).sum(axis=1)[np.minimum(ind[:, 1], 6)], 0.0)
+    np.testing.assert_allclose(np.asarray(gd), expect, rtol=1e-10)
+    # vmap over right-hand sides
+    V = jnp.asarray(rng.standard_normal((4, 7)))
+    out = jax.vmap(lambda v: (A @ v).todense())(V)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(V) @ dense.T, rtol=1e-10)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_sum_axis_fast_path(axis, dtype):
+    rng = np.random.default_rng(2)
+    A, dense = messy_matrix(rng, 12, 9, 30, dtype)
+    out = xp.sum(A, axis=axis)
+    np.testing.assert_array_equal(np.asarray(out.todense()), dense.sum(axis=axis))
+    # the stored pattern is the set of kept indices holding an entry, sorted
+    c = A.sum_duplicates()
+    ind = np.asarray(c.indices)
+    keep = ind[(ind[:, 0] < 12) & (ind[:, 1] < 9), 1 - axis]
+    got = np.asarray(out.indices)[:, 0]
+    np.testing.assert_array_equal(got[got < dense.shape[1 - axis]], np.unique(keep))
+    traced = jax.jit(lambda a: xp.sum(a, axis=axis).todense())(A)
+    np.testing.assert_array_equal(np.asarray(traced), dense.sum(axis=axis))
+
+
+def test_sum_duplicates_and_transpose_canonical():
+    rng = np.random.default_rng(3)
+    for m, n, nse in [(40, 30, 2000), (5, 4, 10)]:
+        A, dense = messy_matrix(rng, m, n, nse)
+        c = A.sum_duplicates()
+        ind = np.asarray(c.indices)
+        assert c.indices_sorted and c.unique_indices
+        key = ind[:, 0].astype(np.int64) * n + ind[:, 1]
+        assert np.all(np.diff(key) > 0)
+        np.testing.assert_array_equal(np.asarray(c.todense()), dense)
+        t = c.T.sum_duplicates()
+        tind = np.asarray(t.indices)
+        tkey = tind[:, 0].astype(np.int64) * m + tind[:, 1]
+        assert np.all(np.diff(tkey) > 0)
+        np.testing.assert_array_equal(np.asarray(t.todense()), dense.T)
+
+
+@pytest.mark.parametrize("runs", [1, 2, 10, 500])
+def test_stable_order_matches_argsort(runs):
+    rng = np.random.default_rng(runs)
+    n, sizes = 5000, (700, 900)
+    idx = np.stack([rng.integers(0, sizes[0], n), rng.integers(0, sizes[1], n)], axis=1)
+    # ``runs`` sorted runs
+    parts = np.array_split(idx, runs)
+    idx = np.concatenate([p[np.argsort(_linear_key(p, sizes), kind="stable")] for p in parts])
+    key = _linear_key(idx, sizes)
+    np.testing.assert_array_equal(_stable_order(idx, sizes, key), np.argsort(key, kind="stable"))
+    # a transposed canonical matrix (sorted by column): the one-pass case
+    t = idx[np.lexsort((idx[:, 0], idx[:, 1]))]
+    tk = _linear_key(t, sizes)
+    np.testing.assert_array_equal(_stable_order(t, sizes, tk), np.argsort(tk, kind="stable"))
+
+
+def test_group_numpy_with_padding():
+    idx = np.array([[2, 1], [0, 0], [3, 0], [2, 1], [0, 5]])
+    p = group_numpy(idx, (3, 5))
+    assert p.count == 2
+    np.testing.assert_array_equal(p.out_indices, [[0, 0], [2, 1]])
+    assert np.all(p.segment[-2:] == 2)  # the two padding entries, sorted last
+
+
+@pytest.mark.parametrize("op", ["add", "multiply", "subtract"])
+def test_union_fast_path(op):
+    rng = np.random.default_rng(4)
+    A, da = messy_matrix(rng, 20, 15, 60)
+    B, db = messy_matrix(rng, 20, 15, 50)
+    out = getattr(xp, op)(A, B)
+    np.testing.assert_array_equal(np.asarray(out.todense()), getattr(np, op)(da, db))
+    traced = jax.jit(lambda a, b: getattr(xp, op)(a, b).todense())(A, B)
+    np.testing.assert_array_equal(np.asarray(traced), getattr(np, op)(da, db))
+
+
+def test_to_scipy_csr_fast_path():
+    import scipy.sparse as sp
+
+    from bcoo_array._convert.scipy import to_scipy
+
+    rng = np.random.default_rng(5)
+    A, dense = messy_matrix(rng, 10, 8, 30)
+    c = A.sum_duplicates()
+    s = to_scipy(c, "csr")
+    assert isinstance(s, sp.csr_array) and s.has_canonical_format
+    np.testing.assert_array_equal(s.toarray(), dense)
+    s.data[:] = 0  # the export is a copy: the BCOOArray keeps its values
+    np.testing.assert_array_equal(np.asarray(c.todense()), dense)
+    np.testing.assert_array_equal(to_scipy(A, "csr").toarray(), dense)
+
+
+def test_identity_cache_is_weak_and_exact():
+    cache = IdentityCache(maxsize=2)
+    a = jnp.arange(3)
+    calls = []
+    assert cache.get((a,), "k", lambda: calls.append(1) or "plan") == "plan"
+    assert cache.get((a,), "k", lambda: calls.append(1) or "other") == "plan"
+    assert len(calls) == 1
+    assert cache.get((a,), "k2", lambda: "p2") == "p2"  # the static key is part of the key
+    del a
+    gc.collect()
+    assert len(cache) == 0  # dropped with its buffer
+    for i in range(4):
+        cache.get((jnp.arange(i + 1),), "k", lambda: i)
+    assert len(cache) <= 2
+
+
+def test_bench_runner_smoke(tmp_path):
+    from bcoo_array import _bench
+
+    case = _bench.load_case("random:60:300")
+    assert case.A.nnz == 300 and case.B.nnz == 300 and case.shape == (60, 60)
+    ops = ("SpMV A @ x", "sum(axis=0)", "A + B (canonical)", "to scipy CSR")
+    res = _bench.run_case(case, repeat=2, libraries=("bcoo_array", "scipy"), operations=ops)
+    assert [r.operation for r in res] == list(ops)
+    assert all(r.ratio("bcoo_array") > 0 for r in res), [r.errors for r in res]
+    md = _bench.markdown_table(res, {case.name: case}, bw=1e10, libraries=("bcoo_array", "scipy"))
+    assert md.count("\n") == len(ops) + 1
+    png = _bench.plot(res, tmp_path / "b.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="random:N:NNZ"):
+        _bench.load_case("random:x")
+    with pytest.raises(FileNotFoundError):
+        _bench.load_case("no-such-matrix")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int32])
+def test_sparse_sparse_matmul_eager_and_traced(dtype):
+    rng = np.random.default_rng(6)
+    A, da = messy_matrix(rng, 9, 8, 25, dtype)
+    B, db = messy_matrix(rng, 8, 7, 20, dtype)
+    out = A @ B
+    assert isinstance(out, BCOOArray) and out.n_sparse == 2 and out.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(np.asarray(out.todense()), da @ db, rtol=1e-6)
+    # indices concrete, values traced: the expand-sort-compress plan
+    ia, ib = A.indices, B.indices
+
+    def f(x, y):
+        return (BCOOArray((x, ia), shape=A.shape) @ BCOOArray((y, ib), shape=B.shape)).todense()
+
+    np.testing.assert_allclose(np.asarray(jax.jit(f)(A.data, B.data)), da @ db, rtol=1e-6)

@@ -1,0 +1,115 @@
+"""Reductions (sum, prod, max, min, mean) against dense NumPy: every layout
+and fill value, axis as int / negative int / tuple / None, keepdims, eagerly
+and under ``jax.jit``. Unstored entries count through the fill value.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bcoo_array as xp
+from bcoo_array import BCOOArray
+from _oracle import DTYPES, assert_matches, cases, tol, to_np
+
+_SUM_DT = {np.dtype(np.bool_): np.int64, np.dtype(np.int8): np.int64, np.dtype(np.int32): np.int64,
+           np.dtype(np.uint8): np.uint64}
+
+ORACLE = {
+    "sum": lambda d, axis, keepdims: np.sum(d, axis=axis, keepdims=keepdims, dtype=_SUM_DT.get(d.dtype, d.dtype)),
+    "prod": lambda d, axis, keepdims: np.prod(d, axis=axis, keepdims=keepdims, dtype=_SUM_DT.get(d.dtype, d.dtype)),
+    "max": np.max,
+    "min": np.min,
+    "mean": np.mean,
+}
+DT = {
+    "sum": tuple(d for d in DTYPES if d.kind != "b"),
+    "prod": tuple(d for d in DTYPES if d.kind != "b"),
+    "max": tuple(d for d in DTYPES if d.kind in "iuf"),
+    "min": tuple(d for d in DTYPES if d.kind in "iuf"),
+    "mean": tuple(d for d in DTYPES if d.kind in "fc"),
+}
+
+
+@st.composite
+def axes_for(draw, ndim):
+    """None, an int (maybe negative) or a tuple of distinct axes (maybe negative)."""
+    kind = draw(st.sampled_from(["none", "int", "tuple"])) if ndim else "none"
+    if kind == "none":
+        return None
+    if kind == "int":
+        a = draw(st.integers(0, ndim - 1))
+        return a - ndim if draw(st.booleans()) else a
+    chosen = draw(st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim))
+    return tuple(a - ndim if draw(st.booleans()) else a for a in chosen)
+
+
+@settings(max_examples=40)
+@given(data=st.data())
+def test_reduction(data):
+    name = data.draw(st.sampled_from(sorted(ORACLE)), label="name")
+    c = data.draw(cases(dtypes=DT[name], max_ndim=3), label="x")
+    axis = data.draw(axes_for(c.dense.ndim), label="axis")
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    norm = tuple(range(c.dense.ndim)) if axis is None else (
+        (axis,) if isinstance(axis, int) else axis)
+    if name in ("max", "min") and any(c.dense.shape[a] == 0 for a in norm):
+        with pytest.raises(ValueError):
+            getattr(xp, name)(c.arr, axis=axis, keepdims=keepdims)
+        return
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "mean of empty slice" (NaN is right)
+        expected = np.asarray(ORACLE[name](c.dense, axis=axis, keepdims=keepdims))
+    fn = getattr(xp, name)
+    exact = name in ("max", "min") or c.dense.dtype.kind in "biu"
+    rt = None if exact else tol(c.dense.dtype) * 10
+    out = fn(c.arr, axis=axis, keepdims=keepdims)
+    assert_matches(out, expected, rtol=rt)
+    if data.draw(st.booleans(), label="jit"):
+        out = jax.jit(lambda a: fn(a, axis=axis, keepdims=keepdims))(c.arr)
+        assert_matches(out, expected, rtol=rt)
+
+
+def test_max_counts_unstored_zeros():
+    # every stored value is negative, but each row also has unstored zeros
+    a = BCOOArray((np.array([-3.0, -1.0, -2.0]), np.array([[0, 0], [0, 2], [1, 1]])), shape=(2, 3))
+    assert float(xp.max(a)) == 0.0
+    np.testing.assert_array_equal(to_np(xp.max(a, axis=1)), [0.0, 0.0])
+    np.testing.assert_array_equal(to_np(xp.min(a, axis=0)), [-3.0, -2.0, -1.0])
+    full = BCOOArray((np.array([-3.0, -1.0]), np.array([[0], [1]])), shape=(2,))
+    assert float(xp.max(full)) == -1.0  # nothing unstored: the fill does not count
+
+
+def test_sum_with_nonzero_and_nan_fill():
+    a = BCOOArray((np.array([1.0, 2.0]), np.array([[0, 0], [1, 2]])), shape=(2, 3), fill_value=10.0)
+    np.testing.assert_array_equal(to_np(xp.sum(a, axis=1)), [21.0, 22.0])
+    np.testing.assert_array_equal(to_np(xp.prod(a, axis=0)), [10.0, 100.0, 20.0])
+    n = BCOOArray((np.array([1.0]), np.array([[0]])), shape=(3,), fill_value=np.nan)
+    assert np.isnan(float(xp.sum(n)))
+    m = BCOOArray((np.array([1.0, 2.0, 3.0]), np.array([[0], [1], [2]])), shape=(3,), fill_value=np.nan)
+    assert float(xp.sum(m)) == 6.0  # nothing unstored, the NaN fill never shows
+
+
+def test_reduction_axis_errors():
+    a = BCOOArray.fromdense(np.eye(3))
+    with pytest.raises(IndexError):
+        xp.sum(a, axis=2)
+    with pytest.raises(IndexError):
+        xp.sum(a, axis=-3)
+    with pytest.raises(ValueError):
+        xp.sum(a, axis=(0, -2))
+    with pytest.raises(TypeError):
+        xp.mean(BCOOArray.fromdense(np.eye(2, dtype=np.int32)))
+
+
+def test_sum_dtype_argument():
+    a = BCOOArray.fromdense(np.array([100, 100, 100], np.int8))
+    assert xp.sum(a).dtype == np.int64 and int(xp.sum(a)) == 300
+    assert xp.sum(a, dtype=xp.int8).dtype == np.int8
+    with pytest.raises(TypeError, match="numeric"):  # bool is not numeric in the standard
+        xp.sum(BCOOArray.fromdense(np.array([True, False])))
