@@ -25,6 +25,16 @@ def _device_put(x: BCOOArray, device) -> BCOOArray:
     return x if device is None else x.to_device(device)
 
 
+def _nested_dense(obj):
+    """A nested sequence with its BCOOArray elements densified (the standard lets
+    nested sequences hold arrays, e.g. ``asarray([x[0], x[1]])``)."""
+    if isinstance(obj, BCOOArray):
+        return np.asarray(obj.todense())
+    if isinstance(obj, (list, tuple)):
+        return [_nested_dense(o) for o in obj]
+    return obj
+
+
 def _infer_python_dtype(obj) -> np.dtype:
     arr = np.asarray(obj)
     if arr.dtype.kind == "b":
@@ -97,6 +107,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCO
         if dt is not None:
             x = x.astype(dt)
     else:
+        obj = _nested_dense(obj)
         target = dt if dt is not None else _infer_python_dtype(obj)
         arr = np.asarray(obj)
         if target.kind in "iu" and arr.dtype.kind in "iu":

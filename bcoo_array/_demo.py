@@ -103,7 +103,8 @@ def _sparse_diff(a, b) -> float:
     return float(diff / scale) if scale else float(diff)
 
 
-def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0) -> tuple[str, tuple, list[Row]]:
+def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0,
+        devices: int = 1) -> tuple[str, tuple, list[Row]]:
     """Run the workload; returns the matrix name, its shape and the table rows.
 
     Parameters
@@ -115,6 +116,15 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0) -> tuple[st
         untimed warm-up call that includes JAX's compilation.
     progress : callable, optional
         Called with the name of each step as it starts.
+    devices : int
+        With more than 1, the matrix is row-partitioned over the first
+        ``devices`` JAX devices (:func:`bcoo_array.sharded.shard`) and every
+        operation runs sharded.
+
+    Raises
+    ------
+    ValueError
+        If JAX has fewer than ``devices`` devices.
     """
     import jax
     import jax.numpy as jnp
@@ -129,6 +139,15 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0) -> tuple[st
         S = S.astype(np.int64)
     step("convert")
     A = xp.from_scipy(S)
+    if devices > 1:
+        from jax.sharding import PartitionSpec
+
+        from .sharded import shard
+
+        if len(jax.devices()) < devices:
+            raise ValueError(f"devices={devices} but JAX has {len(jax.devices())} devices; on CPU set "
+                             f"XLA_FLAGS=--xla_force_host_platform_device_count={devices} before JAX starts")
+        A = shard(A, jax.make_mesh((devices,), ("x",), devices=jax.devices()[:devices]), PartitionSpec("x", None))
     rng = np.random.default_rng(seed)
     m, n = S.shape
     dt = S.dtype
@@ -153,7 +172,7 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0) -> tuple[st
     bench("row sums  sum(A, axis=1)", lambda: rowsum(A), lambda: S.sum(axis=1), _rel_diff)
     bench("column sums  sum(A, axis=0)", lambda: colsum(A), lambda: S.sum(axis=0), _rel_diff)
     bench("transpose (canonical)", lambda: A.T.sum_duplicates(), lambda: S.T.tocsr(),
-          lambda b, s: _sparse_diff(xp.BCOOArray.to_scipy(b, "csr") if hasattr(b, "to_scipy")
+          lambda b, s: _sparse_diff(b.to_scipy("csr") if hasattr(b, "to_scipy")
                                     else _to_scipy(b), s))
     if symmetric and m == n and dt.kind == "f" and np.all(S.diagonal() > 0):
         step("CG solve")

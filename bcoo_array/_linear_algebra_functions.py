@@ -43,6 +43,15 @@ def _sparse_dense(a: BCOOArray, d):
     """Dense result of ``a @ d`` for ``a`` of ndim >= 2 and ``d`` of ndim >= 2 (matmul semantics)."""
     from jax.experimental import sparse as jsparse
 
+    if not np.isfinite(a.fill_value):
+        # ``a - fill`` would be NaN at every stored entry (the decomposition below
+        # needs a finite fill): multiply the dense values instead.
+        return jnp.matmul(a.todense(), d)
+    if a.size == 0 or d.size == 0:
+        # An empty operand gives an empty result or empty sums (0); XLA's gathers reject the
+        # zero-size sparse dimensions on the general path.
+        batch = jnp.broadcast_shapes(a.shape[:-2], d.shape[:-2])
+        return jnp.zeros(batch + (a.shape[-2], d.shape[-1]), _dtypes.result_type(a.dtype, d.dtype))
     s = _stored_delta(a)
     if a.ndim == 2 and d.ndim == 2 and s.n_batch == 0 and s.n_dense == 0 and is_concrete(s.indices):
         out = csr_matmat(s.data, s.indices, s.shape, d)[0]
@@ -62,7 +71,7 @@ def _sparse_dense(a: BCOOArray, d):
         dims = (([s.ndim - 1], [d.ndim - 2]), (list(range(nb)), list(range(nb))))
         out = jsparse.bcoo_dot_general(mat, d, dimension_numbers=dims)
     if not _zero_fill(a):
-        colsum = jnp.sum(d, axis=-2, keepdims=True)
+        colsum = jnp.sum(d, axis=-2, keepdims=True, dtype=d.dtype)  # jnp.sum would widen int32
         out = out + jnp.asarray(a.fill_value, out.dtype) * colsum
     return out
 
@@ -293,7 +302,8 @@ def vecdot(x1, x2, /, *, axis=-1) -> BCOOArray:
         raise ValueError("vecdot(): a non-negative axis must be valid for both operands; pass a negative axis")
     ax = axis if axis < 0 else axis - max(a.ndim, b.ndim)
     prodarr = multiply(conj(a), b)
-    return _sum(prodarr, axis=ax)
+    # The standard: the result has the promoted dtype of the operands (no widening as in sum).
+    return _sum(prodarr, axis=ax, dtype=prodarr.dtype)
 
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]

@@ -93,6 +93,11 @@ def broadcast_to(x, /, shape) -> BCOOArray:
     nd = len(shape) - x.ndim
     if nd < 0 or any(s not in (1, t) for s, t in zip(x.shape, shape[nd:])):
         raise ValueError(f"cannot broadcast an array of shape {x.shape} to {shape}")
+    if prod(shape) == 0 and x.n_sparse:
+        # A size-1 sparse dimension broadcast to 0 (or any empty target): nothing is stored.
+        return BCOOArray._from_buffers(jnp.zeros((0,), x.dtype), jnp.zeros((0, len(shape)), index_dtype_for(shape)),
+                                       shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                       indices_sorted=True, unique_indices=True)
     data, indices = x.data, x.indices
     if nd:
         data = data.reshape((1,) * nd + data.shape)

@@ -50,11 +50,6 @@ def _host(x):
     return out[()] if out.ndim == 0 else out
 
 
-def _dense_value(x):
-    """The dense jax value of a BCOOArray result."""
-    return x.todense()
-
-
 @functools.partial(jax.jit, static_argnames=("adjoint",))
 def _apply(a, v, adjoint: bool = False):
     """``a @ v`` (or ``a^H @ v``) for a 2-D BCOOArray ``a`` and a dense ``v``, as a dense jax array."""

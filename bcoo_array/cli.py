@@ -11,14 +11,44 @@ def main() -> None:
     """bcoo_array: sparse arrays in JAX's BCOO layout, with the array API."""
 
 
+_DEVICES_ENV = "BCOO_ARRAY_DEMO_DEVICES"
+
+
+def _ensure_devices(n: int, args: list) -> None:
+    """Make JAX see ``n`` devices: re-run this command in a child process with the XLA flag set.
+
+    JAX reads ``XLA_FLAGS`` once, when its CPU backend starts, and importing
+    bcoo_array already imports JAX; so the flag is set for a fresh child
+    process (marked by an environment variable so it does not loop) and this
+    process exits with the child's status. On GPU/TPU hosts with at least
+    ``n`` real devices nothing needs to change and the flag only affects CPU.
+    """
+    import os
+    import subprocess
+    import sys
+
+    if os.environ.get(_DEVICES_ENV) == str(n):
+        return
+    env = dict(os.environ)
+    env[_DEVICES_ENV] = str(n)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={n}").strip()
+    code = "import sys; from bcoo_array.cli import main; sys.exit(main())"
+    sys.exit(subprocess.call([sys.executable, "-c", code] + list(args) + ["--devices", str(n)], env=env))
+
+
 @main.command()
 @click.argument("matrix", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--repeat", default=5, show_default=True, help="Timed repetitions per operation (median reported).")
-def demo(matrix: str | None, repeat: int) -> None:
+@click.option("--devices", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Shard the matrix by row blocks over N devices (bcoo_array.sharded); on CPU, N simulated "
+                   "devices (the demo re-runs itself with XLA_FLAGS=--xla_force_host_platform_device_count=N).")
+def demo(matrix: str | None, repeat: int, devices: int) -> None:
     """Run a short workload on MATRIX (.mtx or .mtx.gz) beside scipy.sparse.
 
     Without MATRIX, the embedded 2-D Poisson matrix (64 x 64 grid) is used.
     """
+    if devices > 1:
+        _ensure_devices(devices, ["demo"] + ([matrix] if matrix else []) + ["--repeat", str(repeat)])
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -32,9 +62,10 @@ def demo(matrix: str | None, repeat: int) -> None:
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("starting", total=None)
-        name, shape, rows = run(matrix, repeat=repeat,
+        name, shape, rows = run(matrix, repeat=repeat, devices=devices,
                                 progress=lambda s: progress.update(task, description=f"{s}"))
-    table = Table(title=f"bcoo_array demo: {name} {shape[0]} x {shape[1]}")
+    where = f", sharded over {devices} devices" if devices > 1 else ""
+    table = Table(title=f"bcoo_array demo: {name} {shape[0]} x {shape[1]}{where}")
     table.add_column("operation")
     table.add_column("max rel. diff vs scipy", justify="right")
     table.add_column("bcoo_array ms", justify="right")
@@ -59,9 +90,11 @@ def demo(matrix: str | None, repeat: int) -> None:
               help="Where to write the PNG plot of the ratios.")
 @click.option("--markdown", "md_path", default=None, type=click.Path(dir_okay=False),
               help="Also write the table as Markdown to this file.")
+@click.option("--skip", multiple=True, metavar="TEXT",
+              help="Skip operations whose name contains TEXT (repeatable), e.g. --skip 'A @ A.T'.")
 @click.option("--tune-malloc", is_flag=True,
               help="Opt in to glibc malloc settings that keep freed memory mapped (see docs/performance.md).")
-def bench(matrices, random_specs, large, repeat, libraries, plot_path, md_path, tune_malloc) -> None:
+def bench(matrices, random_specs, large, repeat, libraries, plot_path, md_path, skip, tune_malloc) -> None:
     """Time bcoo_array beside scipy.sparse, pydata-sparse and jax.experimental.sparse.
 
     MATRICES are .mtx/.mtx.gz files or names in the shared matrix folder
@@ -87,6 +120,7 @@ def bench(matrices, random_specs, large, repeat, libraries, plot_path, md_path, 
                                  param_hint="--libraries")
     if "scipy" not in libs:
         libs.append("scipy")
+    operations = tuple(op for op in _bench.OPERATIONS if not any(t in op for t in skip))
     specs = list(matrices)
     if not specs:
         specs = [m for m in ("cage11", "bcsstk16") if (_bench.matrices_dir() / f"{m}.mtx.gz").exists()]
@@ -97,7 +131,7 @@ def bench(matrices, random_specs, large, repeat, libraries, plot_path, md_path, 
     results = []
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=True) as progress:
-        total = len(specs) * len(libs) * len(_bench.OPERATIONS)
+        total = len(specs) * len(libs) * len(operations)
         task = progress.add_task("loading", total=total)
 
         def step(msg: str) -> None:
@@ -110,7 +144,7 @@ def bench(matrices, random_specs, large, repeat, libraries, plot_path, md_path, 
                 raise click.BadParameter(str(e), param_hint="MATRICES") from None
             cases[case.name] = case
             progress.update(task, description=f"{case.name}: starting")
-            results += _bench.run_case(case, repeat=repeat, libraries=libs, progress=step)
+            results += _bench.run_case(case, repeat=repeat, libraries=libs, operations=operations, progress=step)
         progress.update(task, description="measuring copy bandwidth")
         bw = _bench.copy_bandwidth()
     table = Table(title=f"median time / scipy.sparse CSR median (lower is better); copy bandwidth {bw / 1e9:.1f} GB/s")

@@ -807,6 +807,20 @@ def _eigh(data):
                                atol=1e-3)
 
 
+@case("linalg.eig", "linalg.eigvals")
+def _eig(data):
+    # Beyond array-api-strict's list (the 2025.12 stubs export eig/eigvals from
+    # linalg.py but not in __all__); checked by A v = w v against NumPy.
+    a, d, dt = _float_matrix(data, shift=5.0)
+    w, v = xp.linalg.eig(a)
+    cdt = np.result_type(dt, np.complex64)
+    assert w.dtype == cdt and v.dtype == cdt and w.shape == d.shape[:-1] and v.shape == d.shape
+    wv, vv = to_np(w), to_np(v)
+    np.testing.assert_allclose(d @ vv, vv * wv[..., None, :], rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(np.sort_complex(to_np(xp.linalg.eigvals(a)).reshape(-1)),
+                               np.sort_complex(wv.reshape(-1)), rtol=1e-4, atol=1e-4)
+
+
 @case("linalg.svd")
 def _svd(data):
     a, d, dt = _float_matrix(data, square=False)

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.io
-from _oracle import assert_matches, cases
+from _oracle import NUMERIC, assert_matches, cases
 from hypothesis import given, settings
 from jax.experimental import sparse as jsparse
 
@@ -48,9 +48,10 @@ def test_dense_dimensions_and_bcsr():
     np.testing.assert_array_equal(out.todense(), dense[:, :, 0])
 
 
-@settings(max_examples=15, deadline=None)
-@given(cases(min_ndim=1, max_ndim=3, fill=0))
+@settings(max_examples=10, deadline=None)
+@given(cases(min_ndim=1, max_ndim=3, fill=0, dtypes=NUMERIC))
 def test_round_trip_any_layout(case):
+    # (bool is left out: JAX's own BCOO.todense cannot scatter-add bool.)
     M = case.arr.to_jax_sparse()
     assert (M.n_batch, M.n_dense) == (case.arr.n_batch, case.arr.n_dense)
     np.testing.assert_array_equal(np.asarray(M.todense()), case.dense)

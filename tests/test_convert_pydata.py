@@ -88,3 +88,10 @@ def test_real_matrices_round_trip(name):
         np.testing.assert_array_equal(back.row, A.row)
         np.testing.assert_array_equal(back.col, A.col)
         np.testing.assert_array_equal(back.data, A.data)
+
+
+def test_drop_fill_nan():
+    P = sparse.COO(np.array([[0, 1, 2]]), np.array([np.nan, 1.0, np.nan]), shape=(4,), fill_value=np.nan)
+    B = xp.from_pydata_sparse(P, drop_fill=True)
+    assert B.nnz == 1 and np.isnan(B.fill_value)
+    np.testing.assert_array_equal(B.toarray(), P.todense())

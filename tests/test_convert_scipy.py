@@ -178,7 +178,7 @@ def test_errors():
 
 
 def test_import_without_pydata_sparse():
-    """``import bcoo_array`` never imports pydata-sparse; dense and scipy input still work."""
+    """``import bcoo_array`` never imports pydata-sparse; dense and scipy input still work (x64 off)."""
     code = textwrap.dedent("""
         import sys
         attempts = []
@@ -196,6 +196,14 @@ def test_import_without_pydata_sparse():
         b = xp.asarray(sp.eye_array(3, dtype=np.float32))
         assert b.nnz == 3
         assert "sparse" not in sys.modules and not attempts, attempts
+        # x64 is off here: float64 input is refused with a clear error, never downcast.
+        try:
+            xp.from_scipy(sp.eye_array(3))
+        except ValueError as exc:
+            assert "64-bit" in str(exc)
+        else:
+            raise AssertionError("float64 was accepted with x64 off")
+        assert b.matvec(np.ones(3, np.float32)).dtype == np.float32
         print("ok")
     """)
     root = Path(__file__).resolve().parents[1]

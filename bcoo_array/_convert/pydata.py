@@ -25,8 +25,8 @@ def from_pydata_sparse(arr, *, drop_fill: bool = False) -> BCOOArray:
     arr : sparse.SparseArray
         ``sparse.COO``, ``sparse.GCXS`` or ``sparse.DOK``.
     drop_fill : bool
-        Drop stored entries equal to the fill value (bit-exact comparison is
-        not needed: they do not change any value).
+        Drop stored entries equal to the fill value (NaN matches a NaN fill);
+        values do not change.
 
     Returns
     -------
@@ -54,7 +54,8 @@ def from_pydata_sparse(arr, *, drop_fill: bool = False) -> BCOOArray:
     coords = np.asarray(coo.coords)
     data = np.asarray(coo.data)
     if drop_fill:
-        keep = data != coo.fill_value
+        fill = np.asarray(coo.fill_value)
+        keep = ~np.isnan(data) if data.dtype.kind in "fc" and np.isnan(fill) else data != fill
         coords, data = coords[:, keep], data[keep]
     canonical = bool(getattr(coo, "sorted", False)) and not bool(getattr(coo, "has_duplicates", True))
     idx = coords.T.astype(idt) if coords.size else np.zeros((data.size, len(shape)), idt)

@@ -12,7 +12,6 @@ factorisation is scipy's SuperLU).
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 

@@ -29,6 +29,11 @@ from .._manipulation_functions import _normalize_axis, _sparse, broadcast_arrays
 from .._operands import as_operand, binary_operands, cast, check_category
 
 
+class EigResult(NamedTuple):
+    eigenvalues: BCOOArray
+    eigenvectors: BCOOArray
+
+
 class EighResult(NamedTuple):
     eigenvalues: BCOOArray
     eigenvectors: BCOOArray
@@ -211,6 +216,56 @@ def diagonal(x, /, *, offset: int = 0) -> BCOOArray:
     if is_concrete(new):
         out = out.sum_duplicates()
     return out
+
+
+def _complex_of(dt: np.dtype) -> np.dtype:
+    return np.dtype(np.complex128) if dt in (np.float64, np.complex128) else np.dtype(np.complex64)
+
+
+def eig(x, /) -> EigResult:
+    """Eigenvalues and right eigenvectors of general square matrices (array API ``linalg.eig``).
+
+    Returns
+    -------
+    EigResult
+        ``eigenvalues`` (shape ``(..., M)``) and ``eigenvectors`` (``(..., M, M)``,
+        columns, unit norm), both complex of ``x``'s precision; the order is
+        LAPACK's (the standard leaves it unspecified). Dense layout: the input
+        is densified and :func:`jax.numpy.linalg.eig` (LAPACK ``geev``, CPU
+        only in JAX) does the work.
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not floating-point.
+    ValueError
+        If ``x`` is not a stack of square matrices.
+    """
+    x = _matrix(x, "eig", square=True)
+    w, v = jnp.linalg.eig(x.todense())
+    cdt = _complex_of(x.dtype)
+    return EigResult(dense_layout(w.astype(cdt)), dense_layout(v.astype(cdt)))
+
+
+def eigvals(x, /) -> BCOOArray:
+    """Eigenvalues of general square matrices (array API ``linalg.eigvals``).
+
+    Returns
+    -------
+    BCOOArray
+        Shape ``(..., M)``, complex of ``x``'s precision, LAPACK's order.
+        Dense layout (via :func:`jax.numpy.linalg.eigvals` on the densified
+        input; CPU only in JAX).
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not floating-point.
+    ValueError
+        If ``x`` is not a stack of square matrices.
+    """
+    x = _matrix(x, "eigvals", square=True)
+    return dense_layout(jnp.linalg.eigvals(x.todense()).astype(_complex_of(x.dtype)))
 
 
 def eigh(x, /) -> EighResult:
@@ -732,7 +787,7 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> BCOOArray:
 
 
 __all__ = [
-    "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power",
+    "cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power",
     "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
     "trace", "vecdot", "vector_norm",
 ]

@@ -244,6 +244,16 @@ class ShardedBCOOArray:
 
         return to_scipy(unshard(self), format, **kw)
 
+    def sum_duplicates(self) -> "ShardedBCOOArray":
+        """Canonical form of every block (sorted, duplicate-free; see :meth:`BCOOArray.sum_duplicates`).
+
+        Blocks keep their nse (the entry counts differ between blocks, and
+        every device runs the same program), padding last.
+        """
+        from ._ops import map_blocks
+
+        return map_blocks(lambda blk: blk.sum_duplicates(nse=blk.nse, remove_padding=False), self)
+
     def astype(self, dtype, /, *, copy: bool = True, device=None):
         """Cast every block to ``dtype`` (see :func:`bcoo_array.astype`)."""
         import bcoo_array

@@ -142,24 +142,22 @@ def fill_value_nonzero():
 
 @check
 def reductions_float_and_int():
-    cases = ((np.float64, AxisType.Auto, ("sum", "prod", "max", "min"), (None, 0, 1)),
-             (np.int64, AxisType.Explicit, ("sum", "prod", "max", "min"), (None, 0)),
-             (np.int32, AxisType.Auto, ("sum", "max"), (0,)))
-    for dtype, at, ops, axes in cases:
+    cases = ((np.float64, AxisType.Auto, (("sum", None), ("sum", 1), ("prod", 0), ("max", 0), ("min", None))),
+             (np.int64, AxisType.Explicit, (("sum", 0), ("prod", None), ("max", None), ("min", 0))),
+             (np.int32, AxisType.Auto, (("sum", 0),)))
+    for dtype, at, cases_op in cases:
         M = rand_matrix(21, 13, 0.3, 5, dtype)
         D = M.toarray()
         single = xp.from_scipy(M)
         mesh = jax.make_mesh((8,), ("x",), axis_types=(at,))
         A = shard(single, mesh, P("x", None))
-        for op in ops:
-            for ax in axes:
-                got = getattr(xp, op)(A, axis=ax)
-                want = getattr(xp, op)(single, axis=ax)
-                close(got, dense(want), exact=np.dtype(dtype).kind in "iu", what=(dtype, op, ax))
+        for op, ax in cases_op:
+            got = getattr(xp, op)(A, axis=ax)
+            want = getattr(xp, op)(single, axis=ax)
+            close(got, dense(want), exact=np.dtype(dtype).kind in "iu", what=(dtype, op, ax))
         if np.dtype(dtype).kind == "f":
-            for op in ("mean", "var", "std"):
-                for ax in (None, 0):
-                    close(getattr(xp, op)(A, axis=ax), getattr(np, op)(D, axis=ax), what=(op, ax))
+            close(xp.mean(A), np.mean(D))
+            close(xp.std(A, axis=0), np.std(D, axis=0))
             close(xp.var(A, axis=0, correction=1), np.var(D, axis=0, ddof=1))
 
 

@@ -1,0 +1,117 @@
+"""Basic indexing (integers, negative integers, slices with any step, ``...``,
+``None``) and integer-array lookups against NumPy, for every layout and fill
+value, eagerly and under ``jax.jit``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bcoo_array as xp
+from bcoo_array import BCOOArray
+from _oracle import assert_matches, cases, same_scalar, to_np
+
+
+@st.composite
+def basic_keys(draw, shape):
+    """A basic index for ``shape``: ints (maybe negative), slices (any step), at most one ``...``, Nones."""
+    parts = []
+    ndim = len(shape)
+    n_index = draw(st.integers(0, ndim))
+    for ax in range(n_index):
+        n = shape[ax]
+        kind = draw(st.sampled_from(["int", "slice", "slice", "none"] if n else ["slice", "none"]))
+        if kind == "int":
+            i = draw(st.integers(-n, n - 1))
+            parts.append(i)
+        elif kind == "slice":
+            start = draw(st.none() | st.integers(-n - 1, n + 1))
+            stop = draw(st.none() | st.integers(-n - 1, n + 1))
+            step = draw(st.none() | st.sampled_from([1, 2, 3, -1, -2]))
+            parts.append(slice(start, stop, step))
+        else:
+            parts.append(None)
+            parts.append(slice(None))
+    if draw(st.booleans()):
+        parts.insert(draw(st.integers(0, len(parts))), Ellipsis)
+    if draw(st.booleans()):
+        parts.insert(draw(st.integers(0, len(parts))), None)
+    return tuple(parts) if draw(st.booleans()) or len(parts) != 1 else parts[0]
+
+
+@settings(max_examples=40)
+@given(data=st.data())
+def test_basic_indexing(data):
+    c = data.draw(cases(max_ndim=3), label="x")
+    key = data.draw(basic_keys(c.dense.shape), label="key")
+    expected = c.dense[key]
+    out = c.arr[key]
+    assert_matches(out, expected)
+    if out.ndim and out.n_sparse:
+        assert same_scalar(out.fill_value, c.fill)
+    if data.draw(st.booleans(), label="jit"):
+        assert_matches(jax.jit(lambda a: a[key])(c.arr), expected)
+
+
+def test_int_out_of_bounds():
+    a = BCOOArray.fromdense(np.eye(3))
+    with pytest.raises(IndexError, match="out of bounds"):
+        a[3]
+    with pytest.raises(IndexError, match="out of bounds"):
+        a[0, -4]
+    with pytest.raises(IndexError, match="too many"):
+        a[0, 0, 0]
+    with pytest.raises(IndexError):
+        a[..., ...]
+    with pytest.raises(TypeError):
+        a[1.5]
+
+
+@settings(max_examples=20)
+@given(data=st.data())
+def test_integer_array_pointwise(data):
+    c = data.draw(cases(min_ndim=1, max_ndim=3, max_side=3).filter(lambda c: c.dense.size > 0), label="x")
+    n = data.draw(st.integers(0, 4), label="n")
+    idx = tuple(np.array(data.draw(st.lists(st.integers(-s, s - 1), min_size=n, max_size=n)), dtype=np.int64)
+                for s in c.dense.shape)
+    expected = c.dense[idx]
+    assert_matches(c.arr[idx], expected)
+    jidx = tuple(jnp.asarray(i) for i in idx)
+    assert_matches(jax.jit(lambda a, k: a[k])(c.arr, jidx), expected)
+
+
+@settings(max_examples=20)
+@given(data=st.data())
+def test_take_one_axis(data):
+    c = data.draw(cases(min_ndim=1, max_ndim=3).filter(lambda c: c.dense.size > 0), label="x")
+    ax = data.draw(st.integers(0, c.dense.ndim - 1), label="axis")
+    s = c.dense.shape[ax]
+    idx = np.array(data.draw(st.lists(st.integers(0, s - 1), max_size=4)), dtype=np.int64)
+    expected = np.take(c.dense, idx, axis=ax)
+    assert_matches(xp.take(c.arr, jnp.asarray(idx), axis=ax), expected)
+
+
+def test_bool_mask_eager_and_jit_error():
+    d = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])
+    a = BCOOArray.fromdense(d, fill_value=0.0)
+    m = d > 0.5
+    assert_matches(a[m], d[m])
+    with pytest.raises(ValueError, match="jit"):
+        jax.jit(lambda x, mm: x[mm])(a, jnp.asarray(m))
+
+
+def test_setitem_rebinds_buffers():
+    d = np.zeros((3, 3))
+    a = BCOOArray.fromdense(d)
+    old = a.data
+    a[1, 2] = 5.0
+    a[0, :] = 1.0
+    d[1, 2] = 5.0
+    d[0, :] = 1.0
+    np.testing.assert_array_equal(to_np(a), d)
+    assert old.shape == (0,)  # the old buffer is untouched

@@ -1,0 +1,138 @@
+"""Tests of bcoo_array.sharded (issue 6).
+
+The pytest process has one CPU device, so the checks run in subprocesses
+with simulated devices (``--xla_force_host_platform_device_count``):
+
+* ``sharded_scripts/checks.py``: one process with 8 devices; every check
+  compares the sharded result with the single-device BCOOArray / NumPy result
+  (exact for integers, 1e-12 relative for float64);
+* ``sharded_scripts/distributed_worker.py``: two processes joined with
+  ``jax.distributed`` on loopback, 4 devices each, SpMV and CG on a real
+  matrix compared with the single-process result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bcoo_array as xp
+from bcoo_array.sharded import ShardedBCOOArray, shard
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MATRICES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "matrices"
+SCRIPTS = HERE / "sharded_scripts"
+CHECKS = [
+    "row_partition_layout_and_roundtrip",
+    "elementwise_and_astype",
+    "fill_value_nonzero",
+    "reductions_float_and_int",
+    "matmul_row_and_column_partitions",
+    "batch_partition_and_two_axis_mesh",
+    "errors",
+    "jit_with_shardings_and_cg",
+    "real_matrices",
+]
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["JAX_PLATFORMS"] = "cpu"
+    env.pop("XLA_FLAGS", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def check_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sharded") / "results.json"
+    args = [sys.executable, str(SCRIPTS / "checks.py"), str(out)]
+    if MATRICES.is_dir():
+        args.append(str(MATRICES))
+    proc = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_sharded_check(check_results, name):
+    result = check_results.get(name)
+    assert result is not None, f"check {name} did not run"
+    if result.startswith("skipped"):
+        pytest.skip(result)
+    assert result == "ok", result
+
+
+def test_checks_list_is_complete():
+    text = (SCRIPTS / "checks.py").read_text()
+    defined = [line.split("(")[0][4:] for line in text.splitlines() if line.startswith("def ") and
+               text.splitlines()[text.splitlines().index(line) - 1] == "@check"]
+    assert sorted(defined) == sorted(CHECKS)
+
+
+def test_single_device_mesh_in_process():
+    """With one device the sharded type still works (one block)."""
+    import jax
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((1,), ("x",))
+    D = np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 3.0]])
+    A = shard(xp.asarray(D), mesh, P("x", None))
+    assert isinstance(A, ShardedBCOOArray) and A.n_blocks == 1
+    np.testing.assert_array_equal(np.asarray((A + A).todense()), 2 * D)
+    np.testing.assert_array_equal(np.asarray(xp.sum(A, axis=0).todense()), D.sum(axis=0))
+    np.testing.assert_array_equal(np.asarray(A(np.ones(3))), D @ np.ones(3))
+    with pytest.raises(TypeError, match="Mesh"):
+        shard(xp.asarray(D), "x", P("x"))
+    with pytest.raises(ValueError, match="exactly one"):
+        shard(xp.asarray(D), mesh, P(None, None))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(not (MATRICES / "494_bus.mtx").exists(), reason="real matrices not available")
+def test_two_process_spmv_and_cg(tmp_path):
+    """Two jax.distributed processes (4 CPU devices each) agree with the single-process result."""
+    port = _free_port()
+    outs = [tmp_path / f"out{i}.npz" for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(SCRIPTS / "distributed_worker.py"), str(port), str(i), "2", "4",
+             str(MATRICES / "494_bus.mtx"), str(outs[i])],
+            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for i in range(2)
+    ]
+    logs = []
+    try:
+        for p in procs:
+            out, _ = p.communicate(timeout=240)
+            logs.append(out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, log in zip(procs, logs):
+        assert p.returncode == 0, log[-4000:]
+    res = [np.load(o) for o in outs]
+    for r in res:
+        assert int(r["n_devices"]) == 8 and int(r["n_local"]) == 4
+        scale = np.abs(r["y1"]).max()
+        assert np.abs(r["y"] - r["y1"]).max() <= 1e-12 * scale
+        assert np.abs(r["sol"] - r["sol1"]).max() <= 1e-10 * np.abs(r["sol1"]).max()
+    np.testing.assert_array_equal(res[0]["y"], res[1]["y"])
+    np.testing.assert_array_equal(res[0]["sol"], res[1]["sol"])
+    # each process stores about half of the matrix
+    assert abs(int(res[0]["local_bytes"]) - int(res[1]["local_bytes"])) <= 0.2 * int(res[0]["local_bytes"])

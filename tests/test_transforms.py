@@ -1,0 +1,138 @@
+"""JAX transformations of BCOOArrays: ``jax.jit`` of functions taking and
+returning them, ``jax.grad`` with respect to ``data`` (compared with the dense
+gradient gathered at the stored positions), and ``jax.vmap`` over batch
+dimensions (compared with per-batch results).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bcoo_array as xp
+from bcoo_array import BCOOArray
+from _oracle import assert_matches, cases, to_np
+
+F64 = np.dtype(np.float64)
+
+
+def _stored_positions(a: BCOOArray):
+    """Index tuple of the dense array at each stored entry of a 2-D, n_batch = n_dense = 0 array."""
+    idx = np.asarray(a.indices)
+    return idx[:, 0], idx[:, 1]
+
+
+def _grad_at_stored(dense_grad, a: BCOOArray):
+    """The gradient w.r.t. ``data``: the dense gradient at each stored position, 0 for padding.
+
+    Duplicates each get the full dense gradient (value = sum of duplicates)."""
+    r, c = _stored_positions(a)
+    valid = (r < a.shape[0]) & (c < a.shape[1])
+    out = np.zeros(r.shape, dense_grad.dtype)
+    out[valid] = dense_grad[r[valid], c[valid]]
+    return out
+
+
+@settings(max_examples=15)
+@given(cases(dtype=F64, n_batch=0, n_dense=0, min_ndim=2, max_ndim=2, nan_fill=False, nan_values=False),
+       st.integers(1, 3))
+def test_grad_sum_matmul(c, n):
+    """d/d data of sum(A @ x) == (dense gradient ones @ x.T) at the stored positions."""
+    a = c.arr
+    x = jnp.asarray(np.arange(a.shape[1] * n, dtype=np.float64).reshape(a.shape[1], n) - 1.0)
+
+    def f(data):
+        return xp.sum(a._replace(data=data) @ x).todense()
+
+    g = jax.grad(f)(a.data)
+    dense_grad = np.ones((a.shape[0], n)) @ np.asarray(x).T
+    np.testing.assert_allclose(np.asarray(g), _grad_at_stored(dense_grad, a), rtol=1e-12, atol=1e-12)
+    g_jit = jax.jit(jax.grad(f))(a.data)
+    np.testing.assert_allclose(np.asarray(g_jit), np.asarray(g), rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=15)
+@given(cases(dtype=F64, n_batch=0, n_dense=0, min_ndim=2, max_ndim=2, nan_fill=False, nan_values=False,
+             allow_duplicates=False))
+def test_grad_sum_exp(c):
+    """d/d data of sum(exp(A)) == exp(A) at the (unique) stored positions."""
+    a = c.arr
+
+    def f(data):
+        return xp.sum(xp.exp(a._replace(data=data))).todense()
+
+    g = jax.grad(f)(a.data)
+    np.testing.assert_allclose(np.asarray(g), _grad_at_stored(np.exp(c.dense), a), rtol=1e-12)
+
+
+def test_grad_with_duplicates_nonlinear():
+    # two entries at (0, 0) holding 1 and 2: value 3, d exp(3)/d each half = exp(3)
+    a = BCOOArray((jnp.array([1.0, 2.0, 0.5]), np.array([[0, 0], [0, 0], [1, 1]])), shape=(2, 2))
+
+    def f(data):
+        return xp.sum(xp.exp(a._replace(data=data))).todense()
+
+    g = jax.grad(f)(a.data)
+    np.testing.assert_allclose(np.asarray(g), [np.exp(3.0), np.exp(3.0), np.exp(0.5)], rtol=1e-12)
+
+
+@settings(max_examples=15)
+@given(cases(min_ndim=1, max_ndim=3, n_batch=1, dtypes=(F64, np.dtype(np.int32), np.dtype(np.bool_))))
+def test_vmap_over_batch(c):
+    """vmap a function over the leading batch dimension: same as the per-batch results."""
+    def per(a):
+        assert isinstance(a, BCOOArray) and a.shape == c.dense.shape[1:]
+        return a.todense()
+
+    out = jax.vmap(per)(c.arr)
+    np.testing.assert_array_equal(np.asarray(out), c.dense)
+    for i in range(c.dense.shape[0]):
+        np.testing.assert_array_equal(np.asarray(per(c.arr[i])), c.dense[i])
+
+
+@settings(max_examples=12)
+@given(cases(min_ndim=2, max_ndim=3, n_batch=1, dtypes=(F64,), nan_fill=False))
+def test_vmap_elementwise_and_reduce(c):
+    """vmap of a function returning a BCOOArray (exp then a sum over the last axis)."""
+    def per(a):
+        return xp.sum(xp.exp(a), axis=-1)
+
+    out = jax.vmap(per)(c.arr)
+    assert isinstance(out, BCOOArray)
+    with np.errstate(all="ignore"):
+        expected = np.sum(np.exp(c.dense), axis=-1)
+    np.testing.assert_allclose(to_np(out), expected, rtol=1e-12)
+
+
+def test_vmap_matmul_per_batch():
+    rng = np.random.default_rng(0)
+    dense = (rng.random((3, 4, 5)) < 0.4) * rng.integers(-3, 4, (3, 4, 5)).astype(np.float64)
+    a = BCOOArray.fromdense(dense, n_batch=1)
+    x = jnp.asarray(rng.random((5, 2)))
+    out = jax.vmap(lambda m: (m @ x).todense())(a)
+    np.testing.assert_allclose(np.asarray(out), dense @ np.asarray(x), rtol=1e-12)
+
+
+@settings(max_examples=15)
+@given(cases(max_ndim=3))
+def test_jit_returns_bcoo(c):
+    """A jitted function taking and returning BCOOArrays keeps the layout metadata."""
+    f = jax.jit(lambda a: (a, a.sum_duplicates()))
+    a1, a2 = f(c.arr)
+    assert_matches(a1, c.dense)
+    assert_matches(a2, c.dense)
+    assert a1.n_batch == c.n_batch and a1.n_dense == c.n_dense
+
+
+def test_jit_caches_on_fill_value():
+    # fill values are static: a different fill value must not reuse a stale trace
+    f = jax.jit(lambda a: a.todense())
+    a = BCOOArray((np.array([1.0]), np.array([[0]])), shape=(2,), fill_value=0.0)
+    b = BCOOArray((np.array([1.0]), np.array([[0]])), shape=(2,), fill_value=5.0)
+    n = BCOOArray((np.array([1.0]), np.array([[0]])), shape=(2,), fill_value=np.nan)
+    np.testing.assert_array_equal(np.asarray(f(a)), [1.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(f(b)), [1.0, 5.0])
+    np.testing.assert_array_equal(np.asarray(f(n)), [1.0, np.nan])
