@@ -19,7 +19,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._kernels.coalesce import broadcast_batch
-from ._layout import index_dtype_for, is_concrete, prod, same_value_np
+from ._layout import index_dtype_for, is_concrete, same_value_np
 from ._manipulation_functions import (
     _normalize_axis,
     _sparse,
@@ -39,8 +39,9 @@ def broadcast_shapes(*shapes) -> tuple:
     Parameters
     ----------
     *shapes : tuple of int (or None)
-        Shapes to broadcast; a ``None`` dimension (unknown size) propagates
-        unless every other size there is 1... in which case it stays None.
+        Shapes to broadcast. A ``None`` dimension (unknown size, as the
+        standard allows for lazy libraries) gives ``None`` in the result
+        unless another shape has a size other than 1 there.
 
     Returns
     -------

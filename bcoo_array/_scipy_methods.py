@@ -296,7 +296,25 @@ class ScipyMethodsMixin:
     # -- products ---------------------------------------------------------------------
 
     def matvec(self, x):
-        """``A @ x`` for a dense vector ``x`` of shape ``(n,)`` or ``(n, 1)``; a NumPy array (LinearOperator protocol)."""
+        """``A @ x`` for a dense vector (LinearOperator protocol).
+
+        Parameters
+        ----------
+        x : array_like, shape ``(n,)`` or ``(n, 1)``
+            NumPy or JAX; its dtype promotes with ``A.dtype`` (array API rules).
+
+        Returns
+        -------
+        numpy.ndarray, shape ``(m,)`` or ``(m, 1)``
+            A fresh writable array (a jax array while tracing).
+
+        Raises
+        ------
+        ValueError
+            For a non-2-D ``A``, a wrong shape, or a 64-bit ``x`` with x64 off.
+        TypeError
+            For a non-numeric ``x``.
+        """
         _check_2d(self, "matvec")
         v = _as_dense_operand(x, "matvec")
         if v.shape not in ((self.shape[1],), (self.shape[1], 1)):
@@ -304,7 +322,11 @@ class ScipyMethodsMixin:
         return _host(_apply(self, v))
 
     def rmatvec(self, x):
-        """``A^H @ x`` (conjugate transpose) for a dense vector ``x``; a NumPy array (LinearOperator protocol)."""
+        """``A^H @ x`` (conjugate transpose) for a dense vector (LinearOperator protocol).
+
+        ``x`` has shape ``(m,)`` or ``(m, 1)``; the result ``(n,)`` or
+        ``(n, 1)``. Errors as :meth:`matvec`.
+        """
         _check_2d(self, "rmatvec")
         v = _as_dense_operand(x, "rmatvec")
         if v.shape not in ((self.shape[0],), (self.shape[0], 1)):
@@ -312,7 +334,11 @@ class ScipyMethodsMixin:
         return _host(_apply(self, v, adjoint=True))
 
     def matmat(self, X):
-        """``A @ X`` for a dense matrix ``X`` of shape ``(n, k)``; a NumPy array (LinearOperator protocol)."""
+        """``A @ X`` for a dense matrix (LinearOperator protocol).
+
+        ``X`` has shape ``(n, k)``; the result is a NumPy array ``(m, k)``.
+        Errors as :meth:`matvec`.
+        """
         _check_2d(self, "matmat")
         v = _as_dense_operand(X, "matmat")
         if v.ndim != 2 or v.shape[0] != self.shape[1]:
@@ -320,7 +346,11 @@ class ScipyMethodsMixin:
         return _host(_apply(self, v))
 
     def rmatmat(self, X):
-        """``A^H @ X`` for a dense matrix ``X`` of shape ``(m, k)``; a NumPy array (LinearOperator protocol)."""
+        """``A^H @ X`` for a dense matrix (LinearOperator protocol).
+
+        ``X`` has shape ``(m, k)``; the result is a NumPy array ``(n, k)``.
+        Errors as :meth:`matvec`.
+        """
         _check_2d(self, "rmatmat")
         v = _as_dense_operand(X, "rmatmat")
         if v.ndim != 2 or v.shape[0] != self.shape[0]:
@@ -330,9 +360,23 @@ class ScipyMethodsMixin:
     def dot(self, other):
         """Matrix product as scipy's ``dot``.
 
-        A dense operand (NumPy array, list, JAX array) gives a dense NumPy
-        result, as in scipy; a sparse operand (BCOOArray or scipy.sparse)
-        gives a BCOOArray.
+        Parameters
+        ----------
+        other : scalar, array_like, BCOOArray or foreign sparse array
+            Shape ``(n,)`` or ``(n, k)`` for a 2-D ``A`` of shape ``(m, n)``.
+
+        Returns
+        -------
+        numpy.ndarray or BCOOArray
+            A dense operand (NumPy array, list, JAX array) gives a dense
+            NumPy result ``(m,)`` / ``(m, k)``, as in scipy; a sparse operand
+            (BCOOArray, scipy.sparse, pydata-sparse, jax sparse) gives a
+            BCOOArray; a scalar multiplies elementwise.
+
+        Raises
+        ------
+        ValueError
+            For mismatched inner dimensions.
         """
         from ._convert import from_foreign
         from ._linear_algebra_functions import matmul
@@ -352,21 +396,35 @@ class ScipyMethodsMixin:
         return _host(matmul(self, v).todense())
 
     def multiply(self, other):
-        """Elementwise product (scipy's ``multiply``); sparse with a zero-fill sparse operand."""
+        """Elementwise product with broadcasting (scipy's ``multiply``).
+
+        ``other`` may be a scalar, a dense array, a BCOOArray or a foreign
+        sparse array. Returns a BCOOArray of the broadcast shape and promoted
+        dtype (:func:`bcoo_array.multiply`: sparse wherever the fill-value
+        rule allows). Raises ValueError for shapes that do not broadcast.
+        """
         from ._convert import from_foreign
 
         foreign = from_foreign(other)
         return _xp().multiply(self, foreign if foreign is not None else other)
 
     def maximum(self, other):
-        """Elementwise maximum with an array or scalar (scipy's ``maximum``)."""
+        """Elementwise maximum with a scalar, dense or sparse array (scipy's ``maximum``).
+
+        Returns a BCOOArray (:func:`bcoo_array.maximum`, fill value
+        ``max(fill, other's fill)``). Raises ValueError for shapes that do not broadcast.
+        """
         from ._convert import from_foreign
 
         foreign = from_foreign(other)
         return _xp().maximum(self, foreign if foreign is not None else other)
 
     def minimum(self, other):
-        """Elementwise minimum with an array or scalar (scipy's ``minimum``)."""
+        """Elementwise minimum with a scalar, dense or sparse array (scipy's ``minimum``).
+
+        Returns a BCOOArray (:func:`bcoo_array.minimum`). Raises ValueError
+        for shapes that do not broadcast.
+        """
         from ._convert import from_foreign
 
         foreign = from_foreign(other)
@@ -401,7 +459,15 @@ class ScipyMethodsMixin:
     def sum(self, axis=None, dtype=None, out=None):
         """Sum over all entries (a NumPy scalar) or along ``axis`` (a 1-D NumPy array), as scipy's sparray ``sum``.
 
-        Integer and bool sums accumulate in the default integer dtype (NumPy's rule).
+        Integer and bool sums accumulate in the default integer dtype
+        (NumPy's rule); ``dtype`` overrides. ``out`` (a NumPy array of the
+        result's shape) receives the result. Unstored entries count with the
+        fill value.
+
+        Raises
+        ------
+        ValueError
+            For an ``axis`` outside ``[-ndim, ndim)``.
         """
         xp = _xp()
         from . import _dtypes
@@ -413,7 +479,13 @@ class ScipyMethodsMixin:
     def mean(self, axis=None, dtype=None, out=None):
         """Mean over all entries or along ``axis`` as a NumPy value (scipy's ``mean``).
 
-        Integer and bool arrays are averaged in the default floating dtype, as scipy does.
+        Integer and bool arrays are averaged in the default floating dtype,
+        as scipy does. Returns a NumPy scalar (``axis=None``) or a 1-D array.
+
+        Raises
+        ------
+        ValueError
+            For an ``axis`` outside ``[-ndim, ndim)``.
         """
         xp = _xp()
         from . import _dtypes
@@ -430,7 +502,12 @@ class ScipyMethodsMixin:
         """Maximum over all entries (a NumPy scalar) or along ``axis`` (a sparse 1-D BCOOArray), as scipy's ``max``.
 
         Unstored entries take part (they hold the fill value), as scipy's
-        default ``explicit=False``; ``explicit=True`` is not supported.
+        default ``explicit=False``.
+
+        Raises
+        ------
+        ValueError
+            For a zero-size array, an ``axis`` out of range, ``out`` or ``explicit=True``.
         """
         return self._extreme("max", axis, out, explicit)
 

@@ -9,13 +9,16 @@ Each function of the standard has one entry in ``CASES``; the last tests
 check that every name of the 2025.12 namespace (as array-api-strict lists
 it at api_version 2025.12) exists in ``bcoo_array`` and has an entry here.
 
-Hypothesis runs few examples per function (the whole file runs in CI), with
-small shapes; the official suite (conformance/run.py) is the broad check.
+Hypothesis runs few examples per function (the whole file runs in CI, and
+every new shape costs XLA compilations): 2 by default, more with the
+environment variable ``BCOO_DIFFERENTIAL_EXAMPLES`` (e.g. 30 for a thorough
+local run). The official suite (conformance/run.py) is the broad check.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -32,7 +35,7 @@ from bcoo_array._elementwise_functions import TABLE  # noqa: E402
 from _oracle import DTYPES, FLOAT, NUMERIC, REAL, cases, shapes, to_np, tol  # noqa: E402
 
 API_VERSION = "2025.12"
-SETTINGS = settings(max_examples=6, deadline=None,
+SETTINGS = settings(max_examples=int(os.environ.get("BCOO_DIFFERENTIAL_EXAMPLES", "2")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
 

@@ -211,3 +211,17 @@ def test_import_without_pydata_sparse():
                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"})
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "ok"
+
+
+def test_index_range_beyond_int32():
+    big = 3_000_000_000
+    S = sp.coo_array((np.array([1.5, 2.5]), (np.array([big - 1, 7]), np.array([1, 0]))), shape=(big, 2))
+    B = xp.asarray(S)
+    assert B.indices.dtype == np.int64 and B.shape == (big, 2)
+    back = B.to_scipy("coo")
+    r, c, v = canonical(back)
+    np.testing.assert_array_equal(r, [7, big - 1])
+    np.testing.assert_array_equal(c, [0, 1])
+    np.testing.assert_array_equal(v, [2.5, 1.5])
+    P = B.to_pydata_sparse()
+    assert P.shape == (big, 2) and int(P.coords[0].max()) == big - 1

@@ -174,6 +174,11 @@ def test_to_scipy_csr_fast_path():
     s.data[:] = 0  # the export is a copy: the BCOOArray keeps its values
     np.testing.assert_array_equal(np.asarray(c.todense()), dense)
     np.testing.assert_array_equal(to_scipy(A, "csr").toarray(), dense)
+    # rows sorted, but a duplicate and unsorted columns: a valid, non-canonical scipy CSR
+    D = BCOOArray((jnp.asarray([1.0, 2.0, 3.0, 4.0]), jnp.asarray([[0, 2], [0, 1], [0, 2], [1, 0]])), shape=(2, 3))
+    sd = to_scipy(D, "csr")
+    assert not sd.has_canonical_format
+    np.testing.assert_array_equal(sd.toarray(), [[0.0, 2.0, 4.0], [4.0, 0.0, 0.0]])
 
 
 def test_identity_cache_is_weak_and_exact():

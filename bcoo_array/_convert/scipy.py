@@ -8,6 +8,7 @@ and to int64 otherwise (which needs JAX's x64 mode), so no index wraps.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -119,24 +120,24 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
     from .._fill_rule import update_layout
 
     c = update_layout(x, 0, 0)
+    if x.ndim == 2 and format == "csr" and not isinstance(c.indices, jax.core.Tracer):
+        # Valid entries first with sorted rows (canonical form, e.g.): the CSR structure is
+        # cached on the index buffer (_kernels.csr), so this is three copies (scipy arrays are
+        # mutable, JAX buffers are not), with no sort.
+        from .._kernels.csr import csr_arrays
+
+        st = csr_arrays(c.indices, x.shape)
+        if st is not None:
+            out = sp.csr_array((np.array(np.asarray(c.data)[:st.n_valid]), st.cols.copy(), st.indptr.copy()),
+                               shape=x.shape, copy=False)
+            if st.canonical:
+                out.has_canonical_format = True
+            return out
     idx = np.asarray(c.indices)
     data = np.asarray(c.data)
     valid = np.ones(idx.shape[0], bool)
     for k in range(idx.shape[1]):  # column by column (an axis=1 reduction is several times slower)
         valid &= idx[:, k] < c.shape[k]
-    canonical = c.indices_sorted and c.unique_indices
-    nv = int(np.count_nonzero(valid))
-    rows = idx[:nv, 0]
-    if (canonical and x.ndim == 2 and format == "csr" and bool(valid[:nv].all())
-            and bool(np.all(rows[1:] >= rows[:-1]))):
-        # Canonical: the valid entries come first, sorted by row, so the row pointer is a
-        # bincount and the buffers are used as they are (copied: scipy arrays are mutable).
-        indptr = np.zeros(x.shape[0] + 1, dtype=np.int64 if max(x.shape + (nv,)) >= 2**31 - 1 else np.int32)
-        np.cumsum(np.bincount(rows, minlength=x.shape[0]), out=indptr[1:])
-        out = sp.csr_array((np.array(data[:nv]), np.array(idx[:nv, 1], dtype=indptr.dtype), indptr),
-                           shape=x.shape, copy=False)
-        out.has_canonical_format = True
-        return out
     if not valid.all():
         idx, data = idx[valid], data[valid]
     coo = sp.coo_array((data, tuple(idx[:, k] for k in range(x.ndim))), shape=x.shape)

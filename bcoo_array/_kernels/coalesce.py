@@ -54,7 +54,13 @@ def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str
         # No batch, concrete indices: plan with NumPy (linear-time counting sort for
         # 2-D), then apply it in one compiled call; a pure permutation (no duplicate)
         # is a single gather.
-        p = group_numpy(np.asarray(indices), sparse_sizes(shape, n_batch, n_dense))
+        sizes = sparse_sizes(shape, n_batch, n_dense)
+        if len(sizes) == 2:
+            fast = _sort_unique_2d(np.asarray(indices), sizes)
+            if fast is not None:
+                order, out_idx = fast
+                return _apply_permutation(data, jnp.asarray(order)), jnp.asarray(out_idx.astype(indices.dtype))
+        p = group_numpy(np.asarray(indices), sizes)
         n_valid = int(np.count_nonzero(p.segment < p.n_out))
         if n_valid == p.n_out:
             out = _apply_permutation(data, jnp.asarray(p.order[:p.n_out]))
@@ -74,6 +80,40 @@ def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str
     n_out = plan.n_out
     out = jax.vmap(lambda d, o, s: segment_reduce(d[o], s, n_out, reduce))(db, plan.order, plan.segment)
     return unflatten_batch(out, plan.out_indices.astype(indices.dtype), shape, n_batch)
+
+
+def _sort_unique_2d(idx: np.ndarray, sizes) -> tuple[np.ndarray, np.ndarray] | None:
+    """Sort order and sorted indices of duplicate-free 2-D ``idx`` by scipy's COO -> CSR, or None.
+
+    scipy's conversion is a linear counting sort by row followed by a sort
+    within each (short) row, the same work as ``scipy.sparse``'s own
+    transposition. The values carried through it are the entry numbers, so
+    they come out as the permutation. Returns None when duplicates exist
+    (scipy would sum the numbers; the caller's general path sums the values).
+    """
+    import scipy.sparse as sp
+
+    m, n = (int(s) for s in sizes)
+    if max(m, n, idx.shape[0]) >= 2**31 - 1:
+        return None
+    r, c = idx[:, 0], idx[:, 1]
+    valid = (r < m) & (c < n)
+    if idx.dtype.kind == "i":
+        valid &= (r >= 0) & (c >= 0)
+    sel = None if valid.all() else np.flatnonzero(valid)
+    if sel is not None:
+        r, c = r[sel], c[sel]
+    nv = r.size
+    csr = sp.coo_array((np.arange(1, nv + 1, dtype=np.int64), (r, c)), shape=(m, n)).tocsr()
+    if csr.nnz != nv:
+        return None
+    order = csr.data - 1
+    if sel is not None:
+        order = sel[order]
+    out = np.empty((nv, 2), dtype=idx.dtype)
+    out[:, 0] = np.repeat(np.arange(m, dtype=idx.dtype), np.diff(csr.indptr))
+    out[:, 1] = csr.indices
+    return order, out
 
 
 @jax.jit

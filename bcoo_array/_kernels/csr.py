@@ -93,6 +93,44 @@ def _valid_data(data, perm, n_valid: int):
     return data[:n_valid] if perm is None else data.at[perm].get(mode=_IN_BOUNDS)
 
 
+class CSRArrays(NamedTuple):
+    """NumPy CSR structure of a 2-D COO matrix whose valid entries come first, row-sorted."""
+
+    indptr: np.ndarray  # (m + 1,) int32 or int64
+    cols: np.ndarray  # (n_valid,) same dtype
+    n_valid: int
+    canonical: bool  # columns strictly increasing within each row (sorted, no duplicates)
+
+
+def _csr_arrays_numpy(idx: np.ndarray, m: int, n: int) -> CSRArrays | None:
+    r = idx[:, 0]
+    c = idx[:, 1]
+    valid = (r < m) & (c < n) & (r >= 0) & (c >= 0)
+    nv = int(np.count_nonzero(valid))
+    if not valid[:nv].all():
+        return None
+    r, c = r[:nv], c[:nv]
+    if nv > 1 and not bool(np.all(r[1:] >= r[:-1])):
+        return None
+    idt = _index_dtype(nv, m + 1, n)
+    indptr = np.zeros(m + 1, dtype=idt)
+    np.cumsum(np.bincount(r, minlength=m), out=indptr[1:])
+    canonical = nv < 2 or bool(np.all((r[1:] != r[:-1]) | (c[1:] > c[:-1])))
+    return CSRArrays(indptr, np.ascontiguousarray(c, dtype=idt), nv, canonical)
+
+
+def csr_arrays(indices, shape: tuple[int, int]) -> CSRArrays | None:
+    """The (cached) NumPy CSR structure of concrete 2-D ``indices``, or None.
+
+    None unless the valid entries come first with non-decreasing rows (as in
+    canonical form); ``canonical`` then tells whether the columns are also
+    strictly increasing within rows. The arrays are shared by every caller:
+    copy them before handing them out.
+    """
+    m, n = shape
+    return PLANS.get((indices,), ("csr-np", m, n), lambda: _csr_arrays_numpy(np.asarray(indices), m, n))
+
+
 @partial(jax.jit, static_argnames=("m", "n_valid"))
 def _matmat_segments(data, perm, rows, cols, x, m: int, n_valid: int):
     d = _valid_data(data, perm, n_valid)

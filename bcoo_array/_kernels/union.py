@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._layout import is_concrete
+from .csr import _csr_arrays_numpy, csr_arrays
 from .plan import group_batched, group_numpy
 
 
@@ -100,13 +101,45 @@ def union_apply_2d(fn, dx, ix, dy, iy, shape, fill_x, fill_y):
         The values on the sorted union and its indices; None when the inputs
         are not canonical (the caller then takes the general path).
     """
-    out = _union_csr(np.asarray(ix), np.asarray(iy).astype(np.asarray(ix).dtype, copy=False), shape, batch=False)
-    if out is None:
+    sx = csr_arrays(ix, tuple(shape))
+    sy = csr_arrays(iy, tuple(shape))
+    if (sx is None or sy is None or not (sx.canonical and sy.canonical)
+            or max(sx.n_valid, sy.n_valid) >= 2**31 - 1):  # entry numbers must fit 32 bits
         return None
-    idx, pos_x, pos_y = out
+    idx, pos_x, pos_y = _merge_csr(sx, sy, tuple(shape), np.dtype(ix.dtype))
     data = _apply_union(fn, dx, dy, jnp.asarray(pos_x), jnp.asarray(pos_y),
                         np.asarray(fill_x, dx.dtype), np.asarray(fill_y, dy.dtype))
     return data, jnp.asarray(idx)
+
+
+def _merge_csr(sx, sy, shape, index_dtype):
+    """Sorted union of two canonical CSR structures and both position maps (-1: absent).
+
+    Each side's entries are numbered ``1..n`` and packed into the low (x) and
+    high (y) 32 bits of int64 CSR values; scipy's linear ``csr_plus_csr``
+    merge adds them, and the two halves of each sum are the entry numbers of
+    both sides at that output position (0 = absent).
+    """
+    import scipy.sparse as sp
+
+    m, n = shape
+    A = sp.csr_array((np.arange(1, sx.n_valid + 1, dtype=np.int64), sx.cols, sx.indptr), shape=shape, copy=False)
+    B = sp.csr_array((np.arange(1, sy.n_valid + 1, dtype=np.int64) << 32, sy.cols, sy.indptr), shape=shape,
+                     copy=False)
+    A.has_canonical_format = True
+    B.has_canonical_format = True
+    C = A + B
+    if not C.has_sorted_indices:
+        C.sort_indices()
+    halves = C.data.view(np.uint32).reshape(-1, 2)
+    low, high = (0, 1) if np.little_endian else (1, 0)
+    pos_x = halves[:, low].astype(np.int32) - 1
+    pos_y = halves[:, high].astype(np.int32) - 1
+    rows = np.repeat(np.arange(m, dtype=index_dtype), np.diff(C.indptr))
+    out_idx = np.empty((rows.size, 2), dtype=index_dtype)
+    out_idx[:, 0] = rows
+    out_idx[:, 1] = C.indices
+    return out_idx, pos_x, pos_y
 
 
 @partial(jax.jit, static_argnames=("fn",))
@@ -119,64 +152,17 @@ def _apply_union(fn, dx, dy, pos_x, pos_y, fill_x, fill_y):
     return fn(take(dx, pos_x, fill_x), take(dy, pos_y, fill_y))
 
 
-def _canonical_prefix(idx: np.ndarray, sizes) -> int | None:
-    """Number of valid entries if they come first with non-decreasing rows (else None)."""
-    m, n = sizes
-    valid = (idx[:, 0] < m) & (idx[:, 1] < n) & (idx[:, 0] >= 0) & (idx[:, 1] >= 0)
-    nv = int(np.count_nonzero(valid))
-    if not valid[:nv].all():
-        return None
-    rows = idx[:nv, 0]
-    return nv if bool(np.all(rows[1:] >= rows[:-1])) else None
-
-
 def _union_csr(a: np.ndarray, b: np.ndarray, sizes, batch: bool = True):
-    """2-D pattern union by scipy's linear CSR merge (``csr_plus_csr``), or None if not canonical.
-
-    Each operand's entries are numbered ``1..na`` and ``(1..nb) * (na + 1)``
-    as int64 CSR values; their sum at an output entry decodes to the entry
-    numbers of both sides (0 = absent), so one scipy addition gives the
-    sorted union and both position maps.
-    """
-    import scipy.sparse as sp
-
+    """:func:`union` of one batch element of 2-D indices by :func:`_merge_csr`, or None if not canonical."""
     m, n = (int(s) for s in sizes)
-    na, nb = _canonical_prefix(a, sizes), _canonical_prefix(b, sizes)
-    if na is None or nb is None or (na + 1) * (nb + 1) >= 2**62 or max(m, n, na, nb) >= 2**31 - 1:
+    sa = _csr_arrays_numpy(a, m, n)
+    sb = _csr_arrays_numpy(b, m, n)
+    if sa is None or sb is None or not (sa.canonical and sb.canonical) or max(sa.n_valid, sb.n_valid) >= 2**31 - 1:
         return None
-
-    def csr(idx, nv, vals):
-        indptr = np.zeros(m + 1, np.int32)
-        np.cumsum(np.bincount(idx[:nv, 0], minlength=m), out=indptr[1:])
-        out = sp.csr_array((vals, idx[:nv, 1].astype(np.int32), indptr), shape=(m, n), copy=False)
-        out.has_canonical_format = True  # rows sorted and (canonical operands) columns sorted, unique
-        return out
-
-    if not _columns_sorted(a, na) or not _columns_sorted(b, nb):
-        return None
-    A = csr(a, na, np.arange(1, na + 1, dtype=np.int64))
-    B = csr(b, nb, np.arange(1, nb + 1, dtype=np.int64) * (na + 1))
-    C = A + B
-    if not C.has_sorted_indices:
-        C.sort_indices()
-    code = C.data
-    pos_b, pos_a = np.divmod(code, na + 1)
-    rows = np.repeat(np.arange(m, dtype=a.dtype), np.diff(C.indptr))
-    out_idx = np.stack([rows, C.indices.astype(a.dtype, copy=False)], axis=1)
-    pos_a = (pos_a - 1).astype(np.int32)
-    pos_b = (pos_b - 1).astype(np.int32)
+    out_idx, pos_a, pos_b = _merge_csr(sa, sb, (m, n), a.dtype)
     if not batch:
         return out_idx, pos_a, pos_b
     return jnp.asarray(out_idx[None]), jnp.asarray(pos_a[None]), jnp.asarray(pos_b[None])
-
-
-def _columns_sorted(idx: np.ndarray, nv: int) -> bool:
-    """Whether the first ``nv`` entries (rows non-decreasing) have strictly increasing columns in each row."""
-    if nv < 2:
-        return True
-    r, c = idx[:nv, 0], idx[:nv, 1]
-    same_row = r[1:] == r[:-1]
-    return bool(np.all(~same_row | (c[1:] > c[:-1])))
 
 
 def take_or_fill(data, pos, fill):

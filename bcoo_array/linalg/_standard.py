@@ -25,7 +25,7 @@ from .._array_object import BCOOArray
 from .._fill_rule import dense_layout
 from .._layout import index_dtype_for, is_concrete
 from .._linear_algebra_functions import matmul, matrix_transpose, tensordot, vecdot
-from .._manipulation_functions import _normalize_axis, _sparse, broadcast_arrays, broadcast_to, normalize_axes
+from .._manipulation_functions import _sparse, broadcast_arrays, broadcast_to, normalize_axes
 from .._operands import as_operand, binary_operands, cast, check_category
 
 

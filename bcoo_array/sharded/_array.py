@@ -13,7 +13,6 @@ blocks.
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -252,7 +251,8 @@ class ShardedBCOOArray:
         """
         from ._ops import map_blocks
 
-        return map_blocks(lambda blk: blk.sum_duplicates(nse=blk.nse, remove_padding=False), self)
+        return map_blocks(lambda blk: blk.sum_duplicates(nse=blk.nse, remove_padding=False), self,
+                          key=("sum_duplicates",))
 
     def astype(self, dtype, /, *, copy: bool = True, device=None):
         """Cast every block to ``dtype`` (see :func:`bcoo_array.astype`)."""
@@ -476,7 +476,7 @@ def unshard(A: ShardedBCOOArray, device=None) -> BCOOArray:
     if A.n_batch != 0 or A.n_dense != want_dense:
         from ._ops import map_blocks
 
-        A = map_blocks(lambda b: update_layout(b, 0, want_dense), A)
+        A = map_blocks(lambda b: update_layout(b, 0, want_dense), A, key=("update_layout", want_dense))
     d, i = _partition.join_sparse(_host(A.data), _host(A.indices), A.shape, ax)
     return BCOOArray._from_buffers(jax.device_put(d, dev), jax.device_put(i, dev), A.shape, n_batch=0,
                                    n_dense=A.n_dense, fill_value=A.fill_value,

@@ -26,7 +26,6 @@ def _has_sharded(args, kwargs) -> bool:
 
 
 def _reductions():
-    from .. import _dtypes
     from .._manipulation_functions import normalize_axes
     from .._operands import check_category
     from .._statistical_functions import _sum_dtype
@@ -104,7 +103,7 @@ def _sharded_impl(name: str):
         def astype_(x, dtype, /, *, copy=True, device=None):
             if device is not None:
                 raise ValueError("astype(device=...) of a sharded array: use A.to_device(...) to move it")
-            return _ops.map_blocks(lambda blk: astype(blk, dtype, copy=copy), x)
+            return _ops.map_blocks(lambda blk: astype(blk, dtype, copy=copy), x, key=("astype", str(dtype), copy))
         return astype_
     if name == "where":
         from .._searching_functions import where

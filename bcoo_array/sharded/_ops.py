@@ -22,6 +22,8 @@ shard_map runs with every mesh axis manual, so it works on meshes of
 
 from __future__ import annotations
 
+import collections
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -52,6 +54,11 @@ def _constrain(x, mesh, spec: P):
     return jax.lax.with_sharding_constraint(x, sh)
 
 
+_UNCACHEABLE = ("uncacheable",)
+_CACHE: "collections.OrderedDict" = collections.OrderedDict()
+_CACHE_SIZE = 256
+
+
 class _Run:
     """Collects the operands of one shard_map call and rebuilds the local blocks inside it."""
 
@@ -62,12 +69,15 @@ class _Run:
         self.args = []
         self.specs = []
         self.builders = []
+        self.key_parts = []
+        self.state = {}
 
     def sharded(self, A: ShardedBCOOArray):
         k = len(self.args)
         self.args += [A.data, A.indices]
         self.specs += [P(self.entry), P(self.entry)]
         self.builders.append(lambda vals: A._local(vals[k], vals[k + 1]))
+        self.key_parts.append(("sharded", A.tree_flatten()[1]))
 
     def split(self, x, dim: int, n: int, b: int):
         """Dense ``x`` split along ``dim`` into blocks of ``b`` (padded with zeros)."""
@@ -82,12 +92,14 @@ class _Run:
         self.args.append(_constrain(x, self.mesh, spec))
         self.specs.append(spec)
         self.builders.append(lambda vals: vals[k])
+        self.key_parts.append(("split", dim, n, b))
 
     def replicated(self, x):
         k = len(self.args)
         self.args.append(_constrain(x, self.mesh, P()))
         self.specs.append(P())
         self.builders.append(lambda vals: vals[k])
+        self.key_parts.append(("replicated",))
 
     def replicated_sparse(self, a: BCOOArray):
         """An unsharded BCOOArray, replicated on every device (passed as shard_map arguments)."""
@@ -95,50 +107,84 @@ class _Run:
         self.args += [_constrain(a.data, self.mesh, P()), _constrain(a.indices, self.mesh, P())]
         self.specs += [P(), P()]
         self.builders.append(lambda vals: a._replace(data=vals[k], indices=vals[k + 1]))
+        self.key_parts.append(("bcoo", a.tree_flatten()[1]))
 
     def static(self, x):
         self.builders.append(lambda vals: x)
+        try:
+            hash(x)
+            self.key_parts.append(("static", type(x).__name__, x))
+        except TypeError:  # e.g. a NumPy array: not cached
+            self.key_parts.append(_UNCACHEABLE)
 
-    def call(self, body, out_specs):
-        """Run ``body(*operands)`` on every block; ``out_specs`` as for shard_map."""
+    def call(self, body, out_specs, key=None):
+        """Run ``body(*operands)`` on every block; ``out_specs`` as for shard_map.
+
+        With a ``key`` (a hashable description of ``body``), the compiled
+        program is reused by later calls with the same key, operand metadata
+        and buffer shapes, and :attr:`state` (filled by ``body`` while tracing)
+        is restored from the first call.
+        """
+        full = None
+        if key is not None and _UNCACHEABLE not in self.key_parts:
+            full = (key, tuple(self.key_parts), tuple(str(sp) for sp in self.specs), str(out_specs),
+                    tuple((tuple(a.shape), str(a.dtype)) for a in self.args), self.mesh, self.mesh_axes,
+                    bool(jax.config.jax_enable_x64))
+            hit = _CACHE.get(full)
+            if hit is not None:
+                _CACHE.move_to_end(full)
+                f, state = hit
+                out = f(*self.args)
+                self.state = state
+                return out
         builders = self.builders
 
         def inner(*vals):
             return body(*(b(vals) for b in builders))
 
         # check_vma=False: all_gather results are replicated although typed as varying.
-        f = jax.shard_map(inner, mesh=self.mesh, in_specs=tuple(self.specs), out_specs=out_specs, check_vma=False)
-        return jax.jit(f)(*self.args)
+        f = jax.jit(jax.shard_map(inner, mesh=self.mesh, in_specs=tuple(self.specs), out_specs=out_specs,
+                                  check_vma=False))
+        out = f(*self.args)
+        if full is not None:
+            _CACHE[full] = (f, self.state)
+            if len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+        return out
 
 
-def _finish(run: _Run, body, out_shape, out_axis):
+def _finish(run: _Run, body, out_shape, out_axis, key=None):
     """Run ``body`` (local operands -> local BCOOArray) and assemble the sharded result."""
-    meta = {}
     entry = run.entry
+    state = run.state
 
     def wrapped(*ops):
         out = body(*ops)
         if not isinstance(out, BCOOArray):
             out = dense_layout(out)
-        meta["out"] = out
+        state["out"] = (tuple(out.shape), out.n_batch, out.n_dense, out.fill_value, out.indices_sorted,
+                        out.unique_indices)
         return out.data[None], out.indices[None]
 
-    data, indices = run.call(wrapped, (P(entry), P(entry)))
-    loc = meta["out"]
+    data, indices = run.call(wrapped, (P(entry), P(entry)), key=key)
+    shape, n_batch, n_dense, fill, srt, uniq = run.state["out"]
     res = ShardedBCOOArray._from_buffers(
-        data, indices, out_shape, axis=out_axis, mesh=run.mesh, mesh_axes=run.mesh_axes, n_batch=loc.n_batch,
-        n_dense=loc.n_dense, fill_value=loc.fill_value, indices_sorted=loc.indices_sorted,
-        unique_indices=loc.unique_indices)
-    if res.block_shape != tuple(loc.shape):
-        raise AssertionError(f"block result shape {loc.shape} differs from {res.block_shape}")
+        data, indices, out_shape, axis=out_axis, mesh=run.mesh, mesh_axes=run.mesh_axes, n_batch=n_batch,
+        n_dense=n_dense, fill_value=fill, indices_sorted=srt, unique_indices=uniq)
+    if res.block_shape != shape:
+        raise AssertionError(f"block result shape {shape} differs from {res.block_shape}")
     return res
 
 
-def map_blocks(fn, A: ShardedBCOOArray, out_shape=None, out_axis=None) -> ShardedBCOOArray:
-    """Apply ``fn`` (BCOOArray -> BCOOArray of the block shape) to every block of ``A``."""
+def map_blocks(fn, A: ShardedBCOOArray, out_shape=None, out_axis=None, key=None) -> ShardedBCOOArray:
+    """Apply ``fn`` (BCOOArray -> BCOOArray of the block shape) to every block of ``A``.
+
+    ``key``, a hashable description of ``fn``, lets later calls reuse the compiled program.
+    """
     run = _Run(A.mesh, A.mesh_axes)
     run.sharded(A)
-    return _finish(run, fn, A.shape if out_shape is None else out_shape, A.axis if out_axis is None else out_axis)
+    return _finish(run, fn, A.shape if out_shape is None else out_shape, A.axis if out_axis is None else out_axis,
+                   key=key)
 
 
 def mask_virtual(local: BCOOArray, A_shape, axis: int, b: int, j) -> BCOOArray:
@@ -215,7 +261,7 @@ def elementwise(fn, args, kwargs):
     def body(*ops):
         return fn(*ops[:nargs], **dict(zip(keys, ops[nargs:])))
 
-    return _finish(run, body, out_shape, out_axis)
+    return _finish(run, body, out_shape, out_axis, key=("elementwise", fn, nargs, tuple(keys)))
 
 
 # -- reductions ----------------------------------------------------------------------
@@ -248,7 +294,8 @@ def reduce(A: ShardedBCOOArray, op: str, axes: tuple, keepdims: bool):
         out_shape = tuple(1 if i in axes else s for i, s in enumerate(A.shape)) if keepdims else \
             tuple(s for i, s in enumerate(A.shape) if i not in axes)
         out_axis = A.axis if keepdims else A.axis - sum(1 for a in axes if a < A.axis)
-        return map_blocks(lambda blk: core(blk, axis=axes, keepdims=keepdims), A, out_shape, out_axis)
+        return map_blocks(lambda blk: core(blk, axis=axes, keepdims=keepdims), A, out_shape, out_axis,
+                          key=("reduce_blocks", op, axes, keepdims))
     dt = A.dtype
     ident = _identity(op, dt)
     fill = A.fill_value
@@ -280,7 +327,7 @@ def reduce(A: ShardedBCOOArray, op: str, axes: tuple, keepdims: bool):
             return combine(vals, repeat_reduce(fv, missing, op), op)
         return jnp.where(missing > 0, combine(vals, fv, op), vals)
 
-    out = run.call(body, P())
+    out = run.call(body, P(), key=("reduce", op, axes))
     res = dense_layout(out)
     if keepdims:
         from .._manipulation_functions import reshape
@@ -301,7 +348,7 @@ def todense(A: ShardedBCOOArray) -> jax.Array:
     def body(local):
         return jax.lax.all_gather(local.todense(), entry, axis=A.axis, tiled=True)
 
-    full = run.call(body, P())
+    full = run.call(body, P(), key=("todense",))
     n = A.shape[A.axis]
     if full.shape[A.axis] != n:
         full = jax.lax.slice_in_dim(full, 0, n, axis=A.axis)
@@ -339,9 +386,7 @@ def matmul(x1, x2):
         out = matmul(permute(x2, _swap_last(x2.ndim)), xt)
         if isinstance(out, ShardedBCOOArray):
             return permute(out, _swap_last(out.ndim))
-        from .. import _linear_algebra_functions as la2
-
-        return la2.matrix_transpose(out)
+        return la.matrix_transpose(out)
     A = x1
     x = as_operand(x2, "x2")
     if isinstance(x, BCOOArray):
@@ -366,7 +411,7 @@ def matmul(x1, x2):
             y = la.matmul(loc, xb).todense()
             return jax.lax.psum(y, entry)
 
-        return dense_layout(run.call(body, P()))
+        return dense_layout(run.call(body, P(), key=("matmul_columns",)))
     m_dims = tuple(A.shape[:-1]) if x.ndim == 1 else \
         tuple(jnp.broadcast_shapes(A.shape[:-2], x.shape[:-2])) + (A.shape[-2], x.shape[-1])
     out_shape = tuple(m_dims)
@@ -392,7 +437,7 @@ def matmul(x1, x2):
             xb = jax.lax.all_gather(xb, entry, axis=0, tiled=True)[:k]
         return la.matmul(local, xb)
 
-    return _finish(run, body, out_shape, out_axis)
+    return _finish(run, body, out_shape, out_axis, key=("matmul_rows", split, k, x.ndim))
 
 
 def _swap_last(ndim):
@@ -415,4 +460,4 @@ def permute(A: ShardedBCOOArray, axes) -> ShardedBCOOArray:
     if sorted(axes) != list(range(A.ndim)):
         raise ValueError(f"axes={axes} is not a permutation of {A.ndim} dimensions")
     out_shape = tuple(A.shape[a] for a in axes)
-    return map_blocks(lambda blk: permute_dims(blk, axes), A, out_shape, axes.index(A.axis))
+    return map_blocks(lambda blk: permute_dims(blk, axes), A, out_shape, axes.index(A.axis), key=("permute", axes))

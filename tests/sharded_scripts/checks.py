@@ -92,6 +92,14 @@ def row_partition_layout_and_roundtrip():
         assert array_api_compat.array_namespace(A) is xp
         B = xs.from_scipy(M, mesh, P("x"))
         close(B, M.toarray(), exact=True)
+        # a repeated eager operation reuses its compiled program (and gives the same result)
+        from bcoo_array.sharded import _ops
+
+        C1 = A + B
+        n = len(_ops._CACHE)
+        C2 = A + B
+        assert len(_ops._CACHE) == n
+        close(C2, dense(C1), exact=True)
 
 
 @check
