@@ -12,7 +12,7 @@ time, so functions added to the namespace later are picked up; an entry
 whose namespace functions are missing answers NotImplemented (NumPy then
 raises its usual TypeError). Nothing here is found by name lookup: the
 tables are literals, and ``docs/numpy_coverage.md`` is generated from them
-(``python -m bcoo_array._numpy_coverage``).
+(``python docs/numpy_coverage.py``).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def _d(r):
 # -- NumPy code under test (written once for NumPy arrays) -------------------------------------
 
 
-def power_iteration(A, iters=60):
+def power_iteration(A, iters=20):
     """Dominant eigenvalue of a symmetric matrix (Rayleigh quotient after ``iters`` steps)."""
     x = np.ones(A.shape[1]) / np.sqrt(A.shape[1])
     for _ in range(iters):

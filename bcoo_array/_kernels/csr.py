@@ -195,6 +195,15 @@ def _axis_plan_numpy(idx: np.ndarray, shape: tuple[int, int], axis: int) -> Axis
     key = idx[:, keep]
     if not valid.all():
         key = np.where(valid, key, size)
+    if size > 4 * key.size + 1024:
+        # A long kept dimension (e.g. 3e9 rows): sort the keys instead of a
+        # presence array of the dimension's size, so memory stays O(nse).
+        uniq, inv = np.unique(key, return_inverse=True)
+        n_out = int(uniq.size - (uniq.size and uniq[-1] == size))
+        seg = inv.reshape(-1).astype(_index_dtype(size + 1, key.size))
+        out_idx = uniq[:n_out].astype(idx.dtype)[:, None]
+        is_sorted = bool(seg.size < 2 or np.all(seg[1:] >= seg[:-1]))
+        return AxisPlan(jnp.asarray(seg), jnp.asarray(out_idx), n_out, is_sorted)
     present = np.zeros(size + 1, dtype=bool)
     present[key] = True
     present[size] = False
