@@ -222,20 +222,6 @@ def _block(r):
     return r
 
 
-def time_call(fn: Callable, repeat: int, budget_s: float = 5.0) -> float:
-    """Median wall time of ``fn()`` over ``repeat`` calls after one warm-up (fewer if over ``budget_s``)."""
-    _block(fn())
-    ts = []
-    start = time.perf_counter()
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        _block(fn())
-        ts.append(time.perf_counter() - t0)
-        if time.perf_counter() - start > budget_s and len(ts) >= 3:
-            break
-    return float(np.median(ts))
-
-
 def _ops_for(case: Case, lib: str):
     """``{operation: zero-argument callable}`` for one library (operations it cannot do are absent)."""
     import jax

@@ -70,7 +70,8 @@ TABLE: dict[str, Spec] = {
     "exp": Spec(jnp.exp, 1, "floating-point", "exponential"),
     "expm1": Spec(jnp.expm1, 1, "floating-point", "exp(x) - 1"),
     "floor": Spec(jnp.floor, 1, "real numeric", "rounding towards -infinity"),
-    "imag": Spec(_imag, 1, "numeric", "imaginary part", linear=True),
+    # The standard: imag returns a floating dtype of x's precision, so integer input has no answer.
+    "imag": Spec(_imag, 1, "floating-point", "imaginary part", linear=True),
     "isfinite": Spec(jnp.isfinite, 1, "numeric", "test for finiteness"),
     "isinf": Spec(jnp.isinf, 1, "numeric", "test for infinity"),
     "isnan": Spec(jnp.isnan, 1, "numeric", "test for NaN"),

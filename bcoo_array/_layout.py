@@ -174,6 +174,10 @@ def fill_scalar(value, dtype: np.dtype) -> np.generic:
     arr = np.asarray(value)
     if arr.ndim != 0:
         raise TypeError(f"fill_value must be a scalar, got an array of shape {arr.shape}")
+    if arr.dtype.kind == "c" and dtype.kind != "c":
+        if arr.imag != 0:
+            raise ValueError(f"fill_value={value!r} has an imaginary part; {dtype} cannot hold it")
+        arr = arr.real  # an exactly real complex: cast its real part (no ComplexWarning)
     with np.errstate(all="ignore"):
         out = arr.astype(dtype)
         lossy = False

@@ -760,7 +760,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     n, m = x.shape[i], x.shape[j]
     rest = [d for d in range(x.ndim) if d not in (i, j)]
     rows = np.arange(max(0, -k), max(0, min(n, m - k)))
-    flat = (rows * m + rows + k).astype(np.int32)
+    flat = (rows * m + rows + k).astype(np.int32 if n * m < 2**31 else np.int64)
     y = xp.reshape(xp.permute_dims(x, (i, j, *rest)), (n * m,) + tuple(x.shape[d] for d in rest))
     d = xp.take(y, jnp.asarray(flat), axis=0)
     return xp.permute_dims(d, tuple(range(1, d.ndim)) + (0,))

@@ -101,13 +101,20 @@ def _np_min(a, axis=None, out=None, keepdims=False, initial=_UNSET, where=_UNSET
     return _xp().min(sparse_arg(a), axis=axis, keepdims=keepdims)
 
 
+def _float_input(x, dtype):
+    """``x`` cast to ``dtype``, or integers and bools to the default float (NumPy's mean/var/std rule)."""
+    xp = _xp()
+    if dtype is not None:
+        return xp.astype(x, dtype)
+    if x.dtype.kind in "iub":
+        return xp.astype(x, xp.__array_namespace_info__().default_dtypes()["real floating"])
+    return x
+
+
 def _np_mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_UNSET):
     reject_out(out, "mean")
     _unsupported("mean", where=_UNSET if where is True else where)
-    x = sparse_arg(a)
-    if dtype is not None:
-        x = _xp().astype(x, dtype)
-    return _xp().mean(x, axis=axis, keepdims=keepdims)
+    return _xp().mean(_float_input(sparse_arg(a), dtype), axis=axis, keepdims=keepdims)
 
 
 def _var_args(name, a, dtype, out, ddof, where, mean, correction):
@@ -117,10 +124,7 @@ def _var_args(name, a, dtype, out, ddof, where, mean, correction):
         if ddof != 0:
             raise ValueError(f"numpy.{name}(): ddof and correction cannot both be given")
         ddof = correction
-    x = sparse_arg(a)
-    if dtype is not None:
-        x = _xp().astype(x, dtype)
-    return x, ddof
+    return _float_input(sparse_arg(a), dtype), ddof
 
 
 def _np_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_UNSET, mean=_UNSET,

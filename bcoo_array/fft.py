@@ -157,6 +157,9 @@ def _make_1d(name: str):
         _check_norm(norm, name)
         n = _check_n(n, name)
         ax = _normalize_axis(axis, x.ndim)
+        if n is None and name in ("irfft", "hfft") and x.shape[ax] < 2:
+            raise ValueError(f"fft.{name}(): the default output length 2 * (m - 1) is {2 * (x.shape[ax] - 1)} "
+                             f"for an input of length {x.shape[ax]}; pass n >= 1")
         out = jfn(x.todense(), n=n, axis=ax, norm=norm)
         return dense_layout(out.astype(_out_dtype(name, x.dtype)))
 
@@ -182,6 +185,11 @@ def _make_nd(name: str):
                 raise ValueError(f"fft.{name}(): s={s} and axes={axes} differ in length")
             if axes is None:
                 axes = tuple(range(x.ndim - len(s), x.ndim))
+        elif name == "irfftn":
+            last = (axes if axes is not None else tuple(range(x.ndim)))[-1] if (axes is None or axes) else None
+            if last is not None and x.shape[last] < 2:
+                raise ValueError(f"fft.irfftn(): the default length 2 * (m - 1) of the last axis is "
+                                 f"{2 * (x.shape[last] - 1)}; pass s with sizes >= 1")
         out = jfn(x.todense(), s=s, axes=axes, norm=norm)
         return dense_layout(out.astype(_out_dtype(name, x.dtype)))
 

@@ -126,10 +126,6 @@ def _foreign(kind):
     raise AssertionError(kind)
 
 
-def _operands(op, left):
-    return (_a, _b.T) if op == "matmul" and not left else (_a, _b.T if op == "matmul" else _b)
-
-
 @pytest.mark.parametrize("op", list(OPS))
 @pytest.mark.parametrize("kind", ["numpy", "jax", "scipy", "pydata", "jax_sparse"])
 def test_bcoo_on_the_left_gives_a_defined_result(kind, op):

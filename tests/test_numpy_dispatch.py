@@ -46,6 +46,11 @@ def S(x):
     return xp.asarray(x)
 
 
+def F(x):
+    """Sparse version with fill value 1: the entries equal to 1 are unstored."""
+    return xp.add(xp.asarray(x - 1), 1)
+
+
 def D(x):
     """Dense version: the NumPy array itself."""
     return x
@@ -82,6 +87,8 @@ CASES = [
     (np.amin, lambda c: np.amin(c(a), axis=0), None),
     (np.mean, lambda c: np.mean(c(a), axis=1), None),
     (np.var, lambda c: np.var(c(a), axis=0, ddof=1), None),
+    (np.mean, lambda c: np.mean(c(ints), axis=0), None),
+    (np.std, lambda c: np.std(c(ints), axis=1, ddof=1), None),
     (np.std, lambda c: np.std(c(a)), None),
     (np.cumsum, lambda c: np.cumsum(c(a)), None),
     (np.cumsum, lambda c: np.cumsum(c(a), axis=1), None),
@@ -309,6 +316,26 @@ def test_function_matches_numpy(case):
     with np.errstate(all="ignore"):
         exp = expr(D)
     got = _to_numpy(got)
+    if post is not None:
+        got, exp = post(got), post(exp)
+    _assert_same(got, exp)
+
+
+# Functions also checked on arrays whose fill value is 1 (not 0).
+_FILL_FUNCS = {np.sum, np.max, np.nanmax, np.cumsum, np.sort, np.concatenate, np.einsum, np.kron, np.diagonal,
+               np.trace, np.round, np.isclose, np.count_nonzero, np.linalg.norm, np.dot, np.take, np.where,
+               np.unique, np.argmax, np.all, np.var, np.outer, np.tensordot, np.linalg.inv, np.fft.fft}
+_FILL_CASES = [c for c in CASES if c[0] in _FILL_FUNCS and c is next(d for d in CASES if d[0] is c[0])]
+
+
+@pytest.mark.parametrize("case", _FILL_CASES, ids=[_case_id(c) for c in _FILL_CASES])
+def test_function_matches_numpy_with_nonzero_fill(case):
+    func, expr, post = case
+    if not available(FUNCTIONS[func].needs):
+        pytest.skip(f"namespace functions {FUNCTIONS[func].needs} are not all available")
+    got = _to_numpy(expr(F))
+    with np.errstate(all="ignore"):
+        exp = expr(D)
     if post is not None:
         got, exp = post(got), post(exp)
     _assert_same(got, exp)

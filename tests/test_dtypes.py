@@ -1,0 +1,144 @@
+"""dtypes: the 64-bit policy (x64 off gives a ValueError that says how to turn
+it on, never a silent downcast), promotion of sparse operands, index dtypes
+and bool preservation.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import bcoo_array as xp
+from bcoo_array import BCOOArray
+from _oracle import assert_matches, to_np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_x64_off(code: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, JAX_ENABLE_X64="0", JAX_PLATFORMS="cpu")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_x64_off_refuses_64_bit_dtypes():
+    """With x64 off every way of asking for a 64-bit dtype raises a ValueError naming the fix."""
+    code = """
+        import jax, numpy as np
+        assert not jax.config.jax_enable_x64
+        import bcoo_array as xp
+        from bcoo_array import BCOOArray
+        cases = {
+            "asarray float64": lambda: xp.asarray(np.ones(3)),
+            "asarray dtype=int64": lambda: xp.asarray([1, 2], dtype=xp.int64),
+            "constructor float64 data": lambda: BCOOArray((np.ones(1), np.array([[0]])), shape=(2,)),
+            "constructor dtype=": lambda: BCOOArray((np.ones(1, np.float32), np.array([[0]])), shape=(2,), dtype=np.complex128),
+            "zeros": lambda: xp.zeros((2,), dtype=xp.float64),
+            "astype": lambda: xp.asarray(np.ones(2, np.float32)).astype(xp.float64),
+            "huge dimension": lambda: BCOOArray((np.ones(1, np.float32), (np.array([0]), np.array([0]))), shape=(3_000_000_000, 2)),
+        }
+        for name, fn in cases.items():
+            try:
+                fn()
+            except ValueError as e:
+                msg = str(e)
+                assert "jax_enable_x64" in msg or "JAX_ENABLE_X64" in msg, (name, msg)
+            else:
+                raise AssertionError(name + ": no ValueError")
+        # 32-bit work is unaffected, and defaults are 32-bit
+        a = xp.asarray([[1.0, 0.0], [0.0, 2.0]])
+        assert a.dtype == np.float32 and a.indices.dtype == np.int32
+        assert xp.asarray([1, 2]).dtype == np.int32
+        assert float(xp.sum(a)) == 3.0
+        print("ok")
+    """
+    out = _run_x64_off(code)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("ok")
+
+
+def test_x64_on_defaults():
+    assert xp.asarray([1.5]).dtype == np.float64
+    assert xp.asarray([1]).dtype == np.int64
+    assert xp.asarray([1j]).dtype == np.complex128
+
+
+@pytest.mark.parametrize(
+    "d1, d2, expected",
+    [
+        (np.int8, np.uint8, np.int16),
+        (np.int32, np.int64, np.int64),
+        (np.float32, np.float64, np.float64),
+        (np.float32, np.complex64, np.complex64),
+        (np.float64, np.complex64, np.complex128),
+        (np.uint8, np.uint16, np.uint16),
+        (np.bool_, np.bool_, np.bool_),
+    ],
+)
+def test_promotion_of_sparse_operands(d1, d2, expected):
+    a = BCOOArray.fromdense(np.array([[1, 0], [0, 1]], dtype=d1))
+    b = BCOOArray.fromdense(np.array([[0, 1], [1, 1]], dtype=d2))
+    out = xp.add(a, b) if np.dtype(expected) != np.bool_ else xp.logical_or(a, b)
+    assert out.dtype == expected
+    assert xp.result_type(a, b) == expected
+    assert xp.multiply(a, np.array([[1, 1], [1, 1]], dtype=d2)).dtype == expected if expected != np.bool_ else True
+
+
+def test_bool_with_number_raises():
+    a = BCOOArray.fromdense(np.array([True, False]))
+    b = BCOOArray.fromdense(np.array([1, 0], np.int32))
+    with pytest.raises(TypeError):
+        xp.add(a, b)
+    with pytest.raises(TypeError, match="promotion"):
+        xp.equal(a, b)
+
+
+def test_python_scalars_keep_array_dtype():
+    a = BCOOArray.fromdense(np.array([1.0, 0.0], np.float32))
+    assert (a + 1).dtype == np.float32
+    assert (a * 2.5).dtype == np.float32
+    i = BCOOArray.fromdense(np.array([1, 0], np.int8))
+    assert (i + 1).dtype == np.int8
+    with pytest.raises(OverflowError):
+        i + 1000
+    u = BCOOArray.fromdense(np.array([1, 0], np.uint8))
+    assert (u * 3).dtype == np.uint8
+
+
+def test_fill_value_is_cast_exactly():
+    a = BCOOArray((np.array([1], np.int16), np.array([[0]])), shape=(2,), fill_value=7)
+    assert a.fill_value.dtype == np.int16 and a.fill_value == 7
+    with pytest.raises(ValueError, match="fill_value"):
+        BCOOArray((np.array([1], np.int8), np.array([[0]])), shape=(2,), fill_value=300)
+    with pytest.raises(ValueError, match="fill_value"):
+        BCOOArray((np.array([1.0]), np.array([[0]])), shape=(2,), fill_value=1j)
+    b = BCOOArray((np.array([True]), np.array([[0]])), shape=(2,), fill_value=True)
+    assert b.fill_value.dtype == np.bool_
+    assert_matches(b, np.array([True, True]))
+
+
+def test_index_dtypes():
+    small = BCOOArray((np.ones(1), (np.array([0]), np.array([0]))), shape=(2**31 - 1, 2))
+    assert small.indices.dtype == np.int32  # the padding value 2**31 - 1 still fits
+    big = BCOOArray((np.ones(1), (np.array([0]), np.array([0]))), shape=(2**31, 2))
+    assert big.indices.dtype == np.int64
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.float16, np.float32, np.complex64, np.bool_])
+def test_dtype_survives_ops(dtype):
+    d = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
+    a = BCOOArray.fromdense(d)
+    assert a.dtype == dtype
+    assert a.sum_duplicates().dtype == dtype
+    assert a.T.dtype == dtype
+    assert a[0].dtype == dtype
+    assert xp.reshape(a, (3, 2)).dtype == dtype
+    assert to_np(a).dtype == dtype
+    if np.dtype(dtype).kind != "b":
+        assert xp.max(a).dtype == dtype if np.dtype(dtype).kind != "c" else True
+        assert (a * a).dtype == dtype
