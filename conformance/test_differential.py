@@ -985,11 +985,22 @@ def _fftshift(data):
 # -- the tests ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+def _grouped() -> dict:
+    """One test per case function, named after every function it covers."""
+    names: dict = {}
+    for name, fn in CASES.items():
+        names.setdefault(fn, []).append(name)
+    return {"+".join(sorted(v)): fn for fn, v in names.items()}
+
+
+GROUPED = _grouped()
+
+
+@pytest.mark.parametrize("names", sorted(GROUPED))
 @SETTINGS
 @given(data=st.data())
-def test_against_strict(name, data):
-    CASES[name](data)
+def test_against_strict(names, data):
+    GROUPED[names](data)
 
 
 _NOT_STANDARD = {"ArrayAPIStrictFlags", "Device", "get_array_api_strict_flags", "set_array_api_strict_flags",

@@ -84,6 +84,7 @@ def test_sum_duplicates_under_jit(c):
     assert _is_canonical(s)
 
 
+@settings(max_examples=15)
 @given(cases(max_ndim=3), st.integers(0, 2))
 def test_fromdense_roundtrip(c, extra):
     n_sparse = c.dense.ndim - c.n_batch - c.n_dense
@@ -181,7 +182,8 @@ def test_scalar_from_messy_layout(c):
 # -- sequence protocol ----------------------------------------------------------------------
 
 
-@given(cases(min_ndim=1, max_ndim=3))
+@settings(max_examples=10)
+@given(cases(min_ndim=1, max_ndim=2))
 def test_len_and_iter(c):
     assert len(c.arr) == c.dense.shape[0]
     rows = list(c.arr)
@@ -231,10 +233,11 @@ def test_bcoo_is_not_hashable():
 def test_astype(c, dt):
     with np.errstate(invalid="ignore", over="ignore"):
         expected = c.dense.astype(dt)
-    if c.dense.dtype.kind == "f" and dt.kind in "iub" and np.isnan(c.dense).any():
-        return  # NaN -> int is implementation-defined in NumPy and XLA alike
-    if c.dense.dtype.kind in "fi" and dt.kind == "u" and (c.dense < 0).any():
-        return  # negative -> unsigned is implementation-defined for floats
+    vals = np.append(c.dense.ravel(), c.fill)
+    if c.dense.dtype.kind == "f" and dt.kind in "iu" and np.isnan(vals).any():
+        return  # NaN -> int is undefined behaviour in C, NumPy and XLA alike
+    if c.dense.dtype.kind in "fi" and dt.kind == "u" and (vals < 0).any():
+        return  # negative float -> unsigned is undefined behaviour as well
     out = c.arr.astype(dt)
     assert_matches(out, expected)
     assert same_scalar(out.fill_value, np.asarray(c.fill).astype(dt))

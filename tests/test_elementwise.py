@@ -83,7 +83,7 @@ def test_unary(data):
         _check(jax.jit(fn)(c.arr), expected, exact, c.dense.dtype)
 
 
-@settings(max_examples=30)
+@settings(max_examples=25)
 @given(data=st.data())
 def test_binary_sparse_sparse(data):
     """Two sparse operands with independent patterns, layouts and fill values."""
@@ -104,7 +104,7 @@ def test_binary_sparse_sparse(data):
         _check(jax.jit(fn)(a.arr, b.arr), expected, exact, dt)
 
 
-@settings(max_examples=15)
+@settings(max_examples=10)
 @given(data=st.data())
 def test_binary_broadcasting(data):
     name = data.draw(st.sampled_from(["add", "multiply", "maximum", "equal"]), label="name")
@@ -125,7 +125,7 @@ def test_binary_broadcasting(data):
     _check(jax.jit(fn)(b.arr, a.arr), _np(oracle, b.dense, a.dense), exact, dt)
 
 
-@settings(max_examples=15)
+@settings(max_examples=10)
 @given(data=st.data())
 def test_binary_sparse_dense(data):
     name = data.draw(st.sampled_from(["add", "multiply", "divide", "less", "maximum"]), label="name")

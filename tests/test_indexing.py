@@ -72,7 +72,7 @@ def test_int_out_of_bounds():
         a[1.5]
 
 
-@settings(max_examples=20)
+@settings(max_examples=10)
 @given(data=st.data())
 def test_integer_array_pointwise(data):
     c = data.draw(cases(min_ndim=1, max_ndim=3, max_side=3).filter(lambda c: c.dense.size > 0), label="x")
@@ -85,7 +85,7 @@ def test_integer_array_pointwise(data):
     assert_matches(jax.jit(lambda a, k: a[k])(c.arr, jidx), expected)
 
 
-@settings(max_examples=20)
+@settings(max_examples=10)
 @given(data=st.data())
 def test_take_one_axis(data):
     c = data.draw(cases(min_ndim=1, max_ndim=3).filter(lambda c: c.dense.size > 0), label="x")

@@ -29,7 +29,7 @@ def test_permute_dims(data):
         assert_matches(jax.jit(lambda a: xp.permute_dims(a, axes))(c.arr), np.transpose(c.dense, perm))
 
 
-@settings(max_examples=20)
+@settings(max_examples=10)
 @given(cases(min_ndim=2, max_ndim=4))
 def test_transposes(c):
     assert_matches(c.arr.mT, np.swapaxes(c.dense, -1, -2))
@@ -84,7 +84,7 @@ def test_reshape_batch_layout_only_batch_changes():
         xp.reshape(a, (-1, -1))
 
 
-@settings(max_examples=20)
+@settings(max_examples=10)
 @given(data=st.data())
 def test_expand_squeeze(data):
     c = data.draw(cases(max_ndim=3), label="x")

@@ -36,7 +36,7 @@ def _expected(a, b):
     return np.matmul(a, b)
 
 
-@settings(max_examples=30)
+@settings(max_examples=25)
 @given(data=st.data())
 def test_matmul_sparse_sparse_and_mixed(data):
     sa, sb = data.draw(matmul_shapes(), label="shapes")

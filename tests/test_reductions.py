@@ -49,7 +49,7 @@ def axes_for(draw, ndim):
     return tuple(a - ndim if draw(st.booleans()) else a for a in chosen)
 
 
-@settings(max_examples=40)
+@settings(max_examples=30)
 @given(data=st.data())
 def test_reduction(data):
     name = data.draw(st.sampled_from(sorted(ORACLE)), label="name")

@@ -79,7 +79,7 @@ def test_grad_with_duplicates_nonlinear():
     np.testing.assert_allclose(np.asarray(g), [np.exp(3.0), np.exp(3.0), np.exp(0.5)], rtol=1e-12)
 
 
-@settings(max_examples=15)
+@settings(max_examples=10)
 @given(cases(min_ndim=1, max_ndim=3, n_batch=1, dtypes=(F64, np.dtype(np.int32), np.dtype(np.bool_))))
 def test_vmap_over_batch(c):
     """vmap a function over the leading batch dimension: same as the per-batch results."""
@@ -93,7 +93,7 @@ def test_vmap_over_batch(c):
         np.testing.assert_array_equal(np.asarray(per(c.arr[i])), c.dense[i])
 
 
-@settings(max_examples=12)
+@settings(max_examples=8)
 @given(cases(min_ndim=2, max_ndim=3, n_batch=1, dtypes=(F64,), nan_fill=False))
 def test_vmap_elementwise_and_reduce(c):
     """vmap of a function returning a BCOOArray (exp then a sum over the last axis)."""

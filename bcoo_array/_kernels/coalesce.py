@@ -48,7 +48,9 @@ def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str
     """Return canonical ``(data, indices)``: sorted, unique, padding last.
 
     With concrete indices the new nse is the largest number of distinct
-    indices in any batch; while tracing it stays the input nse (padded).
+    indices in any batch; while tracing it stays the input nse (padded),
+    except with no sparse dimension, where it is ``min(nse, 1)`` (there is
+    no padding value for the single position ``()``).
     """
     if n_batch == 0 and indices.shape[-1] > 0 and is_concrete(indices):
         # No batch, concrete indices: plan with NumPy (linear-time counting sort for

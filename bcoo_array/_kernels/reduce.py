@@ -99,7 +99,9 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
     n_d = prod(shape[a] for a in de_red)
     if de_red:
         red = _DENSE_REDUCE[op] if data.dtype != jnp.bool_ else (jnp.any if op in ("sum", "max") else jnp.all)
-        data = red(data, axis=tuple(a - n_sparse + 1 for a in de_red))
+        # jnp.sum / jnp.prod widen small integers; the caller has already chosen the dtype.
+        kw = {"dtype": data.dtype} if op in ("sum", "prod") and data.dtype != jnp.bool_ else {}
+        data = red(data, axis=tuple(a - n_sparse + 1 for a in de_red), **kw)
     with jax.ensure_compile_time_eval():  # fill values are static: keep them concrete under jit
         u = repeat_reduce(jnp.asarray(fill, data.dtype), n_d, op)
     n_rs = prod(shape[a] for a in sp_red)

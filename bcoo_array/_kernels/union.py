@@ -58,8 +58,9 @@ def union(ia, ib, sizes: tuple[int, ...]):
 def _union_numpy(a: np.ndarray, b: np.ndarray, sizes: tuple[int, ...]):
     """:func:`union` of one batch element with concrete indices, planned by NumPy.
 
-    The inputs are sorted, so the stable sort of their concatenation is one
-    merge (NumPy's timsort finds the two runs; 2-D uses a counting sort).
+    2-D canonical operands go through scipy's CSR merge (:func:`_merge_csr`);
+    otherwise the inputs are sorted, so the stable sort of their
+    concatenation is one merge (NumPy's timsort finds the two runs).
     """
     if len(sizes) == 2:
         out = _union_csr(a, b, sizes)
