@@ -82,7 +82,10 @@ def demo(matrix: str | None, repeat: int, devices: int) -> None:
 @click.argument("matrices", nargs=-1)
 @click.option("--random", "random_specs", multiple=True, default=("1e4:1e5",), show_default=True,
               help="Random square matrices N:NNZ to add (repeatable; pass --random '' for none).")
-@click.option("--large", is_flag=True, help="Also run a random 1e6 x 1e6 matrix with 1e7 entries (minutes, ~3 GB).")
+@click.option("--large", is_flag=True,
+              help="Also run a random 1e6 x 1e6 matrix with 1e7 entries (minutes, several GB; add "
+                   "--libraries bcoo_array,scipy --skip 'A @ A.T' on small machines: jax BCOO's SpMM "
+                   "builds nse x k temporaries).")
 @click.option("--repeat", default=20, show_default=True, help="Timed calls per operation (median reported).")
 @click.option("--libraries", default="bcoo_array,scipy,pydata-sparse,jax BCOO", show_default=True,
               help="Comma-separated libraries to time (scipy is the reference and always runs).")

@@ -8,6 +8,11 @@ of them is garbage collected, so it never keeps an array alive and never
 serves a plan for a different buffer that reuses a freed ``id``. It is
 bounded (least recently used entries go first). This is the "analysis phase"
 of cuSPARSE / MKL inspector-executor SpMV, done implicitly.
+
+Memory: a plan takes one to three times the memory of the index buffer it
+belongs to, and lives only as long as that buffer (and at most
+:attr:`IdentityCache.maxsize` plans live at once); ``PLANS.clear()`` frees
+them all.
 """
 
 from __future__ import annotations
