@@ -338,6 +338,38 @@ class BCOOArray(ScipyMethodsMixin):
             raise jax.errors.ConcretizationTypeError(self.data, f"{name}() of a traced BCOOArray")
         return kind(np.asarray(self.todense()).reshape(()).item())
 
+    def __call__(self, x):
+        """``A(x)``: the product ``A @ x`` as a dense :class:`jax.Array`.
+
+        This makes a BCOOArray a matvec function for JAX code that wants
+        ``jax.Array`` results, e.g. ``jax.scipy.sparse.linalg.cg(A, b)``
+        (JAX's solvers call a callable operator rather than using ``@``).
+
+        Parameters
+        ----------
+        x : array, shape ``(k,)`` or ``(..., k, n)``
+            Dense right-hand side; ``self`` has shape ``(..., m, k)``.
+
+        Returns
+        -------
+        jax.Array
+            ``(self @ x).todense()``.
+        """
+        out = _linalg.matmul(self, x)
+        return out.todense() if isinstance(out, BCOOArray) else out
+
+    def __format__(self, format_spec: str) -> str:
+        if self.ndim == 0 and is_concrete(self.data, self.indices):
+            return format(np.asarray(self.todense()).item(), format_spec)
+        if format_spec:
+            raise TypeError(f"format spec {format_spec!r} needs a 0-d array; this one has shape {self.shape}")
+        return repr(self)
+
+    def __round__(self, ndigits: int | None = None):
+        if self.ndim != 0:
+            raise TypeError(f"round() needs a 0-d array; use bcoo_array.round for shape {self.shape}")
+        return round(np.asarray(self.todense()).item(), ndigits)
+
     def __bool__(self) -> bool:
         return self._scalar(bool, "bool")
 
@@ -398,6 +430,28 @@ class BCOOArray(ScipyMethodsMixin):
 
     def __dlpack_device__(self):
         return self.data.__dlpack_device__()
+
+    def with_data(self, data) -> "BCOOArray":
+        """The same pattern, layout and fill value with new stored values.
+
+        The way to differentiate with respect to the stored values:
+        ``jax.grad(lambda d: loss(A.with_data(d)))(A.data)``.
+
+        Parameters
+        ----------
+        data : array, shape ``self.data.shape``
+            New values (any dtype; the fill value is cast to it).
+
+        Raises
+        ------
+        ValueError
+            If ``data`` has another shape.
+        """
+        data = _as_jax(data, None, "data")
+        if tuple(data.shape) != tuple(self.data.shape):
+            raise ValueError(f"data has shape {tuple(data.shape)}; expected {tuple(self.data.shape)}")
+        fill = self._fill if data.dtype == self.dtype else fill_scalar(np.asarray(self._fill).astype(data.dtype), data.dtype)
+        return self._replace(data=data, fill_value=fill)
 
     def _replace(self, **kw) -> "BCOOArray":
         """A copy with some fields replaced (internal)."""

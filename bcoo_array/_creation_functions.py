@@ -89,6 +89,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCO
         if copy is False:
             raise ValueError("asarray(copy=False) cannot change the dtype without a copy")
         return _device_put(obj.astype(dt), device)
+    if dt is not None and _is_foreign_sparse(obj):
+        obj = obj.astype(dt)  # cast first: the source dtype may need x64 when dt does not
     foreign = from_foreign(obj)
     if foreign is not None:
         if copy is False:
@@ -116,6 +118,11 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCO
                 raise OverflowError(f"integer values out of range for {target}")
         x = jnp.asarray(arr.astype(target))
     return _device_put(BCOOArray.fromdense(x), device)
+
+
+def _is_foreign_sparse(obj) -> bool:
+    mod = type(obj).__module__ or ""
+    return mod.startswith(("scipy.sparse", "sparse", "jax.experimental.sparse")) and hasattr(obj, "astype")
 
 
 def _fill_only(shape, fill, dtype, device) -> BCOOArray:

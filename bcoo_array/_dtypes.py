@@ -175,6 +175,12 @@ def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
     if "b" in (ka, kb):
         raise TypeError(f"the standard defines no promotion of {a} with {b}; cast explicitly with astype")
     res = np.result_type(a, b)
+    if not x64_enabled() and res in _X64_ONLY and ka in "iu" and kb in "iu" and a not in _X64_ONLY \
+            and b not in _X64_ONLY:
+        raise ValueError(
+            f"the standard promotes {a} with {b} to {res}, which needs JAX's 64-bit mode; turn it on with "
+            "jax.config.update('jax_enable_x64', True) or JAX_ENABLE_X64=1, or cast one operand with astype"
+        )
     if not x64_enabled() and res in _X64_ONLY:
         res = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}[res]
     return res

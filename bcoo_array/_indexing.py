@@ -348,4 +348,6 @@ def _selected_coords(shape, key):
             raise IndexError("assignment with integer arrays mixed with slices is not supported")
         return list(np.broadcast_arrays(*[v for _, v in per_axis]))
     grids = np.meshgrid(*[np.atleast_1d(v) for _, v in per_axis], indexing="ij") if per_axis else []
-    return grids
+    # Integer keys select without keeping a dimension (the value broadcasts to the rest).
+    sel_shape = tuple(v.size for t, v in per_axis if t != "i")
+    return [g.reshape(sel_shape) for g in grids]

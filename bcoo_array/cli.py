@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
+from ._version import __version__
+
 
 @click.group()
-@click.version_option(package_name="bcoo-array")
+@click.version_option(version=__version__, prog_name="bcoo-array")
 def main() -> None:
     """bcoo_array: sparse arrays in JAX's BCOO layout, with the array API."""
 
@@ -62,8 +64,11 @@ def demo(matrix: str | None, repeat: int, devices: int) -> None:
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("starting", total=None)
-        name, shape, rows = run(matrix, repeat=repeat, devices=devices,
-                                progress=lambda s: progress.update(task, description=f"{s}"))
+        try:
+            name, shape, rows = run(matrix, repeat=repeat, devices=devices,
+                                    progress=lambda s: progress.update(task, description=f"{s}"))
+        except (ValueError, FileNotFoundError) as exc:
+            raise click.ClickException(str(exc)) from exc
     where = f", sharded over {devices} devices" if devices > 1 else ""
     table = Table(title=f"bcoo_array demo: {name} {shape[0]} x {shape[1]}{where}")
     table.add_column("operation")

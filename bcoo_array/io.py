@@ -99,8 +99,9 @@ def mmread(source, *, dtype=None) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        Symmetric, skew-symmetric and Hermitian files are expanded to every
-        entry, as scipy does; explicit zeros are kept. A dense ``array``
+        In canonical form (sorted, duplicates summed). Symmetric,
+        skew-symmetric and Hermitian files are expanded to every entry, as
+        scipy does; explicit zeros are kept. A dense ``array``
         file gives the BCOOArray of its non-zero entries.
 
     Raises
@@ -120,7 +121,9 @@ def mmread(source, *, dtype=None) -> BCOOArray:
         from ._creation_functions import asarray
 
         return asarray(obj)
-    return from_scipy(obj)
+    # Matrix Market files list entries in any order; the canonical form (same
+    # values) makes every later operation skip a sort.
+    return from_scipy(obj).sum_duplicates()
 
 
 def mmwrite(target, a: BCOOArray, comment: str = "", field: str | None = None, precision: int | None = None,

@@ -112,8 +112,8 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
         if not materialize_fill:
             raise ValueError(
                 f"this array's fill value is {x.fill_value!r}, but scipy.sparse arrays have no fill value "
-                "(unstored entries are 0); pass materialize_fill=True to store every entry, or subtract the "
-                "fill value first"
+                "(unstored entries are 0); call x.to_scipy(format, materialize_fill=True) to store every "
+                "entry, or subtract the fill value first"
             )
         d = np.asarray(x.todense())
         return sp.coo_array(d).asformat(format)

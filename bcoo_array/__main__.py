@@ -1,0 +1,5 @@
+"""``python -m bcoo_array``: the ``bcoo-array`` command line."""
+
+from .cli import main
+
+main()
