@@ -77,16 +77,24 @@ def _axis_or_flat(x, axis):
 # -- statistics ----------------------------------------------------------------------------
 
 
+def _count_input(x, dtype):
+    """Bools count as the default integer in NumPy's sum/prod/cumsum (the standard's sum refuses bool)."""
+    xp = _xp()
+    if dtype is None and x.dtype == xp.bool:
+        return xp.astype(x, xp.__array_namespace_info__().default_dtypes()["integral"])
+    return x
+
+
 def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_UNSET, where=_UNSET):
     reject_out(out, "sum")
     _unsupported("sum", initial=initial, where=_UNSET if where is True else where)
-    return _xp().sum(sparse_arg(a), axis=axis, dtype=dtype, keepdims=keepdims)
+    return _xp().sum(_count_input(sparse_arg(a), dtype), axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def _np_prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_UNSET, where=_UNSET):
     reject_out(out, "prod")
     _unsupported("prod", initial=initial, where=_UNSET if where is True else where)
-    return _xp().prod(sparse_arg(a), axis=axis, dtype=dtype, keepdims=keepdims)
+    return _xp().prod(_count_input(sparse_arg(a), dtype), axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def _np_max(a, axis=None, out=None, keepdims=False, initial=_UNSET, where=_UNSET):
@@ -141,13 +149,13 @@ def _np_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
 
 def _np_cumsum(a, axis=None, dtype=None, out=None):
     reject_out(out, "cumsum")
-    x, ax = _axis_or_flat(sparse_arg(a), axis)
+    x, ax = _axis_or_flat(_count_input(sparse_arg(a), dtype), axis)
     return _xp().cumulative_sum(x, axis=ax, dtype=dtype)
 
 
 def _np_cumprod(a, axis=None, dtype=None, out=None):
     reject_out(out, "cumprod")
-    x, ax = _axis_or_flat(sparse_arg(a), axis)
+    x, ax = _axis_or_flat(_count_input(sparse_arg(a), dtype), axis)
     return _xp().cumulative_prod(x, axis=ax, dtype=dtype)
 
 
