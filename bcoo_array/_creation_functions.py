@@ -284,13 +284,14 @@ def linspace(start, stop, /, num: int, *, dtype=None, device=None, endpoint: boo
     return _device_put(BCOOArray.fromdense(vals), device)
 
 
-def meshgrid(*arrays, indexing: str = "xy") -> list[BCOOArray]:
+def meshgrid(*arrays, indexing: str = "xy") -> tuple[BCOOArray, ...]:
     """Coordinate matrices from 1-D coordinate vectors (array API ``meshgrid``).
 
     Returns
     -------
-    list of BCOOArray
-        Dense values stored sparsely (zeros unstored).
+    tuple of BCOOArray
+        Dense values stored sparsely (zeros unstored); a tuple, as the
+        standard (2025.12) specifies.
 
     Raises
     ------
@@ -300,7 +301,7 @@ def meshgrid(*arrays, indexing: str = "xy") -> list[BCOOArray]:
     if indexing not in ("xy", "ij"):
         raise ValueError(f"indexing={indexing!r} must be 'xy' or 'ij'")
     dense = [a.todense() if isinstance(a, BCOOArray) else jnp.asarray(a) for a in arrays]
-    return [BCOOArray.fromdense(g) for g in jnp.meshgrid(*dense, indexing=indexing)]
+    return tuple(BCOOArray.fromdense(g) for g in jnp.meshgrid(*dense, indexing=indexing))
 
 
 def _tri(x, k: int, lower: bool) -> BCOOArray:

@@ -38,7 +38,130 @@ def _sign(x):
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         mag = jnp.abs(x)
         return jnp.where(mag == 0, jnp.zeros((), x.dtype), x / jnp.where(mag == 0, 1, mag).astype(x.dtype))
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        # The standard: sign(-0) is +0 (jnp.sign keeps the sign bit).
+        return jnp.where(x == 0, jnp.zeros((), x.dtype), jnp.sign(x))
     return jnp.sign(x)
+
+
+def _complex_fix(fn, cases):
+    """``fn`` with the standard's special cases for complex ``x`` that XLA misses.
+
+    ``cases`` lists ``(predicate(re, im), value)``; where a predicate holds the
+    result is ``value`` (a Python complex). Real input is passed through.
+    """
+    def wrapped(x):
+        out = fn(x)
+        if not jnp.issubdtype(jnp.result_type(x), jnp.complexfloating):
+            return out
+        re, im = jnp.real(x), jnp.imag(x)
+        for pred, value in cases:
+            out = jnp.where(pred(re, im), jnp.asarray(value, out.dtype), out)
+        return out
+
+    return wrapped
+
+
+def _neg_inf(v):
+    return jnp.isinf(v) & (v < 0)
+
+
+def _pos_inf(v):
+    return jnp.isinf(v) & (v > 0)
+
+
+_INF, _NAN = float("inf"), float("nan")
+# Special cases of the standard's exp / expm1 / sqrt pages for an infinite real
+# part with an infinite or NaN imaginary part (XLA returns NaN + NaN j there).
+_exp = _complex_fix(jnp.exp, [
+    (lambda re, im: _neg_inf(re) & ~jnp.isfinite(im), 0j),
+    (lambda re, im: _pos_inf(re) & ~jnp.isfinite(im), complex(_INF, _NAN)),
+])
+_expm1 = _complex_fix(jnp.expm1, [
+    (lambda re, im: _neg_inf(re) & ~jnp.isfinite(im), complex(-1.0, 0.0)),
+    (lambda re, im: _pos_inf(re) & ~jnp.isfinite(im), complex(_INF, _NAN)),
+])
+_sqrt = _complex_fix(jnp.sqrt, [
+    (lambda re, im: _neg_inf(re) & jnp.isnan(im), complex(_NAN, _INF)),
+    (lambda re, im: _pos_inf(re) & jnp.isnan(im), complex(_INF, _NAN)),
+])
+
+_PI_2 = float(np.pi / 2)
+
+
+def _zero(v, negative: bool):
+    return (v == 0) & (jnp.signbit(v) == negative)
+
+
+# More special cases of the standard's complex pages (finite/infinite/NaN
+# combinations where XLA returns NaN + NaN j or another value).
+_cosh = _complex_fix(jnp.cosh, [
+    (lambda re, im: (re == 0) & ~jnp.isfinite(im), complex(_NAN, 0.0)),
+    (lambda re, im: jnp.isinf(re) & ~jnp.isfinite(im), complex(_INF, _NAN)),
+])
+_sinh = _complex_fix(jnp.sinh, [
+    (lambda re, im: _zero(re, False) & ~jnp.isfinite(im), complex(0.0, _NAN)),
+    (lambda re, im: _zero(re, True) & ~jnp.isfinite(im), complex(-0.0, _NAN)),
+    (lambda re, im: _pos_inf(re) & ~jnp.isfinite(im), complex(_INF, _NAN)),
+    (lambda re, im: _neg_inf(re) & ~jnp.isfinite(im), complex(-_INF, _NAN)),
+])
+_tanh = _complex_fix(jnp.tanh, [
+    (lambda re, im: _pos_inf(re) & jnp.isfinite(im) & (im > 0), complex(1.0, 0.0)),
+    (lambda re, im: _pos_inf(re) & jnp.isfinite(im) & (im < 0), complex(1.0, -0.0)),
+    (lambda re, im: _neg_inf(re) & jnp.isfinite(im) & (im > 0), complex(-1.0, 0.0)),
+    (lambda re, im: _neg_inf(re) & jnp.isfinite(im) & (im < 0), complex(-1.0, -0.0)),
+    (lambda re, im: _zero(re, False) & ~jnp.isfinite(im), complex(0.0, _NAN)),
+    (lambda re, im: _zero(re, True) & ~jnp.isfinite(im), complex(-0.0, _NAN)),
+])
+_log = _complex_fix(jnp.log, [
+    (lambda re, im: (jnp.isinf(re) & jnp.isnan(im)) | (jnp.isnan(re) & jnp.isinf(im)), complex(_INF, _NAN)),
+])
+_log1p = _complex_fix(jnp.log1p, [
+    (lambda re, im: (jnp.isinf(re) & jnp.isnan(im)) | (jnp.isnan(re) & jnp.isinf(im)), complex(_INF, _NAN)),
+])
+_asinh = _complex_fix(jnp.arcsinh, [
+    (lambda re, im: jnp.isnan(re) & _zero(im, False), complex(_NAN, 0.0)),
+    (lambda re, im: jnp.isnan(re) & _zero(im, True), complex(_NAN, -0.0)),
+])
+_acosh = _complex_fix(jnp.arccosh, [
+    (lambda re, im: (re == 0) & jnp.isnan(im), complex(_NAN, _PI_2)),
+])
+_acos = _complex_fix(jnp.arccos, [
+    (lambda re, im: (re == 0) & jnp.isnan(im), complex(_PI_2, _NAN)),
+])
+_atanh = _complex_fix(jnp.arctanh, [
+    (lambda re, im: jnp.isnan(re) & ~jnp.isinf(im), complex(_NAN, _NAN)),
+    (lambda re, im: jnp.isfinite(re) & (re != 0) & jnp.isnan(im), complex(_NAN, _NAN)),
+    (lambda re, im: _zero(re, False) & jnp.isnan(im), complex(0.0, _NAN)),
+    (lambda re, im: _zero(re, True) & jnp.isnan(im), complex(-0.0, _NAN)),
+    (lambda re, im: _pos_inf(re) & jnp.isnan(im), complex(0.0, _NAN)),
+    (lambda re, im: _neg_inf(re) & jnp.isnan(im), complex(-0.0, _NAN)),
+])
+
+
+def _floor_divide(x1, x2):
+    """jnp.floor_divide, with the standard's special cases for floats.
+
+    XLA's floor division (remainder based) gives NaN for infinite x1 and -1
+    for a negative finite x1 over +infinity; the standard asks for the
+    true quotient there (a signed infinity or zero), and for signed zeros
+    from a zero x1: where x1 is zero or either operand infinite, the result
+    is ``x1 / x2``.
+    """
+    q = jnp.floor_divide(x1, x2)
+    if not jnp.issubdtype(q.dtype, jnp.floating):
+        return q
+    special = (x1 == 0) | jnp.isinf(x1) | jnp.isinf(x2)
+    return jnp.where(special, jnp.true_divide(x1, x2), q)
+
+
+def _remainder(x1, x2):
+    """jnp.remainder, with the standard's signed zeros for floats: a zero
+    result takes the sign of x2 (``remainder(-0, 1)`` is +0)."""
+    r = jnp.remainder(x1, x2)
+    if not jnp.issubdtype(r.dtype, jnp.floating):
+        return r
+    return jnp.where(r == 0, jnp.copysign(jnp.zeros((), r.dtype), x2), r)
 
 
 def _real(x):
@@ -56,27 +179,27 @@ def _divide(x1, x2):
 #: name -> Spec. The category is the one the standard's function page names.
 TABLE: dict[str, Spec] = {
     "abs": Spec(jnp.abs, 1, "numeric", "absolute value"),
-    "acos": Spec(jnp.arccos, 1, "floating-point", "inverse cosine"),
-    "acosh": Spec(jnp.arccosh, 1, "floating-point", "inverse hyperbolic cosine"),
+    "acos": Spec(_acos, 1, "floating-point", "inverse cosine"),
+    "acosh": Spec(_acosh, 1, "floating-point", "inverse hyperbolic cosine"),
     "asin": Spec(jnp.arcsin, 1, "floating-point", "inverse sine"),
-    "asinh": Spec(jnp.arcsinh, 1, "floating-point", "inverse hyperbolic sine"),
+    "asinh": Spec(_asinh, 1, "floating-point", "inverse hyperbolic sine"),
     "atan": Spec(jnp.arctan, 1, "floating-point", "inverse tangent"),
-    "atanh": Spec(jnp.arctanh, 1, "floating-point", "inverse hyperbolic tangent"),
+    "atanh": Spec(_atanh, 1, "floating-point", "inverse hyperbolic tangent"),
     "bitwise_invert": Spec(jnp.invert, 1, "integer or boolean", "bitwise inversion"),
     "ceil": Spec(jnp.ceil, 1, "real numeric", "rounding towards +infinity"),
     "conj": Spec(jnp.conj, 1, "numeric", "complex conjugate", linear=True),
     "cos": Spec(jnp.cos, 1, "floating-point", "cosine"),
-    "cosh": Spec(jnp.cosh, 1, "floating-point", "hyperbolic cosine"),
-    "exp": Spec(jnp.exp, 1, "floating-point", "exponential"),
-    "expm1": Spec(jnp.expm1, 1, "floating-point", "exp(x) - 1"),
+    "cosh": Spec(_cosh, 1, "floating-point", "hyperbolic cosine"),
+    "exp": Spec(_exp, 1, "floating-point", "exponential"),
+    "expm1": Spec(_expm1, 1, "floating-point", "exp(x) - 1"),
     "floor": Spec(jnp.floor, 1, "real numeric", "rounding towards -infinity"),
     # The standard: imag returns a floating dtype of x's precision, so integer input has no answer.
     "imag": Spec(_imag, 1, "floating-point", "imaginary part", linear=True),
     "isfinite": Spec(jnp.isfinite, 1, "numeric", "test for finiteness"),
     "isinf": Spec(jnp.isinf, 1, "numeric", "test for infinity"),
     "isnan": Spec(jnp.isnan, 1, "numeric", "test for NaN"),
-    "log": Spec(jnp.log, 1, "floating-point", "natural logarithm"),
-    "log1p": Spec(jnp.log1p, 1, "floating-point", "log(1 + x)"),
+    "log": Spec(_log, 1, "floating-point", "natural logarithm"),
+    "log1p": Spec(_log1p, 1, "floating-point", "log(1 + x)"),
     "log2": Spec(jnp.log2, 1, "floating-point", "base-2 logarithm"),
     "log10": Spec(jnp.log10, 1, "floating-point", "base-10 logarithm"),
     "logical_not": Spec(jnp.logical_not, 1, "bool", "logical not"),
@@ -88,11 +211,11 @@ TABLE: dict[str, Spec] = {
     "sign": Spec(_sign, 1, "numeric", "sign (x / |x| for complex)"),
     "signbit": Spec(jnp.signbit, 1, "real floating-point", "test of the sign bit"),
     "sin": Spec(jnp.sin, 1, "floating-point", "sine"),
-    "sinh": Spec(jnp.sinh, 1, "floating-point", "hyperbolic sine"),
+    "sinh": Spec(_sinh, 1, "floating-point", "hyperbolic sine"),
     "square": Spec(jnp.square, 1, "numeric", "square"),
-    "sqrt": Spec(jnp.sqrt, 1, "floating-point", "square root"),
+    "sqrt": Spec(_sqrt, 1, "floating-point", "square root"),
     "tan": Spec(jnp.tan, 1, "floating-point", "tangent"),
-    "tanh": Spec(jnp.tanh, 1, "floating-point", "hyperbolic tangent"),
+    "tanh": Spec(_tanh, 1, "floating-point", "hyperbolic tangent"),
     "trunc": Spec(jnp.trunc, 1, "real numeric", "rounding towards zero"),
     "add": Spec(jnp.add, 2, "numeric", "sum"),
     "atan2": Spec(jnp.arctan2, 2, "real floating-point", "quadrant-aware inverse tangent of x1 / x2"),
@@ -104,7 +227,7 @@ TABLE: dict[str, Spec] = {
     "copysign": Spec(jnp.copysign, 2, "real floating-point", "magnitude of x1 with the sign of x2"),
     "divide": Spec(_divide, 2, "numeric", "true division"),
     "equal": Spec(jnp.equal, 2, "all", "equality test"),
-    "floor_divide": Spec(jnp.floor_divide, 2, "real numeric", "floor division"),
+    "floor_divide": Spec(_floor_divide, 2, "real numeric", "floor division"),
     "greater": Spec(jnp.greater, 2, "real numeric", "x1 > x2"),
     "greater_equal": Spec(jnp.greater_equal, 2, "real numeric", "x1 >= x2"),
     "hypot": Spec(jnp.hypot, 2, "real floating-point", "sqrt(x1**2 + x2**2)"),
@@ -120,7 +243,7 @@ TABLE: dict[str, Spec] = {
     "nextafter": Spec(jnp.nextafter, 2, "real floating-point", "next representable value after x1 towards x2"),
     "not_equal": Spec(jnp.not_equal, 2, "all", "inequality test"),
     "pow": Spec(jnp.power, 2, "numeric", "x1 raised to x2"),
-    "remainder": Spec(jnp.remainder, 2, "real numeric", "remainder with the sign of x2"),
+    "remainder": Spec(_remainder, 2, "real numeric", "remainder with the sign of x2"),
     "subtract": Spec(jnp.subtract, 2, "numeric", "difference"),
 }
 

@@ -252,6 +252,12 @@ def _mask_index(x: BCOOArray, key) -> BCOOArray:
         )
     m = np.asarray(mask)
     start = sum(1 for k in key[:pos] if k is not None)
+    if m.ndim == 0:
+        # A 0-d mask adds a dimension of size 1 (True) or 0 (False), as in NumPy.
+        from ._manipulation_functions import expand_dims
+
+        sel = slice(None) if bool(m) else slice(0, 0)
+        return getitem(expand_dims(x, axis=start), key[:pos] + (sel,) + key[pos + 1:])
     if m.shape != x.shape[start:start + m.ndim]:
         raise IndexError(f"boolean index of shape {m.shape} does not match the indexed dimensions {x.shape[start:start + m.ndim]}")
     nz = np.nonzero(m)
@@ -292,6 +298,8 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
                 raise TypeError(f"cannot assign values of dtype {val.dtype} into an array of dtype {x.dtype}")
             val = val.astype(x.dtype)
     coords = _selected_coords(x.shape, key)
+    if coords is None:  # a False 0-d mask selects nothing
+        return x
     sel_shape = coords[0].shape if coords else ()
     val = jnp.broadcast_to(val, sel_shape).reshape(-1)
     flat = [np.asarray(cc).reshape(-1) for cc in coords]
@@ -314,13 +322,18 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
 
 
 def _selected_coords(shape, key):
-    """Coordinate arrays (NumPy, broadcast) of the positions a key selects."""
+    """Coordinate arrays (NumPy, broadcast) of the positions a key selects (None: nothing)."""
     key = _expand(key, len(shape))
     if any(_is_bool_array(k) and not isinstance(k, bool) for k in key):
         pos = [i for i, k in enumerate(key) if _is_bool_array(k) and not isinstance(k, bool)][0]
         m = _as_dense_key(key[pos])
         if is_tracer(m):
             raise ValueError("boolean-mask assignment under jax.jit is not supported; use bcoo_array.where")
+        if np.ndim(m) == 0:
+            # A 0-d mask selects everything the rest of the key selects (True) or nothing (False).
+            if not bool(np.asarray(m)):
+                return None
+            return _selected_coords(shape, key[:pos] + key[pos + 1:])
         key = key[:pos] + tuple(np.nonzero(np.asarray(m))) + key[pos + 1:]
     per_axis = []
     ax = 0

@@ -127,12 +127,12 @@ def broadcast_to(x, /, shape) -> BCOOArray:
                                    unique_indices=x.unique_indices)
 
 
-def broadcast_arrays(*arrays) -> list[BCOOArray]:
+def broadcast_arrays(*arrays) -> tuple[BCOOArray, ...]:
     """Broadcast arrays against each other (array API ``broadcast_arrays``).
 
     Returns
     -------
-    list of BCOOArray
+    tuple of BCOOArray
         Each of the common broadcast shape.
 
     Raises
@@ -142,7 +142,7 @@ def broadcast_arrays(*arrays) -> list[BCOOArray]:
     """
     arrs = [_sparse(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
     shape = jnp.broadcast_shapes(*(a.shape for a in arrs)) if arrs else ()
-    return [broadcast_to(a, shape) for a in arrs]
+    return tuple(broadcast_to(a, shape) for a in arrs)  # the standard (2025.12) returns a tuple
 
 
 @partial(jax.jit, static_argnames=("data_axes", "index_axes", "columns"))

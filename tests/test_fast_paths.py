@@ -231,3 +231,104 @@ def test_sparse_sparse_matmul_eager_and_traced(dtype):
         return (BCOOArray((x, ia), shape=A.shape) @ BCOOArray((y, ib), shape=B.shape)).todense()
 
     np.testing.assert_allclose(np.asarray(jax.jit(f)(A.data, B.data)), da @ db, rtol=1e-6)
+
+
+# --- Row-split ELL SpMV (bcoo_array/_kernels/ell.py) -------------------------------------
+# The ELL plan is used for matrices with at least ``ell.MIN_NSE`` entries; the tests lower
+# that threshold so small matrices take it, and check that they did.
+
+
+def test_chunk_width_minimises_padded_slots_plus_chunks():
+    from bcoo_array._kernels.ell import chunk_width
+
+    # rows of 3 and 5 entries: width 4 -> 3 chunks (15 = 3 * 5), width 8 -> 2 chunks (18)
+    assert chunk_width(np.array([3, 5, 0])) == (4, 3)
+    # 60 entries per row: width 16 -> 4 chunks a row (68), 32 -> 2 (66), 64 -> 1 (65)
+    assert chunk_width(np.array([60, 60])) == (64, 2)
+    assert chunk_width(np.array([0, 0])) == (4, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int32])
+@pytest.mark.parametrize("canonical", [False, True])
+def test_ell_spmv_matches_dense(monkeypatch, dtype, canonical):
+    from bcoo_array._kernels import ell
+
+    monkeypatch.setattr(ell, "MIN_NSE", 0)
+    rng = np.random.default_rng(7)
+    A, dense = messy_matrix(rng, 23, 17, 150, dtype)
+    # one long row, so some rows span several chunks, and an empty row
+    extra = BCOOArray((jnp.asarray(np.arange(1, 18).astype(dtype)),
+                       jnp.asarray(np.stack([np.full(17, 5), np.arange(17)], 1))), shape=(23, 17))
+    A = BCOOArray((jnp.concatenate([A.data, extra.data]), jnp.concatenate([A.indices, extra.indices])),
+                  shape=(23, 17))  # unsorted, duplicates, padding
+    dense = dense + np.asarray(extra.todense())
+    if canonical:
+        A = A.sum_duplicates()
+    plan = ell.ell_plan(A.indices, A.shape)
+    assert plan is not None and (plan.perm is None) == canonical
+    assert int(np.asarray(plan.length).max()) <= plan.width < 17  # row 5 was split
+    x = rng.integers(-3, 4, 17).astype(dtype)
+    out = A @ jnp.asarray(x)
+    assert out.shape == (23,) and out.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(np.asarray(out.todense()), dense @ x, rtol=1e-5)
+    traced = jax.jit(lambda a, v: (a @ v).todense())(A, jnp.asarray(x))  # general path
+    np.testing.assert_allclose(np.asarray(traced), dense @ x, rtol=1e-5)
+
+
+def test_ell_spmv_padding_never_reads_nonfinite(monkeypatch):
+    from bcoo_array._kernels import ell
+
+    monkeypatch.setattr(ell, "MIN_NSE", 0)
+    monkeypatch.setattr(ell, "MAX_PADDING_RATIO", 4.0)
+    rows = np.array([0, 0, 0, 2, 2, 3, 3, 3, 3, 3])
+    cols = np.array([0, 1, 2, 0, 1, 0, 1, 2, 0, 1])
+    vals = np.arange(1.0, 11.0)
+    # row 2's padding slots (width 4, 2 entries) point at row 3's first entries: one is inf
+    vals[5] = np.inf
+    # padding entry holding inf (row index == 4 marks padding)
+    A = BCOOArray((jnp.asarray(np.append(vals, np.inf)), jnp.asarray(np.stack([np.append(rows, 4),
+                                                                            np.append(cols, 0)], 1))),
+                  shape=(4, 4))
+    plan = ell.ell_plan(A.indices, A.shape)
+    assert plan is not None and plan.width == 4
+    x = np.array([1.0, 2.0, 3.0, np.inf])  # column 3 holds no entry
+    dense = np.zeros((4, 4))
+    np.add.at(dense, (rows, cols), vals)
+    expect = dense[:, :3] @ x[:3]
+    np.testing.assert_array_equal(np.asarray((A @ jnp.asarray(x)).todense()), expect)
+
+
+def test_ell_spmv_grad_vmap_and_jit(monkeypatch):
+    from bcoo_array._kernels import ell
+
+    monkeypatch.setattr(ell, "MIN_NSE", 0)
+    rng = np.random.default_rng(8)
+    A, dense = messy_matrix(rng, 11, 9, 40)
+    assert ell.ell_plan(A.indices, A.shape) is not None
+    x = jnp.asarray(rng.standard_normal(9))
+    # A closed over: the plan is used inside jit and grad (the kernel is inlined there)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda v: (A @ v).todense())(x)), dense @ np.asarray(x),
+                               rtol=1e-12)
+    g = jax.grad(lambda v: jnp.sum((A @ v).todense() ** 2))(x)
+    np.testing.assert_allclose(np.asarray(g), 2 * dense.T @ (dense @ np.asarray(x)), rtol=1e-10)
+    idx = A.indices
+    gd = jax.grad(lambda d: jnp.sum((BCOOArray((d, idx), shape=A.shape) @ x).todense()))(A.data)
+    ind = np.asarray(idx)
+    valid = (ind[:, 0] < 11) & (ind[:, 1] < 9)
+    np.testing.assert_allclose(np.asarray(gd), np.where(valid, np.asarray(x)[np.minimum(ind[:, 1], 8)], 0.0),
+                               rtol=1e-12)
+    V = jnp.asarray(rng.standard_normal((3, 9)))
+    out = jax.vmap(lambda v: (A @ v).todense())(V)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(V) @ dense.T, rtol=1e-10)
+
+
+def test_ell_plan_thresholds(monkeypatch):
+    from bcoo_array._kernels import ell
+
+    rng = np.random.default_rng(9)
+    A, _ = messy_matrix(rng, 8, 8, 30)
+    assert ell.ell_plan(A.indices, A.shape) is None  # below MIN_NSE: the segment-sum kernel
+    monkeypatch.setattr(ell, "MIN_NSE", 0)
+    monkeypatch.setattr(ell, "MAX_PADDING_RATIO", 0.5)  # padding can never be that small
+    B, _ = messy_matrix(rng, 8, 8, 30)
+    assert ell.ell_plan(B.indices, B.shape) is None

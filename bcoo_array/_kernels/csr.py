@@ -10,7 +10,9 @@ its dimension) sort last and lie outside the row pointer.
 With the plan:
 
 * ``A @ x`` (one right-hand column) is a gather of ``x`` and a sorted
-  segment sum, one compiled call (no sort, no scatter conflicts);
+  segment sum, one compiled call (no sort, no scatter conflicts); on CPU,
+  matrices with many entries use a row-split ELL plan instead (:mod:`.ell`:
+  gathers and dense row sums, scattering one value per chunk of rows);
 * ``A @ X`` with several columns of a floating dtype goes through
   :func:`jax.experimental.sparse.bcsr_dot_general`, which lowers on CPU to
   XLA's native CSR kernel (``cpu_csr_sparse_dense_ffi``): no ``nse x k``
@@ -32,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import ell
 from .cache import PLANS
 
 #: Fewest right-hand columns for which the native CSR kernel beats the segment sum
@@ -172,6 +175,10 @@ def matmat(data, indices, shape: tuple[int, int], x):
     if plan.n_valid == 0:
         return jnp.zeros((1, m) + tuple(x.shape[1:]), jnp.result_type(data.dtype, x.dtype))
     ncols = x.shape[1] if x.ndim == 2 else 1
+    if x.ndim == 1 and jax.default_backend() == "cpu":
+        eplan = ell.ell_plan(indices, shape)
+        if eplan is not None:
+            return ell.matvec(data, eplan, x, m)
     if (x.ndim == 2 and ncols >= CSR_KERNEL_MIN_COLS and np.dtype(data.dtype).kind in "fc"
             and data.dtype == x.dtype and jax.default_backend() == "cpu"):
         return _matmat_csr(data, plan.perm, plan.cols, plan.indptr, x, shape=(m, k), n_valid=plan.n_valid)
