@@ -423,10 +423,26 @@ class BCOOArray(ScipyMethodsMixin):
         return self._replace(data=d, indices=i)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        raise BufferError(
-            "a sparse BCOOArray has no strided buffer to export through DLPack; "
-            "export A.todense() (a dense JAX array) or A.data / A.indices instead"
-        )
+        """Export the *dense* values through DLPack (``numpy.from_dlpack(A)``, ``torch.from_dlpack(A)``).
+
+        A sparse array has no strided buffer, so the consumer receives a new
+        dense array of :attr:`shape` (``A.todense()``): memory ``A.size``
+        elements. ``from_dlpack`` is an explicit request for an array of
+        another library, unlike ``__array__``, which refuses to densify.
+
+        Raises
+        ------
+        BufferError
+            With ``copy=False``: the dense values must be materialised.
+        """
+        if copy is False:
+            raise BufferError("a BCOOArray can only be exported as a dense copy; pass copy=None or copy=True")
+        kwargs = {"stream": stream}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        return self.todense().__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
         return self.data.__dlpack_device__()

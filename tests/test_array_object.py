@@ -291,3 +291,14 @@ def test_array_env_in_subprocess():
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "2.0"
+
+
+def test_dlpack_exports_dense_values_and_refuses_no_copy():
+    import bcoo_array as xp
+
+    dense = np.array([[1.0, 0.0, 2.0], [0.0, -3.0, 0.5]])
+    A = xp.asarray(dense)
+    np.testing.assert_array_equal(np.from_dlpack(A), dense)
+    np.testing.assert_array_equal(np.asarray(xp.from_dlpack(A).todense()), dense)
+    with pytest.raises(BufferError, match="copy"):
+        A.__dlpack__(copy=False)
