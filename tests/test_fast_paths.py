@@ -332,3 +332,24 @@ def test_ell_plan_thresholds(monkeypatch):
     monkeypatch.setattr(ell, "MAX_PADDING_RATIO", 0.5)  # padding can never be that small
     B, _ = messy_matrix(rng, 8, 8, 30)
     assert ell.ell_plan(B.indices, B.shape) is None
+
+
+def test_identity_cache_buffer_dying_while_lock_held_does_not_deadlock():
+    # Garbage collection can run a weakref callback inside get() while it holds
+    # the lock; the callback must not try to take the lock again.
+    import threading
+
+    cache = IdentityCache(maxsize=4)
+
+    def scenario():
+        a = jnp.arange(3)
+        cache.get((a,), "k", lambda: "plan")
+        with cache._lock:
+            del a
+            gc.collect()
+
+    t = threading.Thread(target=scenario, daemon=True)
+    t.start()
+    t.join(timeout=30)
+    assert not t.is_alive(), "weakref callback blocked on the cache lock"
+    assert len(cache) == 0

@@ -38,9 +38,16 @@ class IdentityCache:
         self.maxsize = int(maxsize)
         self._entries: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        # (key, ref) pairs whose buffer died. Weakref callbacks only append here
+        # (atomic, lock-free): a callback can fire inside ``get`` while the lock is
+        # held (garbage collection runs at any allocation), so taking the lock
+        # there would deadlock. ``get`` purges them under the lock.
+        self._dead: list = []
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            self._purge()
+            return len(self._entries)
 
     def clear(self) -> None:
         """Forget every plan."""
@@ -51,6 +58,7 @@ class IdentityCache:
         """The plan for ``buffers`` (concrete JAX arrays) and hashable ``static``; computed on a miss."""
         key = tuple(id(b) for b in buffers) + (static,)
         with self._lock:
+            self._purge()
             hit = self._entries.get(key)
             if hit is not None and all(r() is b for r, b in zip(hit[0], buffers)):
                 self._entries.move_to_end(key)
@@ -70,15 +78,19 @@ class IdentityCache:
                 self._entries.popitem(last=False)
         return value
 
+    def _purge(self) -> None:
+        """Drop the entries whose buffers died (call with the lock held)."""
+        while self._dead:
+            key, ref = self._dead.pop()
+            hit = self._entries.get(key)
+            if hit is not None and any(r is ref for r in hit[0]):
+                del self._entries[key]
+
     def _dropper(self, key):
         def drop(ref, _self=weakref.ref(self), _key=key):
             cache = _self()
-            if cache is None:
-                return
-            with cache._lock:
-                hit = cache._entries.get(_key)
-                if hit is not None and any(r is ref for r in hit[0]):
-                    del cache._entries[_key]
+            if cache is not None:
+                cache._dead.append((_key, ref))
         return drop
 
 
