@@ -258,8 +258,21 @@ def _mask_index(x: BCOOArray, key) -> BCOOArray:
 
         sel = slice(None) if bool(m) else slice(0, 0)
         return getitem(expand_dims(x, axis=start), key[:pos] + (sel,) + key[pos + 1:])
-    if m.shape != x.shape[start:start + m.ndim]:
-        raise IndexError(f"boolean index of shape {m.shape} does not match the indexed dimensions {x.shape[start:start + m.ndim]}")
+    dims = x.shape[start:start + m.ndim]
+    if m.ndim > len(dims) or any(ms not in (xs, 0) for ms, xs in zip(m.shape, dims)):
+        raise IndexError(f"boolean index of shape {m.shape} does not match the indexed dimensions {dims}")
+    if m.shape != dims or (m.ndim > 1 and all(isinstance(k, slice) and k == slice(None) for k in key[pos + 1:])
+                           and all(isinstance(k, slice) and k == slice(None) for k in key[:pos])):
+        # The masked dimensions merge into one and the True positions are taken
+        # along it (row-major, as NumPy orders them); a zero-size mask selects nothing.
+        from ._indexing_functions import take
+        from ._manipulation_functions import reshape
+
+        flat = np.flatnonzero(m) if m.shape == dims else np.zeros(0, np.int64)
+        merged = reshape(x, x.shape[:start] + (int(np.prod(dims)),) + x.shape[start + m.ndim:])
+        out = take(merged, jnp.asarray(flat.astype(np.int32 if flat.size < 2**31 else np.int64)), axis=start)
+        rest = key[pos + 1:]
+        return out if not rest else getitem(out, (slice(None),) * (start + 1) + rest)
     nz = np.nonzero(m)
     new_key = key[:pos] + tuple(jnp.asarray(a) for a in nz) + key[pos + 1:]
     if all(_is_int_array(k) for k in new_key) and len(new_key) == x.ndim:

@@ -115,3 +115,17 @@ def test_setitem_rebinds_buffers():
     d[0, :] = 1.0
     np.testing.assert_array_equal(to_np(a), d)
     assert old.shape == (0,)  # the old buffer is untouched
+
+
+def test_boolean_mask_over_leading_dimensions_and_zero_size_mask():
+    import bcoo_array as xp
+
+    X = np.arange(24.0).reshape(2, 3, 4)
+    X[0, 2] = 0.0
+    A = xp.asarray(X)
+    m = np.array([[True, False, True], [False, True, True]])
+    np.testing.assert_array_equal(np.asarray(A[xp.asarray(m)].todense()), X[m])
+    np.testing.assert_array_equal(np.asarray(A[m].todense()), X[m])
+    assert A[xp.asarray(np.zeros((0, 3), bool))].shape == (0, 4)
+    with pytest.raises(IndexError, match="does not match"):
+        A[np.ones((3, 3), bool)]
