@@ -172,6 +172,10 @@ def _var(x: BCOOArray, axes, correction, keepdims) -> BCOOArray:
     vals = s2 / dof
     # An all-unstored slice: mean == fill, every deviation (fill - fill).
     fill = eval_fill(lambda ff: n * (ff - ff) ** 2 / (n - correction), c.fill_value)
+    if n - correction <= 0:
+        # No degrees of freedom left: NaN, as NumPy and the standard's reference implementation give.
+        vals = jnp.full_like(vals, jnp.nan)
+        fill = np.asarray(np.nan, c.dtype)[()]
     out = BCOOArray._from_buffers(vals, out_idx, sizes, n_batch=0, n_dense=0, fill_value=fill,
                                   indices_sorted=True, unique_indices=True)
     return _keepdims(out, x.shape, axes, keepdims)

@@ -38,7 +38,10 @@ def basic_keys(draw, shape):
             parts.append(None)
             parts.append(slice(None))
     if draw(st.booleans()):
-        parts.insert(draw(st.integers(0, len(parts))), Ellipsis)
+        # The parts were drawn for the leading axes: an ellipsis may only go
+        # before them when it stands for no axis at all.
+        where = draw(st.integers(0, len(parts))) if n_index == ndim else len(parts)
+        parts.insert(where, Ellipsis)
     if draw(st.booleans()):
         parts.insert(draw(st.integers(0, len(parts))), None)
     return tuple(parts) if draw(st.booleans()) or len(parts) != 1 else parts[0]
