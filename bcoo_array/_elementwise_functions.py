@@ -122,6 +122,7 @@ _log1p = _complex_fix(jnp.log1p, [
 _asinh = _complex_fix(jnp.arcsinh, [
     (lambda re, im: jnp.isnan(re) & _zero(im, False), complex(_NAN, 0.0)),
     (lambda re, im: jnp.isnan(re) & _zero(im, True), complex(_NAN, -0.0)),
+    (lambda re, im: jnp.isnan(re) & jnp.isfinite(im) & (im != 0), complex(_NAN, _NAN)),
 ])
 _acosh = _complex_fix(jnp.arccosh, [
     (lambda re, im: (re == 0) & jnp.isnan(im), complex(_NAN, _PI_2)),
@@ -335,7 +336,7 @@ def clip(x, /, min=None, max=None):
     Returns
     -------
     BCOOArray
-        ``x``'s shape and dtype; the fill value is clipped too. NaN in ``x``
+        The broadcast shape of ``x``, ``min`` and ``max``, ``x``'s dtype; the fill value is clipped too. NaN in ``x``
         propagates.
 
     Raises
@@ -362,8 +363,6 @@ def clip(x, /, min=None, max=None):
         if np.dtype(b.dtype) != dt:
             b = cast(b, dt)
         out = op(out, b)
-    if isinstance(out, BCOOArray) and out.shape != x.shape:
-        raise ValueError(f"clip(): bounds of shape broadcasting beyond x.shape={x.shape}")
     if not isinstance(out, BCOOArray):
         out = _fill_rule.dense_layout(out)
     return out
