@@ -7,17 +7,20 @@ complete namespace of the Python array API standard.
     (1, 2.0)
 
 The namespace is assembled explicitly below, one block per chapter of the
-standard (https://data-apis.org/array-api/2025.12/).
+standard (https://data-apis.org/array-api/2025.12/), then the extensions and
+what lies beyond the standard. ``tests/test_namespace.py`` checks that the
+blocks and ``__all__`` agree.
 """
 
-from ._version import API_VERSION, __version__
+from ._version import API_VERSION as __array_api_version__
+from ._version import __version__
 
-__array_api_version__ = API_VERSION
+__all__ = ["__array_api_version__", "__version__"]
 
-# The array object and constructors beyond the standard.
+# The array object.
 from ._array_object import BCOOArray
 
-__all__ = ["BCOOArray", "__array_api_version__", "__version__"]
+__all__ += ["BCOOArray"]
 
 # Constants.
 from ._constants import e, inf, nan, newaxis, pi
@@ -25,8 +28,8 @@ from ._constants import e, inf, nan, newaxis, pi
 __all__ += ["e", "inf", "nan", "newaxis", "pi"]
 
 # Data types.
+from ._dtypes import bool_ as bool  # noqa: A001 - the standard's name
 from ._dtypes import (
-    bool_ as bool,  # noqa: A001 - the standard's name
     complex64,
     complex128,
     float16,
@@ -42,83 +45,243 @@ from ._dtypes import (
     uint64,
 )
 
-__all__ += ["bool", "complex64", "complex128", "float32", "float64", "int8", "int16", "int32", "int64",
+__all__ += ["bool", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
             "uint8", "uint16", "uint32", "uint64"]
 
 # Creation functions.
-from ._creation_functions import *  # noqa: F401,F403
-from ._creation_functions import __all__ as _creation_all
+from ._creation_functions import (
+    arange,
+    asarray,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    full,
+    full_like,
+    linspace,
+    meshgrid,
+    ones,
+    ones_like,
+    tril,
+    triu,
+    zeros,
+    zeros_like,
+)
 
-__all__ += _creation_all
+__all__ += [
+    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace",
+    "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+]
 
 # Data type functions.
-from ._data_type_functions import *  # noqa: F401,F403
-from ._data_type_functions import __all__ as _dtf_all
+from ._data_type_functions import (
+    astype,
+    can_cast,
+    finfo,
+    iinfo,
+    isdtype,
+    result_type,
+)
 
-__all__ += _dtf_all
+__all__ += [
+    "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
+]
 
 # Element-wise functions.
-from ._elementwise_functions import *  # noqa: F401,F403
-from ._elementwise_functions import __all__ as _ew_all
+from ._elementwise_functions import (
+    abs,
+    acos,
+    acosh,
+    add,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_and,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    ceil,
+    clip,
+    conj,
+    copysign,
+    cos,
+    cosh,
+    divide,
+    equal,
+    exp,
+    expm1,
+    floor,
+    floor_divide,
+    greater,
+    greater_equal,
+    hypot,
+    imag,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    log,
+    log10,
+    log1p,
+    log2,
+    logaddexp,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    nextafter,
+    not_equal,
+    positive,
+    pow,
+    real,
+    reciprocal,
+    remainder,
+    round,
+    sign,
+    signbit,
+    sin,
+    sinh,
+    sqrt,
+    square,
+    subtract,
+    tan,
+    tanh,
+    trunc,
+)
 
-__all__ += _ew_all
+__all__ += [
+    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip", "conj",
+    "copysign", "cos", "cosh", "divide", "equal", "exp", "expm1", "floor", "floor_divide", "greater",
+    "greater_equal", "hypot", "imag", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log10",
+    "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum",
+    "minimum", "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "real", "reciprocal",
+    "remainder", "round", "sign", "signbit", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh",
+    "trunc",
+]
 
 # Indexing functions.
-from ._indexing_functions import *  # noqa: F401,F403
-from ._indexing_functions import __all__ as _idx_all
+from ._indexing_functions import (
+    take,
+    take_along_axis,
+)
 
-__all__ += _idx_all
+__all__ += [
+    "take", "take_along_axis",
+]
 
 # Linear algebra functions.
-from ._linear_algebra_functions import *  # noqa: F401,F403
-from ._linear_algebra_functions import __all__ as _la_all
+from ._linear_algebra_functions import (
+    matmul,
+    matrix_transpose,
+    tensordot,
+    vecdot,
+)
 
-__all__ += _la_all
+__all__ += [
+    "matmul", "matrix_transpose", "tensordot", "vecdot",
+]
 
 # Manipulation functions.
-from ._manipulation_functions import *  # noqa: F401,F403
-from ._manipulation_functions import __all__ as _manip_all
+from ._manipulation_functions import (
+    broadcast_arrays,
+    broadcast_shapes,
+    broadcast_to,
+    concat,
+    expand_dims,
+    flip,
+    moveaxis,
+    permute_dims,
+    repeat,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    tile,
+    unstack,
+)
 
-__all__ += _manip_all
-
-# Statistical functions.
-from ._statistical_functions import *  # noqa: F401,F403
-from ._statistical_functions import __all__ as _stat_all
-
-__all__ += _stat_all
+__all__ += [
+    "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
+    "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
+]
 
 # Searching functions.
-from ._searching_functions import *  # noqa: F401,F403
-from ._searching_functions import __all__ as _search_all
+from ._searching_functions import (
+    argmax,
+    argmin,
+    count_nonzero,
+    nonzero,
+    searchsorted,
+    where,
+)
 
-__all__ += _search_all
+__all__ += [
+    "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
+]
 
 # Set functions.
-from ._set_functions import *  # noqa: F401,F403
-from ._set_functions import __all__ as _set_all
+from ._set_functions import (
+    isin,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
 
-__all__ += _set_all
+__all__ += [
+    "isin", "unique_all", "unique_counts", "unique_inverse", "unique_values",
+]
 
 # Sorting functions.
-from ._sorting_functions import *  # noqa: F401,F403
-from ._sorting_functions import __all__ as _sort_all
+from ._sorting_functions import (
+    argsort,
+    sort,
+)
 
-__all__ += _sort_all
+__all__ += [
+    "argsort", "sort",
+]
+
+# Statistical functions.
+from ._statistical_functions import (
+    cumulative_prod,
+    cumulative_sum,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
+
+__all__ += [
+    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
+]
 
 # Utility functions.
-from ._utility_functions import *  # noqa: F401,F403
-from ._utility_functions import __all__ as _util_all
+from ._utility_functions import (
+    all,
+    any,
+    diff,
+)
 
-__all__ += _util_all
-
-# Manipulation functions that rearrange or join arrays.
-from ._rearranging_functions import *  # noqa: F401,F403
-from ._rearranging_functions import __all__ as _rearr_all
-
-__all__ += _rearr_all
+__all__ += [
+    "all", "any", "diff",
+]
 
 # Extensions: linear algebra and Fourier transforms.
-from . import fft, linalg  # noqa: E402
+from . import fft, linalg
 
 __all__ += ["fft", "linalg"]
 
@@ -127,20 +290,58 @@ from ._info import __array_namespace_info__
 
 __all__ += ["__array_namespace_info__"]
 
-# Conversions and scipy.sparse-compatible functions (beyond the standard).
-from ._convert.jax_sparse import from_jax_sparse, to_jax_sparse
-from ._convert.pydata import from_pydata_sparse, to_pydata_sparse
-from ._convert.scipy import from_scipy, to_scipy
-from ._scipy_functions import *  # noqa: F401,F403
-from ._scipy_functions import __all__ as _scipy_fn_all
-from .io import load_npz, mmread, mmwrite, save_npz
+# Conversions (beyond the standard).
+from ._convert import (
+    from_jax_sparse,
+    from_pydata_sparse,
+    from_scipy,
+    to_jax_sparse,
+    to_pydata_sparse,
+    to_scipy,
+)
 
-__all__ += ["from_scipy", "to_scipy", "from_pydata_sparse", "to_pydata_sparse", "from_jax_sparse", "to_jax_sparse",
-            "save_npz", "load_npz", "mmread", "mmwrite"] + _scipy_fn_all
+__all__ += [
+    "from_jax_sparse", "from_pydata_sparse", "from_scipy", "to_jax_sparse", "to_pydata_sparse", "to_scipy",
+]
 
-# Sharded arrays (bcoo_array.sharded): the namespace functions above take them
-# too; keep this block last so that every function is routed.
-from . import sharded
-from .sharded._dispatch import install as _install_sharded
+# File input and output (beyond the standard).
+from .io import (
+    save_npz,
+    load_npz,
+    mmread,
+    mmwrite,
+)
 
-_install_sharded(globals())
+__all__ += [
+    "save_npz", "load_npz", "mmread", "mmwrite",
+]
+
+# scipy.sparse construction functions (beyond the standard).
+from ._scipy_functions import (
+    eye_array,
+    identity,
+    diags_array,
+    random_array,
+    hstack,
+    vstack,
+    block_array,
+    block_diag,
+    kron,
+    kronsum,
+    find,
+    issparse,
+)
+
+__all__ += [
+    "eye_array", "identity", "diags_array", "random_array", "hstack", "vstack", "block_array", "block_diag",
+    "kron", "kronsum", "find", "issparse",
+]
+
+
+def __getattr__(name: str):
+    """``bcoo_array.sharded``, imported on first use (it sits above the namespace)."""
+    if name == "sharded":
+        import importlib
+
+        return importlib.import_module(".sharded", __name__)
+    raise AttributeError(f"module 'bcoo_array' has no attribute {name!r}")

@@ -1,34 +1,35 @@
 """The BCOOArray class: buffers, static metadata, pytree registration and the
 Python operator protocol.
 
-Operators delegate to the namespace functions of the standard's chapters
-(:mod:`._elementwise_functions`, :mod:`._linear_algebra_functions`, ...), so
-``A + B`` and ``bcoo_array.add(A, B)`` run the same code.
+Operators are written in the class body and call the namespace function of
+the same meaning, found at call time through :mod:`._namespace` (the
+namespace sits above the class), so ``A + B`` and ``bcoo_array.add(A, B)``
+run the same code.
 """
 
 from __future__ import annotations
 
-import operator
 import os
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from . import _dtypes
+from ._fill import fill_from_key, fill_key, fill_scalar, same_value_np
+from ._foreign import foreign_kind
+from ._kernels.coalesce import sum_duplicates as _sum_duplicates
+from ._kernels.coalesce import todense as _todense
+from ._kernels.fromdense import fromdense as _fromdense
 from ._layout import (
     check_buffers,
     check_index_values,
-    fill_from_key,
-    fill_key,
-    fill_scalar,
     index_dtype_for,
     is_concrete,
     normalize_shape,
     prod,
-    same_value_np,
 )
+from ._namespace import indexing, namespace, numpy_protocol
 from ._scipy_methods import ScipyMethodsMixin
 from ._version import API_VERSION
 
@@ -206,8 +207,6 @@ class BCOOArray(ScipyMethodsMixin):
             If ``nse`` is missing under ``jit`` or too small, or the layout does
             not fit ``x.ndim``.
         """
-        from ._kernels.fromdense import fromdense as _fromdense
-
         x = _as_jax(x, None, "x")
         shape = tuple(x.shape)
         if not (0 <= n_batch and 0 <= n_dense and n_batch + n_dense <= len(shape)):
@@ -289,12 +288,12 @@ class BCOOArray(ScipyMethodsMixin):
         """Transpose of a 2-D array (the standard restricts ``T`` to 2-D)."""
         if self.ndim != 2:
             raise ValueError(f".T needs a 2-D array, this one is {self.ndim}-D; use permute_dims or .mT")
-        return _manip.permute_dims(self, (1, 0))
+        return namespace().permute_dims(self, (1, 0))
 
     @property
     def mT(self) -> "BCOOArray":
         """Transpose of the last two dimensions."""
-        return _linalg.matrix_transpose(self)
+        return namespace().matrix_transpose(self)
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -317,8 +316,6 @@ class BCOOArray(ScipyMethodsMixin):
 
     def todense(self) -> jax.Array:
         """Return the dense :class:`jax.Array` of shape :attr:`shape` (unstored entries = fill value)."""
-        from ._kernels.coalesce import todense as _todense
-
         fill_is_zero = same_value_np(self._fill, np.zeros((), self.dtype))
         return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
 
@@ -355,7 +352,7 @@ class BCOOArray(ScipyMethodsMixin):
         jax.Array
             ``(self @ x).todense()``.
         """
-        out = _linalg.matmul(self, x)
+        out = namespace().matmul(self, x)
         return out.todense() if isinstance(out, BCOOArray) else out
 
     def __format__(self, format_spec: str) -> str:
@@ -400,17 +397,15 @@ class BCOOArray(ScipyMethodsMixin):
         return self._scalar(int, "index")
 
     def __array_function__(self, func, types, args, kwargs):
-        return _numpy_dispatch.array_function(self, func, types, args, kwargs)
+        return numpy_protocol().array_function(self, func, types, args, kwargs)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _numpy_dispatch.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+        return numpy_protocol().array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
     def __array_namespace__(self, *, api_version: str | None = None):
         if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", API_VERSION):
             raise ValueError(f"api_version={api_version!r} is not supported; use {API_VERSION!r}")
-        import bcoo_array
-
-        return bcoo_array
+        return namespace()
 
     def to_device(self, device, /, *, stream=None) -> "BCOOArray":
         """Return a copy whose buffers live on ``device`` (a :class:`jax.Device` or sharding)."""
@@ -489,11 +484,9 @@ class BCOOArray(ScipyMethodsMixin):
         result's nse is the largest per-batch number of distinct indices (or
         ``nse`` if given, padding); while tracing it stays ``self.nse``.
         """
-        from ._kernels.coalesce import sum_duplicates as _sd
-
         if self.unique_indices and self.indices_sorted and nse is None and not remove_padding:
             return self
-        data, indices = _sd(self.data, self.indices, self.shape, self.n_batch, self.n_dense)
+        data, indices = _sum_duplicates(self.data, self.indices, self.shape, self.n_batch, self.n_dense)
         out = self._replace(data=data, indices=indices, indices_sorted=True, unique_indices=True)
         if nse is not None:
             out = out._with_nse(nse)
@@ -529,105 +522,198 @@ class BCOOArray(ScipyMethodsMixin):
         """Return a copy with indices sorted lexicographically (duplicates kept merged)."""
         return self._canonical()
 
-    # -- operators ---------------------------------------------------------------------
+    # -- operators: each calls the namespace function of the same meaning ---------------
 
     def __getitem__(self, key):
-        return _indexing.getitem(self, key)
+        return indexing().getitem(self, key)
 
     def __setitem__(self, key, value):
-        new = _indexing.setitem(self, key, value)
-        self._set(new.data, new.indices, new.shape, new.n_batch, new.n_dense, new._fill,
-                  new.indices_sorted, new.unique_indices)
-
-    def __matmul__(self, other):
-        return _binop(_linalg.matmul, self, other)
-
-    def __rmatmul__(self, other):
-        return _binop(_linalg.matmul, other, self)
-
-    def __imatmul__(self, other):
-        return _inplace(self, _linalg.matmul(self, other))
+        self._assign(indexing().setitem(self, key, value))
 
     def __abs__(self):
-        return _ew.abs(self)
+        return namespace().abs(self)
 
     def __neg__(self):
-        return _ew.negative(self)
+        return namespace().negative(self)
 
     def __pos__(self):
-        return _ew.positive(self)
+        return namespace().positive(self)
 
     def __invert__(self):
-        return _ew.bitwise_invert(self)
+        return namespace().bitwise_invert(self)
+
+    def __add__(self, other):
+        return _binary("add", self, other)
+
+    def __radd__(self, other):
+        return _binary("add", other, self)
+
+    def __iadd__(self, other):
+        return self._inplace("add", other)
+
+    def __sub__(self, other):
+        return _binary("subtract", self, other)
+
+    def __rsub__(self, other):
+        return _binary("subtract", other, self)
+
+    def __isub__(self, other):
+        return self._inplace("subtract", other)
+
+    def __mul__(self, other):
+        return _binary("multiply", self, other)
+
+    def __rmul__(self, other):
+        return _binary("multiply", other, self)
+
+    def __imul__(self, other):
+        return self._inplace("multiply", other)
+
+    def __truediv__(self, other):
+        return _binary("divide", self, other)
+
+    def __rtruediv__(self, other):
+        return _binary("divide", other, self)
+
+    def __itruediv__(self, other):
+        return self._inplace("divide", other)
+
+    def __floordiv__(self, other):
+        return _binary("floor_divide", self, other)
+
+    def __rfloordiv__(self, other):
+        return _binary("floor_divide", other, self)
+
+    def __ifloordiv__(self, other):
+        return self._inplace("floor_divide", other)
+
+    def __mod__(self, other):
+        return _binary("remainder", self, other)
+
+    def __rmod__(self, other):
+        return _binary("remainder", other, self)
+
+    def __imod__(self, other):
+        return self._inplace("remainder", other)
+
+    def __pow__(self, other):
+        return _binary("pow", self, other)
+
+    def __rpow__(self, other):
+        return _binary("pow", other, self)
+
+    def __ipow__(self, other):
+        return self._inplace("pow", other)
+
+    def __matmul__(self, other):
+        return _binary("matmul", self, other)
+
+    def __rmatmul__(self, other):
+        return _binary("matmul", other, self)
+
+    def __imatmul__(self, other):
+        return self._inplace("matmul", other)
+
+    def __and__(self, other):
+        return _binary("bitwise_and", self, other)
+
+    def __rand__(self, other):
+        return _binary("bitwise_and", other, self)
+
+    def __iand__(self, other):
+        return self._inplace("bitwise_and", other)
+
+    def __or__(self, other):
+        return _binary("bitwise_or", self, other)
+
+    def __ror__(self, other):
+        return _binary("bitwise_or", other, self)
+
+    def __ior__(self, other):
+        return self._inplace("bitwise_or", other)
+
+    def __xor__(self, other):
+        return _binary("bitwise_xor", self, other)
+
+    def __rxor__(self, other):
+        return _binary("bitwise_xor", other, self)
+
+    def __ixor__(self, other):
+        return self._inplace("bitwise_xor", other)
+
+    def __lshift__(self, other):
+        return _binary("bitwise_left_shift", self, other)
+
+    def __rlshift__(self, other):
+        return _binary("bitwise_left_shift", other, self)
+
+    def __ilshift__(self, other):
+        return self._inplace("bitwise_left_shift", other)
+
+    def __rshift__(self, other):
+        return _binary("bitwise_right_shift", self, other)
+
+    def __rrshift__(self, other):
+        return _binary("bitwise_right_shift", other, self)
+
+    def __irshift__(self, other):
+        return self._inplace("bitwise_right_shift", other)
+
+    def __eq__(self, other):
+        return _binary("equal", self, other)
+
+    def __ne__(self, other):
+        return _binary("not_equal", self, other)
+
+    def __lt__(self, other):
+        return _binary("less", self, other)
+
+    def __le__(self, other):
+        return _binary("less_equal", self, other)
+
+    def __gt__(self, other):
+        return _binary("greater", self, other)
+
+    def __ge__(self, other):
+        return _binary("greater_equal", self, other)
+
+    __hash__ = None  # mutable through __setitem__ and in-place operators, like NumPy arrays
+
+    def _inplace(self, name: str, other):
+        """``self <op>= other``: the result must keep ``self``'s shape and dtype."""
+        if not _is_operand(other):
+            return NotImplemented
+        result = getattr(namespace(), name)(self, other)
+        if result.shape != self.shape:
+            raise ValueError(f"in-place operation would change the shape {self.shape} to {result.shape}")
+        if result.dtype != self.dtype:
+            raise TypeError(f"in-place operation would change the dtype {self.dtype} to {result.dtype}")
+        self._assign(result)
+        return self
+
+    def _assign(self, other: "BCOOArray") -> None:
+        """Take over ``other``'s buffers and metadata (in-place operations)."""
+        self._set(other.data, other.indices, other.shape, other.n_batch, other.n_dense, other._fill,
+                  other.indices_sorted, other.unique_indices)
 
     def astype(self, dtype, /, *, copy: bool = True, device=None) -> "BCOOArray":
         """Cast to ``dtype`` (same as :func:`bcoo_array.astype`)."""
-        return _dtf.astype(self, dtype, copy=copy, device=device)
+        return namespace().astype(self, dtype, copy=copy, device=device)
 
 
-def _binop(fn, a, b):
-    a, b = _foreign(a), _foreign(b)
-    if not _is_operand(a) or not _is_operand(b):
-        return NotImplemented
-    return fn(a, b)
-
-
-def _foreign(x):
-    """A scipy.sparse / pydata-sparse / jax.experimental.sparse operand as a BCOOArray (else ``x``)."""
-    if _is_operand(x):
-        return x
-    from ._convert import from_foreign
-
-    conv = from_foreign(x)
-    return x if conv is None else conv
-
-
-def _inplace(self: BCOOArray, result: BCOOArray) -> BCOOArray:
-    if result.shape != self.shape:
-        raise ValueError(f"in-place operation would change the shape {self.shape} to {result.shape}")
-    if result.dtype != self.dtype:
-        raise TypeError(f"in-place operation would change the dtype {self.dtype} to {result.dtype}")
-    self._set(result.data, result.indices, result.shape, result.n_batch, result.n_dense, result._fill,
-              result.indices_sorted, result.unique_indices)
-    return self
+_SCALARS_AND_ARRAYS = (BCOOArray, bool, int, float, complex, np.ndarray, np.generic, jax.Array)
 
 
 def _is_operand(x) -> bool:
-    return isinstance(x, (BCOOArray, bool, int, float, complex, np.ndarray, np.generic, jax.Array))
+    """Whether an operator should handle ``x`` (else it returns NotImplemented)."""
+    return isinstance(x, _SCALARS_AND_ARRAYS) or foreign_kind(x) is not None
 
 
-def _make_binary_operators():
-    table = {
-        "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide", "floordiv": "floor_divide",
-        "mod": "remainder", "pow": "pow", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
-        "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
-    }
-    for op, name in table.items():
-        def fwd(self, other, _n=name):
-            return _binop(getattr(_ew, _n), self, other)
-
-        def rev(self, other, _n=name):
-            return _binop(getattr(_ew, _n), other, self)
-
-        def inp(self, other, _n=name):
-            other = _foreign(other)
-            if not _is_operand(other):
-                return NotImplemented
-            return _inplace(self, getattr(_ew, _n)(self, other))
-
-        for dunder, f in ((f"__{op}__", fwd), (f"__r{op}__", rev), (f"__i{op}__", inp)):
-            f.__name__ = dunder
-            f.__doc__ = f"``{dunder}``: see :func:`bcoo_array.{name}`."
-            setattr(BCOOArray, dunder, f)
-    for op, name in {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
-                     "gt": "greater", "ge": "greater_equal"}.items():
-        def cmp(self, other, _n=name):
-            return _binop(getattr(_ew, _n), self, other)
-
-        cmp.__name__ = f"__{op}__"
-        cmp.__doc__ = f"``__{op}__``: see :func:`bcoo_array.{name}`."
-        setattr(BCOOArray, f"__{op}__", cmp)
-    BCOOArray.__hash__ = None
+def _binary(name: str, x1, x2):
+    """``x1 <op> x2`` through the namespace function ``name``; NotImplemented for unknown operands."""
+    if not (_is_operand(x1) and _is_operand(x2)):
+        return NotImplemented
+    return getattr(namespace(), name)(x1, x2)
 
 
 def _as_jax(x, dtype, argname):
@@ -647,13 +733,3 @@ def _stack_np(cols, ndim):
     if not cols:
         return np.zeros((0, ndim), np.int64)
     return np.stack([np.asarray(c).astype(np.int64) for c in cols], axis=1)
-
-
-from . import _data_type_functions as _dtf  # noqa: E402
-from . import _elementwise_functions as _ew  # noqa: E402
-from . import _indexing  # noqa: E402
-from . import _numpy_dispatch  # noqa: E402
-from . import _linear_algebra_functions as _linalg  # noqa: E402
-from . import _manipulation_functions as _manip  # noqa: E402
-
-_make_binary_operators()

@@ -17,8 +17,12 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._layout import index_dtype_for, normalize_shape
+from ._convert import from_foreign
+from ._fill import same_value_np
+from ._layout import index_dtype_for, is_concrete, normalize_shape
 from ._operands import PY_SCALARS
+from ._relayout import dense_layout, update_layout
+from ._routing import routed
 
 
 def _device_put(x: BCOOArray, device) -> BCOOArray:
@@ -48,6 +52,7 @@ def _infer_python_dtype(obj) -> np.dtype:
     raise TypeError(f"cannot make an array from objects of type {arr.dtype}; expected numbers or booleans")
 
 
+@routed
 def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCOOArray:
     """Convert ``obj`` to a BCOOArray (array API ``asarray``).
 
@@ -80,8 +85,6 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCO
     OverflowError
         For Python integers that do not fit the dtype.
     """
-    from ._convert import from_foreign
-
     dt = _dtypes.canonicalize_dtype(dtype) if dtype is not None else None
     if isinstance(obj, BCOOArray):
         if dt is None or dt == obj.dtype:
@@ -140,6 +143,7 @@ def _dtype_or(dtype, default: np.dtype) -> np.dtype:
     return _dtypes.canonicalize_dtype(dtype) if dtype is not None else default
 
 
+@routed
 def zeros(shape, *, dtype=None, device=None) -> BCOOArray:
     """An array of zeros: nothing stored, fill value 0 (array API ``zeros``).
 
@@ -159,11 +163,13 @@ def zeros(shape, *, dtype=None, device=None) -> BCOOArray:
     return _fill_only(shape, 0, dt, device)
 
 
+@routed
 def empty(shape, *, dtype=None, device=None) -> BCOOArray:
     """An uninitialised array; here the same as :func:`zeros` (array API ``empty``)."""
     return zeros(shape, dtype=dtype, device=device)
 
 
+@routed
 def ones(shape, *, dtype=None, device=None) -> BCOOArray:
     """An array of ones: nothing stored, fill value 1 (array API ``ones``).
 
@@ -173,6 +179,7 @@ def ones(shape, *, dtype=None, device=None) -> BCOOArray:
     return _fill_only(shape, 1, dt, device)
 
 
+@routed
 def full(shape, fill_value, *, dtype=None, device=None) -> BCOOArray:
     """An array filled with ``fill_value``: nothing stored (array API ``full``).
 
@@ -204,26 +211,31 @@ def full(shape, fill_value, *, dtype=None, device=None) -> BCOOArray:
     return _fill_only(shape, fill_value, dt, device)
 
 
+@routed
 def zeros_like(x, /, *, dtype=None, device=None) -> BCOOArray:
     """:func:`zeros` with ``x``'s shape and (by default) dtype."""
     return zeros(x.shape, dtype=dtype if dtype is not None else x.dtype, device=device)
 
 
+@routed
 def ones_like(x, /, *, dtype=None, device=None) -> BCOOArray:
     """:func:`ones` with ``x``'s shape and (by default) dtype."""
     return ones(x.shape, dtype=dtype if dtype is not None else x.dtype, device=device)
 
 
+@routed
 def empty_like(x, /, *, dtype=None, device=None) -> BCOOArray:
     """:func:`empty` with ``x``'s shape and (by default) dtype."""
     return zeros_like(x, dtype=dtype, device=device)
 
 
+@routed
 def full_like(x, /, fill_value, *, dtype=None, device=None) -> BCOOArray:
     """:func:`full` with ``x``'s shape and (by default) dtype."""
     return full(x.shape, fill_value, dtype=dtype if dtype is not None else x.dtype, device=device)
 
 
+@routed
 def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> BCOOArray:
     """The identity-like matrix with ones on diagonal ``k`` (array API ``eye``).
 
@@ -245,6 +257,7 @@ def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> BCOOA
     return _device_put(out, device)
 
 
+@routed
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> BCOOArray:
     """Evenly spaced values in ``[start, stop)`` (array API ``arange``).
 
@@ -268,6 +281,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> BCOOArray
     return _device_put(BCOOArray.fromdense(jnp.asarray(vals.astype(dt))), device)
 
 
+@routed
 def linspace(start, stop, /, num: int, *, dtype=None, device=None, endpoint: bool = True) -> BCOOArray:
     """``num`` evenly spaced samples from ``start`` to ``stop`` (array API ``linspace``).
 
@@ -284,6 +298,7 @@ def linspace(start, stop, /, num: int, *, dtype=None, device=None, endpoint: boo
     return _device_put(BCOOArray.fromdense(vals), device)
 
 
+@routed
 def meshgrid(*arrays, indexing: str = "xy") -> tuple[BCOOArray, ...]:
     """Coordinate matrices from 1-D coordinate vectors (array API ``meshgrid``).
 
@@ -305,9 +320,6 @@ def meshgrid(*arrays, indexing: str = "xy") -> tuple[BCOOArray, ...]:
 
 
 def _tri(x, k: int, lower: bool) -> BCOOArray:
-    from ._fill_rule import dense_layout, update_layout
-    from ._layout import same_value_np
-
     x = x if isinstance(x, BCOOArray) else asarray(x)
     if x.ndim < 2:
         raise ValueError(f"{'tril' if lower else 'triu'}() needs at least 2 dimensions, got {x.ndim}")
@@ -319,7 +331,6 @@ def _tri(x, k: int, lower: bool) -> BCOOArray:
     keep = (col - r <= k) if lower else (col - r >= k)
     idx = jnp.where(keep[:, None], c.indices, jnp.asarray(c.shape, c.indices.dtype))
     out = c._replace(indices=idx)
-    from ._layout import is_concrete
 
     if is_concrete(keep):
         sel = jnp.asarray(np.nonzero(np.asarray(keep))[0])
@@ -327,6 +338,7 @@ def _tri(x, k: int, lower: bool) -> BCOOArray:
     return out
 
 
+@routed
 def tril(x, /, *, k: int = 0) -> BCOOArray:
     """Lower triangle of the last two dimensions (array API ``tril``): entries above diagonal ``k`` are zeroed.
 
@@ -338,6 +350,7 @@ def tril(x, /, *, k: int = 0) -> BCOOArray:
     return _tri(x, k, True)
 
 
+@routed
 def triu(x, /, *, k: int = 0) -> BCOOArray:
     """Upper triangle of the last two dimensions (array API ``triu``): entries below diagonal ``k`` are zeroed.
 
@@ -349,6 +362,7 @@ def triu(x, /, *, k: int = 0) -> BCOOArray:
     return _tri(x, k, False)
 
 
+@routed
 def from_dlpack(x, /, *, device=None, copy=None) -> BCOOArray:
     """Import a dense array through DLPack and store its non-zero entries (array API ``from_dlpack``).
 

@@ -12,9 +12,13 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._operands import PY_SCALARS, as_operand
+from ._fill import eval_fill
+from ._operands import PY_SCALARS, as_operand, scalar_dtype
+from ._relayout import dense_layout
+from ._routing import routed
 
 
+@routed
 def astype(x, dtype, /, *, copy: bool = True, device=None) -> BCOOArray:
     """Cast ``x`` to ``dtype``.
 
@@ -43,8 +47,6 @@ def astype(x, dtype, /, *, copy: bool = True, device=None) -> BCOOArray:
     ValueError
         For a 64-bit dtype with x64 off.
     """
-    from ._fill_rule import dense_layout, eval_fill
-
     x = as_operand(x, "x")
     dt = _dtypes.canonicalize_dtype(dtype)
     if not isinstance(x, BCOOArray):
@@ -63,6 +65,7 @@ def astype(x, dtype, /, *, copy: bool = True, device=None) -> BCOOArray:
     return out
 
 
+@routed
 def can_cast(from_, to, /) -> bool:
     """Whether ``from_`` (a dtype or array) casts to ``to`` under the standard's promotion rules.
 
@@ -101,6 +104,7 @@ class iinfo_object:
     dtype: np.dtype
 
 
+@routed
 def finfo(type, /) -> finfo_object:
     """Machine limits of a floating-point dtype or array (``bits``, ``eps``, ``max``, ``min``, ``smallest_normal``, ``dtype``).
 
@@ -119,6 +123,7 @@ def finfo(type, /) -> finfo_object:
     return finfo_object(int(fi.bits), float(fi.eps), float(fi.max), float(fi.min), float(fi.smallest_normal), real)
 
 
+@routed
 def iinfo(type, /) -> iinfo_object:
     """Machine limits of an integer dtype or array (``bits``, ``max``, ``min``, ``dtype``).
 
@@ -134,6 +139,7 @@ def iinfo(type, /) -> iinfo_object:
     return iinfo_object(int(ii.bits), int(ii.max), int(ii.min), dt)
 
 
+@routed
 def isdtype(dtype, kind) -> bool:
     """Whether ``dtype`` is of ``kind``: a dtype, a kind name ("bool", "signed integer",
     "unsigned integer", "integral", "real floating", "complex floating", "numeric") or a tuple.
@@ -150,6 +156,7 @@ def isdtype(dtype, kind) -> bool:
     return _dtypes.isdtype_kind(dtype, kind)
 
 
+@routed
 def result_type(*arrays_and_dtypes):
     """The dtype the standard's promotion rules give for the arguments.
 
@@ -181,7 +188,6 @@ def result_type(*arrays_and_dtypes):
     if not dtypes:
         raise TypeError("result_type() needs at least one array or dtype besides Python scalars")
     out = _dtypes.result_type(*dtypes)
-    from ._operands import scalar_dtype
 
     for s in scalars:
         sd = scalar_dtype(s, out)

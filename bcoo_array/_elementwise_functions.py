@@ -18,7 +18,17 @@ import numpy as np
 
 from . import _fill_rule
 from ._array_object import BCOOArray
-from ._operands import PY_SCALARS, as_operand, binary_operands, cast, check_category, scalar_dtype, scalar_to_array
+from ._operands import (
+    PY_SCALARS,
+    as_operand,
+    binary_operands,
+    cast,
+    check_category,
+    scalar_dtype,
+    scalar_to_array,
+)
+from ._relayout import dense_layout
+from ._routing import routed
 
 
 class Spec(NamedTuple):
@@ -293,35 +303,111 @@ ValueError
 """
 
 
-def _make_unary(name: str, spec: Spec):
+def _unary(name: str):
+    """The namespace function ``name`` of one argument, built from its :data:`TABLE` entry."""
+    spec = TABLE[name]
+
     def fn(x, /):
         x = as_operand(x, "x")
         check_category(np.dtype(x.dtype), spec.category, name)
         if isinstance(x, BCOOArray):
             return _fill_rule.unary(spec.fn, x, linear=spec.linear)
-        return _fill_rule.dense_layout(spec.fn(x))
+        return dense_layout(spec.fn(x))
 
     fn.__doc__ = _DOC_UNARY.format(summary=spec.summary.capitalize(), name=name, category=spec.category)
-    return fn
+    return _named(fn, name)
 
 
-def _make_binary(name: str, spec: Spec):
+def _binary(name: str):
+    """The namespace function ``name`` of two arguments, built from its :data:`TABLE` entry."""
+    spec = TABLE[name]
+
     def fn(x1, x2, /):
         a, b, _ = binary_operands(x1, x2, name, spec.category)
         return _fill_rule.binary(spec.fn, a, b, annihilator=spec.annihilator)
 
     fn.__doc__ = _DOC_BINARY.format(summary=spec.summary.capitalize(), name=name, category=spec.category)
-    return fn
+    return _named(fn, name)
 
 
-for _name, _spec in TABLE.items():
-    _f = (_make_unary if _spec.nargs == 1 else _make_binary)(_name, _spec)
-    _f.__name__ = _f.__qualname__ = _name
-    _f.__module__ = "bcoo_array"
-    globals()[_name] = _f
-del _name, _spec, _f
+def _named(fn, name: str):
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "bcoo_array"
+    return routed(fn)
 
 
+# The functions of the table, bound to static names (so that docs, IDEs and
+# type checkers see them); tests/test_elementwise.py checks that these
+# names and TABLE agree.
+abs = _unary("abs")
+acos = _unary("acos")
+acosh = _unary("acosh")
+asin = _unary("asin")
+asinh = _unary("asinh")
+atan = _unary("atan")
+atanh = _unary("atanh")
+bitwise_invert = _unary("bitwise_invert")
+ceil = _unary("ceil")
+conj = _unary("conj")
+cos = _unary("cos")
+cosh = _unary("cosh")
+exp = _unary("exp")
+expm1 = _unary("expm1")
+floor = _unary("floor")
+imag = _unary("imag")
+isfinite = _unary("isfinite")
+isinf = _unary("isinf")
+isnan = _unary("isnan")
+log = _unary("log")
+log1p = _unary("log1p")
+log2 = _unary("log2")
+log10 = _unary("log10")
+logical_not = _unary("logical_not")
+negative = _unary("negative")
+positive = _unary("positive")
+real = _unary("real")
+reciprocal = _unary("reciprocal")
+round = _unary("round")
+sign = _unary("sign")
+signbit = _unary("signbit")
+sin = _unary("sin")
+sinh = _unary("sinh")
+square = _unary("square")
+sqrt = _unary("sqrt")
+tan = _unary("tan")
+tanh = _unary("tanh")
+trunc = _unary("trunc")
+add = _binary("add")
+atan2 = _binary("atan2")
+bitwise_and = _binary("bitwise_and")
+bitwise_left_shift = _binary("bitwise_left_shift")
+bitwise_or = _binary("bitwise_or")
+bitwise_right_shift = _binary("bitwise_right_shift")
+bitwise_xor = _binary("bitwise_xor")
+copysign = _binary("copysign")
+divide = _binary("divide")
+equal = _binary("equal")
+floor_divide = _binary("floor_divide")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")
+hypot = _binary("hypot")
+less = _binary("less")
+less_equal = _binary("less_equal")
+logaddexp = _binary("logaddexp")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+multiply = _binary("multiply")
+nextafter = _binary("nextafter")
+not_equal = _binary("not_equal")
+pow = _binary("pow")
+remainder = _binary("remainder")
+subtract = _binary("subtract")
+
+
+@routed
 def clip(x, /, min=None, max=None):
     """Clamp each element to ``[min, max]`` (array API ``clip``).
 
@@ -348,7 +434,7 @@ def clip(x, /, min=None, max=None):
     dt = np.dtype(x.dtype)
     check_category(dt, "real numeric", "clip")
     out = x
-    for bound, op, argname in ((min, maximum, "min"), (max, minimum, "max")):  # noqa: F821
+    for bound, op, argname in ((min, maximum, "min"), (max, minimum, "max")):
         if bound is None:
             continue
         if isinstance(bound, PY_SCALARS):
@@ -364,8 +450,76 @@ def clip(x, /, min=None, max=None):
             b = cast(b, dt)
         out = op(out, b)
     if not isinstance(out, BCOOArray):
-        out = _fill_rule.dense_layout(out)
+        out = dense_layout(out)
     return out
 
 
-__all__ = list(TABLE) + ["clip"]
+__all__ = [
+    "abs",
+    "acos",
+    "acosh",
+    "add",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_left_shift",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "ceil",
+    "clip",
+    "conj",
+    "copysign",
+    "cos",
+    "cosh",
+    "divide",
+    "equal",
+    "exp",
+    "expm1",
+    "floor",
+    "floor_divide",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "imag",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "less",
+    "less_equal",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logaddexp",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "nextafter",
+    "not_equal",
+    "positive",
+    "pow",
+    "real",
+    "reciprocal",
+    "remainder",
+    "round",
+    "sign",
+    "signbit",
+    "sin",
+    "sinh",
+    "sqrt",
+    "square",
+    "subtract",
+    "tan",
+    "tanh",
+    "trunc",
+]

@@ -22,26 +22,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._array_object import BCOOArray
+from ._fill import eval_fill, same_value, same_value_np
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.union import take_or_fill, union, union_apply_2d
-from ._layout import is_concrete, is_tracer, same_value, same_value_np
-
-
-def eval_fill(fn: Callable, *fills) -> np.generic:
-    """Evaluate ``fn`` on scalar fill values at trace time; a NumPy scalar."""
-    with jax.ensure_compile_time_eval():
-        out = fn(*(jnp.asarray(f) for f in fills))
-    return np.asarray(out)[()]
-
-
-def dense_layout(x) -> BCOOArray:
-    """Wrap a dense array as a BCOOArray with every entry stored (n_sparse = 0, nse = 1)."""
-    x = jnp.asarray(x)
-    return BCOOArray._from_buffers(
-        x[None], jnp.zeros((1, 0), jnp.int32), x.shape, n_batch=0, n_dense=x.ndim,
-        fill_value=np.zeros((), x.dtype)[()], indices_sorted=True, unique_indices=True,
-    )
+from ._layout import is_concrete
+from ._relayout import broadcast, dense_layout, update_layout
 
 
 def unary(fn: Callable, x: BCOOArray, *, linear: bool = False) -> BCOOArray:
@@ -76,13 +62,11 @@ def binary(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
 
 
 def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator) -> BCOOArray:
-    from ._manipulation_functions import broadcast_to
-
     fa = a.fill_value
     if d.ndim == 0 and is_concrete(d):
         src = a._canonical()
         res = src._replace(data=fn(src.data, d), fill_value=eval_fill(fn, fa, d))
-        return broadcast_to(res, out_shape) if res.shape != tuple(out_shape) else res
+        return broadcast(res, out_shape) if res.shape != tuple(out_shape) else res
     keep_sparse = False
     fill = None
     if is_concrete(d):
@@ -97,18 +81,16 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator) -> BCOOArray:
         keep_sparse = True
         fill = eval_fill(fn, fa, np.zeros((), d.dtype))
     if not keep_sparse:
-        return dense_layout(fn(broadcast_to(a, out_shape).todense(), jnp.broadcast_to(d, out_shape)))
-    src = broadcast_to(a, out_shape)._canonical()
+        return dense_layout(fn(broadcast(a, out_shape).todense(), jnp.broadcast_to(d, out_shape)))
+    src = broadcast(a, out_shape)._canonical()
     vals = gather(jnp.broadcast_to(d, out_shape), src.indices, src.shape, src.n_batch, src.n_dense)
     data = fn(jnp.broadcast_to(src.data, vals.shape), vals)
     return src._replace(data=data, fill_value=fill)
 
 
 def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
-    from ._manipulation_functions import broadcast_to
-
-    x = broadcast_to(x, out_shape)
-    y = broadcast_to(y, out_shape)
+    x = broadcast(x, out_shape)
+    y = broadcast(y, out_shape)
     n_batch = min(x.n_batch, y.n_batch)
     n_dense = min(x.n_dense, y.n_dense)
     x = update_layout(x, n_batch, n_dense)._canonical()
@@ -135,28 +117,3 @@ def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
     )
 
 
-def update_layout(x: BCOOArray, n_batch: int, n_dense: int) -> BCOOArray:
-    """Return ``x`` with ``n_batch`` batch and ``n_dense`` dense dimensions.
-
-    Batch dimensions become sparse (or the reverse), dense dimensions become
-    sparse (or the reverse); values are unchanged. Uses
-    :func:`jax.experimental.sparse.bcoo_update_layout`, then restores the
-    fill value (which that function does not know).
-    """
-    if (n_batch, n_dense) == (x.n_batch, x.n_dense):
-        return x
-    from jax.experimental import sparse as jsparse
-
-    src = x._canonical() if n_dense > x.n_dense else x
-    mat = jsparse.BCOO((src.data, src.indices), shape=src.shape)
-    out = jsparse.bcoo_update_layout(mat, n_batch=n_batch, n_dense=n_dense, on_inefficient=None)
-    data = out.data
-    if n_dense > x.n_dense and not same_value_np(x.fill_value, np.zeros((), x.dtype)):
-        # New dense blocks hold zeros where nothing was stored: put the fill value there.
-        pattern = jsparse.BCOO((jnp.ones(src.data.shape, bool), src.indices), shape=src.shape)
-        stored = jsparse.bcoo_update_layout(pattern, n_batch=n_batch, n_dense=n_dense, on_inefficient=None).data
-        data = jnp.where(stored, data, jnp.asarray(x.fill_value, data.dtype))
-    return BCOOArray._from_buffers(
-        data, out.indices, out.shape, n_batch=out.n_batch, n_dense=out.n_dense,
-        fill_value=x.fill_value, indices_sorted=False, unique_indices=False,
-    )

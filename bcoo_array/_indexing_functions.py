@@ -1,20 +1,44 @@
-"""Indexing functions of the array API standard: ``take`` and ``take_along_axis``.
+"""The indexing chapter of the array API standard: ``take``,
+``take_along_axis``, and the keys of ``__getitem__`` / ``__setitem__``.
+
+Supported keys, as in the standard's indexing page:
+
+* basic: integers (negative too), slices (any step), ``...`` and ``None``;
+  the result stays sparse (entries outside the selection are dropped, or
+  turned into padding while tracing);
+* one integer array among basic keys: :func:`take` along that axis;
+* integer arrays on every indexed axis (broadcast together): a pointwise
+  lookup, jittable (binary search in the sorted pattern);
+* a boolean mask: eager only (its number of True entries fixes the shape).
+
+``setitem`` writes the selected positions: the Python object rebinds its
+``data`` and ``indices`` to new buffers (JAX buffers are immutable), so
+other references to the old buffers, and copies of the pytree taken
+earlier, keep the old values.
 
 Spec: https://data-apis.org/array-api/2025.12/API_specification/indexing_functions.html
+and https://data-apis.org/array-api/2025.12/API_specification/indexing.html
 """
 
 from __future__ import annotations
 
+import operator
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ._array_object import BCOOArray
-from ._fill_rule import dense_layout, update_layout
-from ._layout import index_dtype_for, is_concrete
-from ._manipulation_functions import _sparse, normalize_axes
-from ._operands import as_operand
+from ._dtypes import result_type
+from ._kernels.union import take_or_fill, union
+from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod
+from ._manipulation_functions import expand_dims, reshape
+from ._operands import PY_SCALARS, as_operand, as_sparse
+from ._relayout import dense_layout, update_layout
+from ._routing import routed
 
 
+@routed
 def take(x, indices, /, *, axis=None) -> BCOOArray:
     """Select entries along ``axis`` at integer ``indices`` (array API ``take``).
 
@@ -42,7 +66,7 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
         If ``axis`` is None for an array of more than one dimension, or
         ``indices`` is not 1-D.
     """
-    x = _sparse(x)
+    x = as_sparse(x)
     idx = indices.todense() if isinstance(indices, BCOOArray) else jnp.asarray(indices)
     if idx.ndim != 1:
         raise ValueError(f"take() needs 1-D indices, got shape {idx.shape}")
@@ -87,6 +111,7 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
                                    fill_value=x.fill_value, indices_sorted=False, unique_indices=True)
 
 
+@routed
 def take_along_axis(x, indices, /, *, axis=-1) -> BCOOArray:
     """Pick values along ``axis`` by an index array of ``x``'s rank (array API ``take_along_axis``).
 
@@ -108,9 +133,7 @@ def take_along_axis(x, indices, /, *, axis=-1) -> BCOOArray:
     ValueError
         If ``indices`` does not have ``x.ndim`` dimensions.
     """
-    from ._indexing import _lookup
-
-    x = _sparse(x)
+    x = as_sparse(x)
     idx = indices.todense() if isinstance(indices, BCOOArray) else jnp.asarray(as_operand(indices, "indices"))
     if idx.ndim != x.ndim:
         raise ValueError(f"take_along_axis() needs indices with {x.ndim} dimensions, got {idx.ndim}")
@@ -125,6 +148,340 @@ def take_along_axis(x, indices, /, *, axis=-1) -> BCOOArray:
     coords[ax] = idx
     c = update_layout(x, 0, 0)._canonical()
     return dense_layout(_lookup(c, coords))
+
+
+def _is_int_array(k) -> bool:
+    return (isinstance(k, (np.ndarray, jax.Array, jax.core.Tracer)) and jnp.issubdtype(k.dtype, jnp.integer)) or (
+        isinstance(k, BCOOArray) and k.dtype.kind in "iu")
+
+
+def _is_bool_array(k) -> bool:
+    return (isinstance(k, (np.ndarray, jax.Array, jax.core.Tracer, BCOOArray)) and np.dtype(k.dtype) == np.bool_) \
+        or isinstance(k, bool)
+
+
+def _as_dense_key(k):
+    if isinstance(k, BCOOArray):
+        return k.todense()
+    return k
+
+
+def _expand(key, ndim: int):
+    """Normalise a key to a tuple without Ellipsis (Nones kept); check its length."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_ell = sum(1 for k in key if k is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis and not (_is_bool_array(k) and not isinstance(k, bool)))
+    consumed += sum(_as_dense_key(k).ndim for k in key if _is_bool_array(k) and not isinstance(k, bool))
+    if consumed > ndim:
+        raise IndexError(f"too many indices: the array is {ndim}-d but {consumed} were given")
+    if n_ell:
+        i = key.index(Ellipsis)
+        key = key[:i] + (slice(None),) * (ndim - consumed) + key[i + 1:]
+    else:
+        key = key + (slice(None),) * (ndim - consumed)
+    return key
+
+
+def getitem(x: BCOOArray, key) -> BCOOArray:
+    """Index ``x`` (see the module docstring for the supported keys).
+
+    Raises
+    ------
+    IndexError
+        For out-of-range integers, too many indices, or unsupported mixes of
+        arrays and slices.
+    TypeError
+        For keys of other types (floats, lists of floats, ...).
+    ValueError
+        For a boolean mask under ``jax.jit``.
+    """
+    key = _expand(key, x.ndim)
+    arrays = [k for k in key if _is_int_array(k) or (_is_bool_array(k) and not isinstance(k, bool))]
+    if any(isinstance(k, bool) for k in key):
+        raise IndexError("Python bool keys are not supported; use a boolean array mask")
+    if not arrays:
+        return _basic(x, key)
+    if len(arrays) == 1 and _is_bool_array(arrays[0]):
+        return _mask_index(x, key)
+    if len(arrays) == 1:
+        pos = [i for i, k in enumerate(key) if k is arrays[0]][0]
+        before = tuple(k if k is not arrays[0] else slice(None) for k in key)
+        y = _basic(x, before)
+        ax_after = sum(1 for k in before[:pos] if k is not None and not isinstance(k, (int, np.integer)))
+        ax_after += sum(1 for k in before[:pos] if k is None)
+
+        idx = _as_dense_key(arrays[0])
+        flat = jnp.reshape(idx, (-1,))
+        out = take(y, flat, axis=ax_after)
+        if idx.ndim != 1:
+            out = reshape(out, out.shape[:ax_after] + tuple(idx.shape) + out.shape[ax_after + 1:])
+        return out
+    if all(_is_int_array(k) or isinstance(k, (int, np.integer)) for k in key) and len(key) == x.ndim:
+        return _pointwise(x, key)
+    raise IndexError(
+        "this mix of integer arrays with slices or None is not supported; index with integer arrays on "
+        "every axis, or one integer array with basic indices"
+    )
+
+
+def _basic(x: BCOOArray, key) -> BCOOArray:
+    if all(isinstance(k, slice) and k == slice(None) for k in key if k is not None):
+        if any(k is None for k in key):
+            shape = []
+            it = iter(x.shape)
+            for k in key:
+                shape.append(1 if k is None else next(it))
+            return reshape(x, tuple(shape))
+        return x
+    c = update_layout(x, 0, 0)
+    if all(k is not None and not isinstance(k, slice) for k in key):
+        # A 0-d result keeps a single entry (below): merge duplicates first.
+        c = c._canonical()
+    idx = c.indices
+    data = c.data
+    keep_cols = []
+    valid = jnp.all(idx < jnp.asarray(c.shape, idx.dtype), axis=1) if c.ndim else jnp.ones(idx.shape[0], bool)
+    new_cols = {}
+    ax = 0
+    for k in key:
+        if k is None:
+            continue
+        n = c.shape[ax]
+        col = idx[:, ax]
+        if isinstance(k, (int, np.integer)) or (hasattr(k, "__index__") and not isinstance(k, slice)):
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+            valid = valid & (col == i % n)
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            length = len(range(start, stop, step))
+            off = col.astype(jnp.int64 if jax.config.jax_enable_x64 else jnp.int32) - start
+            if step > 0:
+                inside = (off >= 0) & (col < stop)
+            else:
+                inside = (off <= 0) & (col > stop)
+            inside = inside & (off % step == 0)
+            valid = valid & inside
+            new_cols[ax] = (off // step, length)
+            keep_cols.append(ax)
+        else:
+            raise TypeError(f"index {k!r} of type {type(k).__name__} is not an integer, slice, ... or None")
+        ax += 1
+    # Output dimensions in key order: one per slice and per None.
+    out_shape = []
+    cols = []
+    ax = 0
+    for k in key:
+        if k is None:
+            out_shape.append(1)
+            cols.append(None)
+            continue
+        if isinstance(k, slice):
+            newcol, length = new_cols[ax]
+            out_shape.append(length)
+            cols.append(newcol)
+        ax += 1
+    out_shape = tuple(out_shape)
+    idt = index_dtype_for(out_shape)
+    nse = idx.shape[0]
+    pad = [jnp.full(nse, s, idt) for s in out_shape]
+    stacked = [
+        (jnp.zeros(nse, idt) if col is None else col.astype(idt)) for col in cols
+    ]
+    new_idx = jnp.stack([jnp.where(valid, s, p) for s, p in zip(stacked, pad)], axis=1) if out_shape \
+        else jnp.zeros((nse, 0), idt)
+    if is_concrete(valid):
+        keep = np.nonzero(np.asarray(valid))[0]
+        if not out_shape:
+            keep = keep[:1] if keep.size else keep
+        new_idx = new_idx[keep]
+        data = data[keep]
+    elif not out_shape:
+        # A scalar result under tracing: sum the (unique) matching entry.
+        c = c._canonical()
+        data = jnp.sum(jnp.where(valid, c.data, jnp.zeros((), c.dtype)))[None] if c.dtype != jnp.bool_ else \
+            jnp.any(valid & c.data)[None]
+        has = jnp.any(valid)
+        data = jnp.where(has, data, jnp.asarray(c.fill_value, c.dtype))
+        new_idx = jnp.zeros((1, 0), idt)
+        return BCOOArray._from_buffers(data, new_idx, (), n_batch=0, n_dense=0, fill_value=c.fill_value,
+                                       indices_sorted=True, unique_indices=True)
+    return BCOOArray._from_buffers(data, new_idx, out_shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                   indices_sorted=c.indices_sorted and all(
+                                       not isinstance(k, slice) or (k.step or 1) > 0 for k in key),
+                                   unique_indices=c.unique_indices)
+
+
+def _lookup(c: BCOOArray, coords):
+    """Values of canonical all-sparse ``c`` at integer coordinates (a list of equal-shape arrays)."""
+    shape = c.shape
+    idt = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+    # Lexicographic comparison through a sorted linear key when it fits, else row by row.
+    if prod(shape) < np.iinfo(np.dtype(idt)).max:
+        def lin(cols):
+            key = jnp.zeros(cols[0].shape, idt)
+            for col, s in zip(cols, shape):
+                key = key * s + col.astype(idt)
+            return key
+        valid = jnp.all(c.indices < jnp.asarray(shape, c.indices.dtype), axis=1)
+        keys = jnp.where(valid, lin([c.indices[:, k] for k in range(len(shape))]), jnp.iinfo(idt).max)
+        order = jnp.argsort(keys)
+        skeys = keys[order]
+        q = lin(coords)
+        pos = jnp.searchsorted(skeys, q)
+        posc = jnp.clip(pos, 0, max(skeys.shape[0] - 1, 0))
+        found = (skeys[posc] == q) if skeys.shape[0] else jnp.zeros(q.shape, bool)
+        vals = c.data[order][posc] if skeys.shape[0] else jnp.zeros(q.shape, c.dtype)
+        return jnp.where(found, vals, jnp.asarray(c.fill_value, c.dtype))
+    raise IndexError("pointwise indexing of an array with more than 2**63 elements is not supported")
+
+
+def _pointwise(x: BCOOArray, key) -> BCOOArray:
+    arrs = []
+    for ax, k in enumerate(key):
+        a = jnp.asarray(_as_dense_key(k))
+        n = x.shape[ax]
+        if is_concrete(a) and a.size:
+            an = np.asarray(a)
+            if an.min() < -n or an.max() >= n:
+                bad = an.min() if an.min() < -n else an.max()
+                raise IndexError(f"index {int(bad)} is out of bounds for axis {ax} with size {n}")
+        arrs.append(jnp.where(a < 0, a + n, a))
+    arrs = jnp.broadcast_arrays(*arrs)
+    c = update_layout(x, 0, 0)._canonical()
+    return dense_layout(_lookup(c, arrs))
+
+
+def _mask_index(x: BCOOArray, key) -> BCOOArray:
+    pos = [i for i, k in enumerate(key) if _is_bool_array(k) and not isinstance(k, bool)][0]
+    mask = _as_dense_key(key[pos])
+    if is_tracer(mask):
+        raise ValueError(
+            "boolean-mask indexing under jax.jit has a data-dependent shape; use "
+            "bcoo_array.where(mask, x, fill) to keep the shape, or index outside jit"
+        )
+    m = np.asarray(mask)
+    start = sum(1 for k in key[:pos] if k is not None)
+    if m.ndim == 0:
+        # A 0-d mask adds a dimension of size 1 (True) or 0 (False), as in NumPy.
+
+        sel = slice(None) if bool(m) else slice(0, 0)
+        return getitem(expand_dims(x, axis=start), key[:pos] + (sel,) + key[pos + 1:])
+    dims = x.shape[start:start + m.ndim]
+    if m.ndim > len(dims) or any(ms not in (xs, 0) for ms, xs in zip(m.shape, dims)):
+        raise IndexError(f"boolean index of shape {m.shape} does not match the indexed dimensions {dims}")
+    if m.shape != dims or (m.ndim > 1 and all(isinstance(k, slice) and k == slice(None) for k in key[pos + 1:])
+                           and all(isinstance(k, slice) and k == slice(None) for k in key[:pos])):
+        # The masked dimensions merge into one and the True positions are taken
+        # along it (row-major, as NumPy orders them); a zero-size mask selects nothing.
+
+        flat = np.flatnonzero(m) if m.shape == dims else np.zeros(0, np.int64)
+        merged = reshape(x, x.shape[:start] + (int(np.prod(dims)),) + x.shape[start + m.ndim:])
+        out = take(merged, jnp.asarray(flat.astype(np.int32 if flat.size < 2**31 else np.int64)), axis=start)
+        rest = key[pos + 1:]
+        return out if not rest else getitem(out, (slice(None),) * (start + 1) + rest)
+    nz = np.nonzero(m)
+    new_key = key[:pos] + tuple(jnp.asarray(a) for a in nz) + key[pos + 1:]
+    if all(_is_int_array(k) for k in new_key) and len(new_key) == x.ndim:
+        return _pointwise(x, new_key)
+    if m.ndim == 1:
+        return getitem(x, new_key)
+    raise IndexError("a multi-dimensional boolean mask must cover all indexed dimensions with no slice after it")
+
+
+def setitem(x: BCOOArray, key, value) -> BCOOArray:
+    """Return ``x`` with the positions selected by ``key`` set to ``value``.
+
+    ``key`` may hold integers, slices, ``...``, ``None``, integer arrays
+    (pointwise) or a boolean mask; the selected positions must be concrete.
+    ``value`` broadcasts to the selection and is cast to ``x.dtype``.
+
+    Raises
+    ------
+    IndexError
+        For out-of-range keys.
+    TypeError
+        If ``value`` would need a lossy cast of kind (float into int, ...).
+    """
+    if isinstance(value, PY_SCALARS):
+        val = jnp.asarray(value, x.dtype)
+    else:
+        val = value.todense() if isinstance(value, BCOOArray) else jnp.asarray(value)
+        if np.dtype(val.dtype) != x.dtype:
+            if result_type(val.dtype, x.dtype) != x.dtype:
+                raise TypeError(f"cannot assign values of dtype {val.dtype} into an array of dtype {x.dtype}")
+            val = val.astype(x.dtype)
+    coords = _selected_coords(x.shape, key)
+    if coords is None:  # a False 0-d mask selects nothing
+        return x
+    sel_shape = coords[0].shape if coords else ()
+    val = jnp.broadcast_to(val, sel_shape).reshape(-1)
+    flat = [np.asarray(cc).reshape(-1) for cc in coords]
+    n = flat[0].size if flat else 1
+    idt = index_dtype_for(x.shape)
+    new_idx = np.stack(flat, axis=1).astype(idt) if flat else np.zeros((n, 0), idt)
+    # Later duplicates win, as in NumPy: keep the last write of each position.
+    if n:
+        _, last = np.unique(new_idx[::-1], axis=0, return_index=True)
+        keep = np.sort(n - 1 - last)
+        new_idx = new_idx[keep]
+        val = val[jnp.asarray(keep)]
+    c = update_layout(x, 0, 0)._canonical()
+    out_idx, pos_a, pos_b = union(c.indices[None], jnp.asarray(new_idx)[None].astype(c.indices.dtype), c.shape)
+    old = take_or_fill(c.data[None], pos_a, c.fill_value)
+    new = take_or_fill(val[None], pos_b, c.fill_value)
+    data = jnp.where(pos_b >= 0, new, old)
+    return BCOOArray._from_buffers(data[0], out_idx[0], x.shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                   indices_sorted=True, unique_indices=True)
+
+
+def _selected_coords(shape, key):
+    """Coordinate arrays (NumPy, broadcast) of the positions a key selects (None: nothing)."""
+    key = _expand(key, len(shape))
+    if any(_is_bool_array(k) and not isinstance(k, bool) for k in key):
+        pos = [i for i, k in enumerate(key) if _is_bool_array(k) and not isinstance(k, bool)][0]
+        m = _as_dense_key(key[pos])
+        if is_tracer(m):
+            raise ValueError("boolean-mask assignment under jax.jit is not supported; use bcoo_array.where")
+        if np.ndim(m) == 0:
+            # A 0-d mask selects everything the rest of the key selects (True) or nothing (False).
+            if not bool(np.asarray(m)):
+                return None
+            return _selected_coords(shape, key[:pos] + key[pos + 1:])
+        key = key[:pos] + tuple(np.nonzero(np.asarray(m))) + key[pos + 1:]
+    per_axis = []
+    ax = 0
+    arrays_seen = False
+    for k in key:
+        if k is None:
+            continue
+        n = shape[ax]
+        if isinstance(k, slice):
+            per_axis.append(("s", np.arange(n)[k]))
+        elif _is_int_array(k):
+            a = np.asarray(_as_dense_key(k))
+            if a.size and (a.min() < -n or a.max() >= n):
+                raise IndexError(f"index out of bounds for axis {ax} with size {n}")
+            per_axis.append(("a", np.where(a < 0, a + n, a)))
+            arrays_seen = True
+        else:
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+            per_axis.append(("i", np.asarray(i % n)))
+        ax += 1
+    if arrays_seen:
+        if any(t == "s" for t, _ in per_axis):
+            raise IndexError("assignment with integer arrays mixed with slices is not supported")
+        return list(np.broadcast_arrays(*[v for _, v in per_axis]))
+    grids = np.meshgrid(*[np.atleast_1d(v) for _, v in per_axis], indexing="ij") if per_axis else []
+    # Integer keys select without keeping a dimension (the value broadcasts to the rest).
+    sel_shape = tuple(v.size for t, v in per_axis if t != "i")
+    return [g.reshape(sel_shape) for g in grids]
 
 
 __all__ = ["take", "take_along_axis"]

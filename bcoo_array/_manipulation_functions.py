@@ -1,7 +1,12 @@
-"""Manipulation functions of the array API standard.
+"""Manipulation functions of the array API standard: ``broadcast_arrays``,
+``broadcast_shapes``, ``broadcast_to``, ``concat``, ``expand_dims``,
+``flip``, ``moveaxis``, ``permute_dims``, ``repeat``, ``reshape``, ``roll``,
+``squeeze``, ``stack``, ``tile``, ``unstack``.
 
-All keep the array sparse and its fill value; structural work is done on the
-indices only. Spec:
+All keep the array sparse and its fill value: structural work moves, copies
+or offsets index columns and never densifies, except that joining arrays
+with different fill values stores every entry of the arrays whose fill value
+differs from the first one's (a result has a single fill value). Spec:
 https://data-apis.org/array-api/2025.12/API_specification/manipulation_functions.html
 """
 
@@ -14,57 +19,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _dtypes
 from ._array_object import BCOOArray
+from ._fill import same_value_np
 from ._kernels.coalesce import broadcast_batch
-from ._layout import index_dtype_for, is_concrete, normalize_shape, prod
-from ._operands import as_operand
+from ._layout import (
+    index_dtype_for,
+    is_concrete,
+    normalize_axes,
+    normalize_axis,
+    normalize_shape,
+    prod,
+)
+from ._operands import as_operand, as_sparse, cast
+from ._relayout import broadcast, dense_layout, to_coo
+from ._routing import routed
 
 
-def _sparse(x, argname="x") -> BCOOArray:
-    from ._fill_rule import dense_layout
-
-    x = as_operand(x, argname)
-    return x if isinstance(x, BCOOArray) else dense_layout(x)
-
-
-def _normalize_axis(axis, ndim: int, argname: str = "axis") -> int:
-    try:
-        a = operator.index(axis)
-    except TypeError as exc:
-        raise TypeError(f"{argname}={axis!r} must be an integer") from exc
-    if not -ndim <= a < ndim:
-        raise IndexError(f"{argname}={a} is out of bounds for an array of dimension {ndim}")
-    return a % ndim
-
-
-def normalize_axes(axis, ndim: int, argname: str = "axis") -> tuple[int, ...]:
-    """Normalise ``axis`` (None, int or tuple) to a sorted tuple of non-negative ints.
-
-    Raises
-    ------
-    IndexError
-        If an axis is out of range.
-    ValueError
-        If an axis repeats.
-    """
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, (tuple, list)):
-        out = tuple(_normalize_axis(a, ndim, argname) for a in axis)
-    else:
-        out = (_normalize_axis(axis, ndim, argname),)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{argname}={axis!r} repeats an axis")
-    return tuple(sorted(out))
-
-
-def to_coo(x: BCOOArray) -> BCOOArray:
-    """The same array with every dimension sparse (n_batch = n_dense = 0)."""
-    from ._fill_rule import update_layout
-
-    return update_layout(x, 0, 0)
-
-
+@routed
 def broadcast_to(x, /, shape) -> BCOOArray:
     """Broadcast ``x`` to ``shape`` (array API ``broadcast_to``).
 
@@ -86,47 +58,10 @@ def broadcast_to(x, /, shape) -> BCOOArray:
     ValueError
         If the shapes are not compatible.
     """
-    x = _sparse(x)
-    shape = normalize_shape(shape)
-    if shape == x.shape:
-        return x
-    nd = len(shape) - x.ndim
-    if nd < 0 or any(s not in (1, t) for s, t in zip(x.shape, shape[nd:])):
-        raise ValueError(f"cannot broadcast an array of shape {x.shape} to {shape}")
-    if prod(shape) == 0 and x.n_sparse:
-        # A size-1 sparse dimension broadcast to 0 (or any empty target): nothing is stored.
-        return BCOOArray._from_buffers(jnp.zeros((0,), x.dtype), jnp.zeros((0, len(shape)), index_dtype_for(shape)),
-                                       shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
-                                       indices_sorted=True, unique_indices=True)
-    data, indices = x.data, x.indices
-    if nd:
-        data = data.reshape((1,) * nd + data.shape)
-        indices = indices.reshape((1,) * nd + indices.shape)
-    n_batch = x.n_batch + nd
-    cur = (1,) * nd + x.shape
-    n_sparse = x.n_sparse
-    for k in range(n_sparse):
-        ax = n_batch + k
-        n = shape[ax]
-        if cur[ax] == 1 and n != 1:
-            nse = indices.shape[n_batch]
-            rep = jnp.repeat(jnp.arange(n, dtype=indices.dtype), nse)
-            pad = indices[..., k] >= 1  # padding stays padding
-            indices = jnp.concatenate([indices] * n, axis=n_batch)
-            col = jnp.broadcast_to(rep, indices.shape[:-1])
-            newcol = jnp.where(jnp.concatenate([pad] * n, axis=n_batch), n, col)
-            indices = indices.at[..., k].set(newcol)
-            data = jnp.concatenate([data] * n, axis=n_batch)
-    idt = index_dtype_for(shape[n_batch:n_batch + n_sparse])
-    indices = indices.astype(idt)
-    dense_shape = shape[len(shape) - x.n_dense:] if x.n_dense else ()
-    data = jnp.broadcast_to(data, data.shape[:n_batch + 1] + dense_shape)
-    data, indices = broadcast_batch(data, indices, shape, n_batch)
-    return BCOOArray._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=x.n_dense,
-                                   fill_value=x.fill_value, indices_sorted=x.indices_sorted and nd >= 0 and n_sparse == 0,
-                                   unique_indices=x.unique_indices)
+    return broadcast(as_sparse(x), shape)
 
 
+@routed
 def broadcast_arrays(*arrays) -> tuple[BCOOArray, ...]:
     """Broadcast arrays against each other (array API ``broadcast_arrays``).
 
@@ -140,7 +75,7 @@ def broadcast_arrays(*arrays) -> tuple[BCOOArray, ...]:
     ValueError
         If the shapes are not compatible.
     """
-    arrs = [_sparse(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
+    arrs = [as_sparse(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
     shape = jnp.broadcast_shapes(*(a.shape for a in arrs)) if arrs else ()
     return tuple(broadcast_to(a, shape) for a in arrs)  # the standard (2025.12) returns a tuple
 
@@ -152,6 +87,7 @@ def _permute_buffers(data, indices, data_axes, index_axes, columns):
     return jnp.transpose(data, data_axes), indices[..., list(columns)]
 
 
+@routed
 def permute_dims(x, /, axes) -> BCOOArray:
     """Permute the dimensions of ``x`` (array API ``permute_dims``).
 
@@ -174,8 +110,8 @@ def permute_dims(x, /, axes) -> BCOOArray:
     ValueError
         If ``axes`` is not a permutation.
     """
-    x = _sparse(x)
-    axes = tuple(_normalize_axis(a, x.ndim, "axes") for a in axes)
+    x = as_sparse(x)
+    axes = tuple(normalize_axis(a, x.ndim, "axes") for a in axes)
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"axes={axes} is not a permutation of range({x.ndim})")
     if axes == tuple(range(x.ndim)):
@@ -198,6 +134,7 @@ def permute_dims(x, /, axes) -> BCOOArray:
                                    indices_sorted=x.indices_sorted and keeps_order, unique_indices=x.unique_indices)
 
 
+@routed
 def reshape(x, /, shape, *, copy: bool | None = None) -> BCOOArray:
     """Give ``x`` a new shape with the same number of elements (array API ``reshape``).
 
@@ -223,7 +160,7 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> BCOOArray:
     ValueError
         If the sizes differ or -1 is used twice.
     """
-    x = _sparse(x)
+    x = as_sparse(x)
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     if sum(1 for s in shape if s == -1) > 1:
         raise ValueError(f"shape={shape} may contain -1 at most once")
@@ -272,6 +209,7 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> BCOOArray:
                                    indices_sorted=c.indices_sorted, unique_indices=c.unique_indices)
 
 
+@routed
 def expand_dims(x, /, axis=0) -> BCOOArray:
     """Insert size-1 dimensions at ``axis`` (an int or, since 2025.12, a tuple).
 
@@ -287,7 +225,7 @@ def expand_dims(x, /, axis=0) -> BCOOArray:
     ValueError
         If an axis repeats.
     """
-    x = _sparse(x)
+    x = as_sparse(x)
     axes = axis if isinstance(axis, tuple) else (axis,)
     out_ndim = x.ndim + len(axes)
     norm = normalize_axes(axes, out_ndim)
@@ -297,6 +235,7 @@ def expand_dims(x, /, axis=0) -> BCOOArray:
     return reshape(x, tuple(shape))
 
 
+@routed
 def squeeze(x, /, axis) -> BCOOArray:
     """Remove size-1 dimensions named by ``axis`` (array API ``squeeze``).
 
@@ -305,7 +244,7 @@ def squeeze(x, /, axis) -> BCOOArray:
     ValueError
         If a named dimension does not have size 1.
     """
-    x = _sparse(x)
+    x = as_sparse(x)
     axes = normalize_axes(axis, x.ndim)
     for a in axes:
         if x.shape[a] != 1:
@@ -313,4 +252,478 @@ def squeeze(x, /, axis) -> BCOOArray:
     return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
 
 
-__all__ = ["broadcast_arrays", "broadcast_to", "expand_dims", "permute_dims", "reshape", "squeeze"]
+@routed
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that ``shapes`` broadcast to (array API ``broadcast_shapes``).
+
+    Parameters
+    ----------
+    *shapes : tuple of int (or None)
+        Shapes to broadcast. A ``None`` dimension (unknown size, as the
+        standard allows for lazy libraries) gives ``None`` in the result
+        unless another shape has a size other than 1 there.
+
+    Returns
+    -------
+    tuple
+        The broadcast shape; ``()`` for no arguments.
+
+    Raises
+    ------
+    ValueError
+        If two sizes of one dimension differ and neither is 1.
+    TypeError
+        If a shape is not a sequence of integers (or None).
+    """
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(ndim):
+        size = 1
+        for s in shapes:
+            if k >= len(s):
+                continue
+            d = s[len(s) - 1 - k]
+            if d is None:
+                size = None if size in (1, None) else size
+                continue
+            try:
+                d = operator.index(d)
+            except TypeError as exc:
+                raise TypeError(f"broadcast_shapes(): {s!r} is not a shape of integers") from exc
+            if d == 1:
+                continue
+            if size in (1, None):
+                size = d
+            elif size != d:
+                raise ValueError(f"broadcast_shapes(): shapes {shapes} do not broadcast (sizes {size} and {d})")
+        out.append(size)
+    return tuple(out[::-1])
+
+
+def _coo_offset(c: BCOOArray, ax: int, offset: int, out_shape) -> tuple:
+    """Indices of all-sparse ``c`` moved by ``offset`` along ``ax``, in ``out_shape``; padding re-marked."""
+    idx = c.indices.astype(index_dtype_for(out_shape))
+    if c.ndim:
+        valid = jnp.all(idx < jnp.asarray(c.shape, idx.dtype), axis=1)
+        idx = idx.at[:, ax].add(offset)
+        idx = jnp.where(valid[:, None], idx, jnp.asarray(out_shape, idx.dtype))
+    return c.data, idx
+
+
+@routed
+def concat(arrays, /, *, axis=0) -> BCOOArray:
+    """Join arrays along an existing axis (array API ``concat``).
+
+    Parameters
+    ----------
+    arrays : tuple or list of BCOOArray or array
+        Same number of dimensions and the same shape except along ``axis``;
+        dtypes promote by the standard's rules.
+    axis : int or None
+        The joining axis; None flattens every array first (row-major).
+
+    Returns
+    -------
+    BCOOArray
+        The promoted dtype, fill value of the first array. Stored entries are
+        those of the inputs with offset indices (all-sparse layout); if every
+        input is in dense layout the result is too.
+
+    Raises
+    ------
+    TypeError
+        If ``arrays`` is not a non-empty tuple or list.
+    ValueError
+        If shapes do not fit or an array is 0-d (with an axis).
+    IndexError
+        If ``axis`` is out of range.
+    """
+    if not isinstance(arrays, (tuple, list)) or not arrays:
+        raise TypeError("concat() needs a non-empty tuple or list of arrays")
+    arrs = [as_sparse(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
+    dt = _dtypes.result_type(*(a.dtype for a in arrs))
+    arrs = [cast(a, dt) for a in arrs]
+    if axis is None:
+        arrs = [reshape(a, (-1,)) for a in arrs]
+        ax = 0
+    else:
+        nd = arrs[0].ndim
+        if nd == 0:
+            raise ValueError("concat() cannot join 0-d arrays along an axis; use stack or axis=None")
+        if any(a.ndim != nd for a in arrs):
+            raise ValueError(f"concat(): arrays have different numbers of dimensions {[a.ndim for a in arrs]}")
+        ax = normalize_axis(axis, nd)
+    base = arrs[0].shape
+    for i, a in enumerate(arrs):
+        if a.shape[:ax] != base[:ax] or a.shape[ax + 1:] != base[ax + 1:]:
+            raise ValueError(f"concat(): arrays[{i}] has shape {a.shape}, which differs from {base} "
+                             f"outside axis {ax}")
+    out_shape = base[:ax] + (sum(a.shape[ax] for a in arrs),) + base[ax + 1:]
+    if len(arrs) == 1:
+        return arrs[0]
+    if all(a.n_sparse == 0 and a.nse == 1 for a in arrs):
+        return dense_layout(jnp.concatenate([a.todense() for a in arrs], axis=ax))
+    fill = arrs[0].fill_value
+    datas, idxs, uniq, offset = [], [], True, 0
+    for a in arrs:
+        if not same_value_np(a.fill_value, fill):
+            a = dense_layout(a.todense())._replace(fill_value=fill)
+        c = to_coo(a)
+        d, i = _coo_offset(c, ax, offset, out_shape)
+        datas.append(d)
+        idxs.append(i)
+        uniq = uniq and c.unique_indices
+        offset += a.shape[ax]
+    return BCOOArray._from_buffers(jnp.concatenate(datas), jnp.concatenate(idxs), out_shape, n_batch=0, n_dense=0,
+                                   fill_value=fill, unique_indices=uniq)
+
+
+@routed
+def stack(arrays, /, *, axis: int = 0) -> BCOOArray:
+    """Join arrays along a new axis (array API ``stack``).
+
+    Parameters
+    ----------
+    arrays : tuple or list of BCOOArray or array
+        All of the same shape; dtypes promote.
+    axis : int
+        Position of the new axis in the result (``-ndim - 1 <= axis <= ndim``).
+
+    Returns
+    -------
+    BCOOArray
+        Shape with ``len(arrays)`` inserted at ``axis``; sparse as :func:`concat`.
+
+    Raises
+    ------
+    TypeError
+        If ``arrays`` is not a non-empty tuple or list.
+    ValueError
+        If the shapes differ.
+    IndexError
+        If ``axis`` is out of range.
+    """
+    if not isinstance(arrays, (tuple, list)) or not arrays:
+        raise TypeError("stack() needs a non-empty tuple or list of arrays")
+    arrs = [as_sparse(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
+    shape = arrs[0].shape
+    for i, a in enumerate(arrs):
+        if a.shape != shape:
+            raise ValueError(f"stack(): arrays[{i}] has shape {a.shape}, arrays[0] has {shape}")
+    ax = normalize_axis(axis, len(shape) + 1)
+    return concat([expand_dims(a, axis=ax) for a in arrs], axis=ax)
+
+
+@routed
+def unstack(x, /, *, axis: int = 0) -> tuple[BCOOArray, ...]:
+    """Split ``x`` into its slices along ``axis`` (array API ``unstack``).
+
+    Returns
+    -------
+    tuple of BCOOArray
+        ``x.shape[axis]`` arrays of ``x``'s shape without ``axis``, each a
+        sparse slice (basic indexing) with ``x``'s fill value.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is 0-d.
+    IndexError
+        If ``axis`` is out of range.
+    """
+    x = as_sparse(x)
+    if x.ndim == 0:
+        raise ValueError("unstack() needs an array of at least one dimension")
+    ax = normalize_axis(axis, x.ndim)
+    return tuple(x[(slice(None),) * ax + (i,)] for i in range(x.shape[ax]))
+
+
+def _dense_axis(x: BCOOArray, a: int) -> int:
+    """The axis of ``x.data`` holding dense dimension ``a`` of ``x``."""
+    return x.n_batch + 1 + (a - x.n_batch - x.n_sparse)
+
+
+@routed
+def flip(x, /, *, axis=None) -> BCOOArray:
+    """Reverse the order of elements along ``axis`` (array API ``flip``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    axis : int, tuple of int or None
+        Axes to reverse; None reverses all.
+
+    Returns
+    -------
+    BCOOArray
+        ``x``'s shape, dtype, layout and fill value: sparse indices become
+        ``size - 1 - i``, batch and dense dimensions are reversed in the buffers.
+
+    Raises
+    ------
+    IndexError
+        If an axis is out of range.
+    ValueError
+        If an axis repeats.
+    """
+    x = as_sparse(x)
+    axes = normalize_axes(axis, x.ndim)
+    data, indices = broadcast_batch(x.data, x.indices, x.shape, x.n_batch)
+    for a in axes:
+        if a < x.n_batch:
+            data, indices = jnp.flip(data, a), jnp.flip(indices, a)
+        elif a < x.n_batch + x.n_sparse:
+            k, n = a - x.n_batch, x.shape[a]
+            col = indices[..., k]
+            indices = indices.at[..., k].set(jnp.where(col < n, n - 1 - col, col))
+        else:
+            data = jnp.flip(data, _dense_axis(x, a))
+    return x._replace(data=data, indices=indices, indices_sorted=False)
+
+
+@routed
+def roll(x, /, shift, *, axis=None) -> BCOOArray:
+    """Shift elements cyclically along ``axis`` (array API ``roll``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    shift : int or tuple of int
+        Number of places (negative: backwards). With a tuple, ``axis`` must
+        be a tuple of the same length.
+    axis : int, tuple of int or None
+        Axes to roll; None rolls the flattened array and restores the shape.
+
+    Returns
+    -------
+    BCOOArray
+        ``x``'s shape, dtype and fill value; sparse indices become
+        ``(i + shift) mod size``, batch and dense dimensions are rolled in
+        the buffers.
+
+    Raises
+    ------
+    ValueError
+        If ``shift`` and ``axis`` have different lengths.
+    TypeError
+        If a shift is not an integer.
+    IndexError
+        If an axis is out of range.
+    """
+    x = as_sparse(x)
+    if axis is None:
+        if isinstance(shift, (tuple, list)):
+            shift = sum(operator.index(s) for s in shift)
+        return reshape(roll(reshape(x, (-1,)), operator.index(shift), axis=0), x.shape)
+    shifts = tuple(shift) if isinstance(shift, (tuple, list)) else (shift,)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll(): shift={shift!r} and axis={axis!r} have different lengths")
+    total = [0] * x.ndim
+    for s, a in zip(shifts, axes):
+        try:
+            s = operator.index(s)
+        except TypeError as exc:
+            raise TypeError(f"roll(): shift {s!r} must be an integer") from exc
+        total[normalize_axis(a, x.ndim)] += s
+    data, indices = broadcast_batch(x.data, x.indices, x.shape, x.n_batch)
+    for a, s in enumerate(total):
+        n = x.shape[a]
+        if n == 0 or s % n == 0:
+            continue
+        if a < x.n_batch:
+            data, indices = jnp.roll(data, s, a), jnp.roll(indices, s, a)
+        elif a < x.n_batch + x.n_sparse:
+            k = a - x.n_batch
+            col = indices[..., k]
+            indices = indices.at[..., k].set(jnp.where(col < n, (col + (s % n)) % n, col))
+        else:
+            data = jnp.roll(data, s, _dense_axis(x, a))
+    return x._replace(data=data, indices=indices, indices_sorted=False)
+
+
+@routed
+def moveaxis(x, source, destination, /) -> BCOOArray:
+    """Move axes to new positions, the others keeping their order (array API ``moveaxis``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    source, destination : int or tuple of int
+        Original and new positions (same length, each without repeats).
+
+    Returns
+    -------
+    BCOOArray
+        :func:`permute_dims` with the matching permutation (sparse).
+
+    Raises
+    ------
+    ValueError
+        If the lengths differ or an axis repeats.
+    IndexError
+        If an axis is out of range.
+    """
+    x = as_sparse(x)
+    src = tuple(source) if isinstance(source, (tuple, list)) else (source,)
+    dst = tuple(destination) if isinstance(destination, (tuple, list)) else (destination,)
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis(): source={source!r} and destination={destination!r} differ in length")
+    src = tuple(normalize_axis(a, x.ndim, "source") for a in src)
+    dst = tuple(normalize_axis(a, x.ndim, "destination") for a in dst)
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError("moveaxis(): source and destination must not repeat an axis")
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute_dims(x, tuple(order))
+
+
+@routed
+def repeat(x, repeats, /, *, axis=None) -> BCOOArray:
+    """Repeat each element ``repeats`` times along ``axis`` (array API ``repeat``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    repeats : int or 1-D integer array
+        Repetitions per element: an int, or an array of shape ``(1,)`` or
+        ``(x.shape[axis],)`` (``(x.size,)`` for ``axis=None``). An array
+        fixes the output shape by its values, so it must be concrete (not
+        traced); ``x`` may be traced.
+    axis : int or None
+        The axis; None repeats the flattened array (1-D result).
+
+    Returns
+    -------
+    BCOOArray
+        Sparse: each stored entry is copied with shifted indices (all-sparse
+        layout; nse grows by the largest repeat count, extra copies being
+        padding). Same dtype and fill value.
+
+    Raises
+    ------
+    ValueError
+        If a repeat count is negative or ``repeats`` has the wrong shape, or
+        a ``repeats`` array is traced.
+    TypeError
+        If ``repeats`` is neither an int nor an integer array.
+    IndexError
+        If ``axis`` is out of range.
+    """
+    x = as_sparse(x)
+    if axis is None:
+        x = reshape(x, (-1,))
+        ax = 0
+    else:
+        ax = normalize_axis(axis, x.ndim)
+    n = x.shape[ax]
+    if isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
+        reps = None
+        r = int(repeats)
+    else:
+        arr = as_operand(repeats, "repeats")
+        arr = arr.todense() if isinstance(arr, BCOOArray) else arr
+        if not jnp.issubdtype(arr.dtype, jnp.integer):
+            raise TypeError(f"repeat(): repeats must be an int or an integer array, got dtype {arr.dtype}")
+        if not is_concrete(arr):
+            raise ValueError("repeat(): a traced repeats array would make the output shape data-dependent; "
+                             "pass a concrete array or a Python int")
+        reps = np.asarray(arr).astype(np.int64)
+        if reps.ndim != 1 or reps.shape[0] not in (1, n):
+            raise ValueError(f"repeat(): repeats has shape {reps.shape}; expected (1,) or ({n},)")
+        if reps.shape[0] == 1:
+            r, reps = int(reps[0]), None
+    if reps is None:
+        if r < 0:
+            raise ValueError(f"repeat(): repeats={r} must be non-negative")
+        y = expand_dims(x, axis=ax + 1)
+        y = broadcast_to(y, y.shape[:ax + 1] + (r,) + y.shape[ax + 2:])
+        return reshape(y, x.shape[:ax] + (n * r,) + x.shape[ax + 1:])
+    if (reps < 0).any():
+        raise ValueError("repeat(): every repeat count must be non-negative")
+    out_shape = x.shape[:ax] + (int(reps.sum()),) + x.shape[ax + 1:]
+    c = to_coo(x)
+    R = int(reps.max()) if reps.size else 0
+    idt = index_dtype_for(out_shape)
+    idx = c.indices.astype(idt)
+    valid = jnp.all(idx < jnp.asarray(x.shape, idt), axis=1)
+    col = jnp.where(valid, idx[:, ax], 0)
+    starts = jnp.asarray(np.concatenate([[0], np.cumsum(reps)[:-1]]).astype(idt))
+    counts = jnp.asarray(reps.astype(idt))
+    k = jnp.arange(R, dtype=idt)
+    new_col = starts[col][None, :] + k[:, None]  # (R, nse)
+    ok = valid[None, :] & (k[:, None] < counts[col][None, :])
+    new_idx = jnp.broadcast_to(idx[None], (R,) + idx.shape).at[..., ax].set(new_col)
+    new_idx = jnp.where(ok[..., None], new_idx, jnp.asarray(out_shape, idt))
+    data = jnp.broadcast_to(c.data[None], (R,) + c.data.shape)
+    nse = R * c.nse
+    return BCOOArray._from_buffers(data.reshape((nse,) + c.data.shape[1:]), new_idx.reshape(nse, x.ndim), out_shape,
+                                   n_batch=0, n_dense=0, fill_value=x.fill_value, unique_indices=c.unique_indices)
+
+
+@routed
+def tile(x, repetitions, /) -> BCOOArray:
+    """Tile ``x`` ``repetitions[i]`` times along each axis (array API ``tile``).
+
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input.
+    repetitions : tuple of int
+        Non-negative counts; shorter than ``x.ndim`` means leading ones,
+        longer prepends size-1 axes to ``x``.
+
+    Returns
+    -------
+    BCOOArray
+        Shape ``x.shape[i] * repetitions[i]`` (after padding both); sparse,
+        nse multiplied by ``prod(repetitions)``.
+
+    Raises
+    ------
+    TypeError
+        If ``repetitions`` is not a tuple of integers.
+    ValueError
+        If a count is negative.
+    """
+    x = as_sparse(x)
+    if not isinstance(repetitions, (tuple, list)):
+        raise TypeError(f"tile(): repetitions must be a tuple of int, got {type(repetitions).__name__}")
+    reps = tuple(operator.index(r) for r in repetitions)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile(): repetitions={reps} must be non-negative")
+    d = max(x.ndim, len(reps))
+    reps = (1,) * (d - len(reps)) + reps
+    shape = (1,) * (d - x.ndim) + x.shape
+    if all(r == 1 for r in reps):
+        return reshape(x, shape)
+    inter = tuple(v for s in shape for v in (1, s))
+    y = reshape(x, inter)
+    y = broadcast_to(y, tuple(v for r, s in zip(reps, shape) for v in (r, s)))
+    return reshape(y, tuple(r * s for r, s in zip(reps, shape)))
+
+
+__all__ = [
+    "broadcast_arrays",
+    "broadcast_shapes",
+    "broadcast_to",
+    "concat",
+    "expand_dims",
+    "flip",
+    "moveaxis",
+    "permute_dims",
+    "repeat",
+    "reshape",
+    "roll",
+    "squeeze",
+    "stack",
+    "tile",
+    "unstack",
+]

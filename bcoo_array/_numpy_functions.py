@@ -82,7 +82,7 @@ def _to_bcoo(x) -> BCOOArray:
 
 
 def _check_axes_unique(axes, ndim, argname):
-    from ._manipulation_functions import normalize_axes
+    from ._layout import normalize_axes
 
     return normalize_axes(axes, ndim, argname)
 
@@ -110,11 +110,11 @@ def swapaxes(a, axis1, axis2):
     IndexError
         If an axis is out of range.
     """
-    from ._manipulation_functions import _normalize_axis
+    from ._layout import normalize_axis
 
     x = sparse_arg(a)
-    i = _normalize_axis(axis1, x.ndim, "axis1")
-    j = _normalize_axis(axis2, x.ndim, "axis2")
+    i = normalize_axis(axis1, x.ndim, "axis1")
+    j = normalize_axis(axis2, x.ndim, "axis2")
     perm = list(range(x.ndim))
     perm[i], perm[j] = perm[j], perm[i]
     return _xp().permute_dims(x, tuple(perm))
@@ -142,15 +142,15 @@ def moveaxis(a, source, destination):
     IndexError
         If an axis is out of range.
     """
-    from ._manipulation_functions import _normalize_axis
+    from ._layout import normalize_axis
 
     x = sparse_arg(a)
     src = [source] if not isinstance(source, (list, tuple)) else list(source)
     dst = [destination] if not isinstance(destination, (list, tuple)) else list(destination)
     if len(src) != len(dst):
         raise ValueError("moveaxis(): source and destination must have the same number of elements")
-    src = [_normalize_axis(s, x.ndim, "source") for s in src]
-    dst = [_normalize_axis(d, x.ndim, "destination") for d in dst]
+    src = [normalize_axis(s, x.ndim, "source") for s in src]
+    dst = [normalize_axis(d, x.ndim, "destination") for d in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise ValueError("moveaxis(): repeated axis in source or destination")
     order = [n for n in range(x.ndim) if n not in src]
@@ -746,14 +746,14 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     IndexError
         If an axis is out of range.
     """
-    from ._manipulation_functions import _normalize_axis
+    from ._layout import normalize_axis
 
     xp = _xp()
     x = sparse_arg(a)
     if x.ndim < 2:
         raise ValueError(f"diagonal() needs at least 2 dimensions, got {x.ndim}")
-    i = _normalize_axis(axis1, x.ndim, "axis1")
-    j = _normalize_axis(axis2, x.ndim, "axis2")
+    i = normalize_axis(axis1, x.ndim, "axis1")
+    j = normalize_axis(axis2, x.ndim, "axis2")
     if i == j:
         raise ValueError("diagonal(): axis1 and axis2 cannot be the same")
     k = operator.index(offset)
@@ -867,9 +867,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
             raise ValueError(f"norm(): ord={ord!r} with axis=None needs a 1-D or 2-D array, got {a.ndim}-D")
         axis = tuple(range(a.ndim))
     axes = axis if isinstance(axis, tuple) else (axis,)
-    from ._manipulation_functions import _normalize_axis
+    from ._layout import normalize_axis
 
-    axes = tuple(_normalize_axis(v, a.ndim, "axis") for v in axes)
+    axes = tuple(normalize_axis(v, a.ndim, "axis") for v in axes)
     if len(axes) == 1:
         return _vector_norm(a, axes, keepdims, ord)
     if len(axes) == 2 and axes[0] != axes[1]:

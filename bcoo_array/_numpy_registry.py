@@ -297,7 +297,7 @@ def _np_ravel(a, order="C"):
 
 
 def _np_expand_dims(a, axis):
-    from ._manipulation_functions import normalize_axes
+    from ._layout import normalize_axes
 
     x = sparse_arg(a)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
@@ -544,7 +544,7 @@ def _np_vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
         if keepdims:
             return xp.reshape(_nf.norm(a, ord, axis), (1,) * sparse_arg(x).ndim)
     if isinstance(axis, tuple) and len(axis) != 1:
-        from ._manipulation_functions import normalize_axes
+        from ._layout import normalize_axes
 
         axes = normalize_axes(axis, a.ndim)
         rest = tuple(d for d in range(a.ndim) if d not in axes)

@@ -1,15 +1,25 @@
-"""Operand normalisation for namespace functions: Python scalars to arrays by
-the standard's rules, foreign arrays to JAX, dtype categories and promotion.
+"""Operand normalisation, the one place every entry point reads its operands.
+
+* a BCOOArray passes through; a scipy.sparse, pydata-sparse or
+  jax.experimental.sparse array is converted to one (:mod:`._convert`);
+* a JAX array passes through; a NumPy array stays NumPy (so that its values
+  stay concrete under ``jax.jit``), refusing a silent 64-bit downcast;
+* Python scalars become 0-d arrays by the standard's rules
+  (:func:`scalar_dtype`);
+* dtype categories are checked (:func:`check_category`) and operands cast to
+  the promoted dtype (:func:`binary_operands`, :func:`cast`).
 """
 
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
+from ._convert import from_foreign
+from ._fill import eval_fill
+from ._relayout import dense_layout
 
 PY_SCALARS = (bool, int, float, complex)
 
@@ -36,6 +46,9 @@ def as_operand(x, argname: str):
         # where jnp.asarray would turn it into a tracer.
         _dtypes.canonicalize_dtype(x.dtype, argname=f"{argname}.dtype")
         return np.asarray(x)
+    converted = from_foreign(x)
+    if converted is not None:
+        return converted
     raise TypeError(f"{argname} must be an array, got {type(x).__name__}")
 
 
@@ -119,7 +132,13 @@ def cast(x, dtype: np.dtype):
     if np.dtype(x.dtype) == dtype:
         return x
     if isinstance(x, BCOOArray):
-        from ._data_type_functions import astype
-
-        return astype(x, dtype)
+        # Duplicates are summed first: casting does not commute with summation.
+        src = x._canonical()
+        return src._replace(data=src.data.astype(dtype), fill_value=eval_fill(lambda f: f.astype(dtype), src.fill_value))
     return x.astype(dtype)
+
+
+def as_sparse(x, argname: str = "x") -> BCOOArray:
+    """:func:`as_operand`, then a dense array wrapped in dense layout: always a BCOOArray."""
+    x = as_operand(x, argname)
+    return x if isinstance(x, BCOOArray) else dense_layout(x)

@@ -21,7 +21,13 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._layout import index_dtype_for, normalize_shape, same_value_np
+from ._convert._common import coo_triplets
+from ._convert.scipy import from_scipy
+from ._creation_functions import asarray, eye
+from ._fill import same_value_np
+from ._layout import index_dtype_for, normalize_shape
+from ._manipulation_functions import reshape
+from ._routing import routed
 
 __all__ = ["eye_array", "identity", "diags_array", "random_array", "hstack", "vstack", "block_array",
            "block_diag", "kron", "kronsum", "find", "issparse"]
@@ -36,16 +42,12 @@ def _check_format(format, name):
 
 
 def _operand(x, name) -> BCOOArray:
-    from ._creation_functions import asarray
-
     if x is None:
         raise TypeError(f"{name}: None is not an array")
     return x if isinstance(x, BCOOArray) else asarray(x)
 
 
 def _triplets(x: BCOOArray, name):
-    from ._convert._common import coo_triplets
-
     if x.ndim != 2:
         raise ValueError(f"{name} takes 2-D arrays; got one of shape {x.shape}")
     vals, coords = coo_triplets(x, f"{name}()")
@@ -73,6 +75,7 @@ def _zero_fill(a: BCOOArray) -> bool:
     return same_value_np(a.fill_value, np.zeros((), a.dtype)) or (a.dtype.kind in "fc" and a.fill_value == 0)
 
 
+@routed
 def eye_array(m, n=None, *, k: int = 0, dtype=None, format=None) -> BCOOArray:
     """Identity-like array: ones on the ``k``-th diagonal (scipy's ``eye_array``).
 
@@ -95,17 +98,17 @@ def eye_array(m, n=None, *, k: int = 0, dtype=None, format=None) -> BCOOArray:
     ValueError
         For another ``format`` or a negative size.
     """
-    from ._creation_functions import eye
-
     _check_format(format, "eye_array")
     return eye(m, n, k=k, dtype=dtype)
 
 
+@routed
 def identity(n, dtype=None, format=None) -> BCOOArray:
     """The ``n`` x ``n`` identity (scipy's ``identity``); see :func:`eye_array`."""
     return eye_array(n, dtype=dtype, format=format)
 
 
+@routed
 def diags_array(diagonals, /, *, offsets=0, shape=None, format=None, dtype=None) -> BCOOArray:
     """Array from diagonals (scipy's ``diags_array``).
 
@@ -178,6 +181,7 @@ def diags_array(diagonals, /, *, offsets=0, shape=None, format=None, dtype=None)
     return _build(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), shape, dt)
 
 
+@routed
 def random_array(shape, *, density: float = 0.01, format=None, dtype=None, rng=None, data_sampler=None) -> BCOOArray:
     """Random sparse array with uniformly placed entries (scipy's ``random_array``).
 
@@ -209,7 +213,6 @@ def random_array(shape, *, density: float = 0.01, format=None, dtype=None, rng=N
     """
     import scipy.sparse as sp
 
-    from ._convert.scipy import from_scipy
 
     _check_format(format, "random_array")
     if not 0 <= density <= 1:
@@ -250,6 +253,7 @@ def _stack(blocks, axis: int, dtype, name) -> BCOOArray:
                   fill=np.asarray(fills[0]).astype(dt))
 
 
+@routed
 def hstack(blocks, format=None, dtype=None) -> BCOOArray:
     """Stack 2-D arrays side by side (scipy's ``hstack``).
 
@@ -274,6 +278,7 @@ def hstack(blocks, format=None, dtype=None) -> BCOOArray:
     return _stack(blocks, 1, dtype, "hstack")
 
 
+@routed
 def vstack(blocks, format=None, dtype=None) -> BCOOArray:
     """Stack 2-D arrays on top of each other (scipy's ``vstack``); see :func:`hstack`.
 
@@ -290,6 +295,7 @@ def vstack(blocks, format=None, dtype=None) -> BCOOArray:
     return _stack(blocks, 0, dtype, "vstack")
 
 
+@routed
 def block_array(blocks, *, format=None, dtype=None) -> BCOOArray:
     """Array assembled from a 2-D grid of blocks (scipy's ``block_array``).
 
@@ -354,6 +360,7 @@ def block_array(blocks, *, format=None, dtype=None) -> BCOOArray:
                   (int(r_off[-1]), int(c_off[-1])), dt)
 
 
+@routed
 def block_diag(mats, format=None, dtype=None) -> BCOOArray:
     """Block-diagonal array of 2-D blocks (scipy's ``block_diag``).
 
@@ -378,8 +385,6 @@ def block_diag(mats, format=None, dtype=None) -> BCOOArray:
     for i, b in enumerate(mats):
         a = _operand(b, f"block_diag(mats[{i}])")
         if a.ndim < 2:
-            from ._manipulation_functions import reshape
-
             a = reshape(a, (1, a.size))
         if not _zero_fill(a):
             raise ValueError(f"block_diag(): block {i} has fill value {a.fill_value!r}; blocks must be zero-filled")
@@ -399,6 +404,7 @@ def block_diag(mats, format=None, dtype=None) -> BCOOArray:
     return _build(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (r0, c0), dt)
 
 
+@routed
 def kron(A, B, format=None) -> BCOOArray:
     """Kronecker product of two 2-D zero-filled arrays (scipy's ``kron``).
 
@@ -431,6 +437,7 @@ def kron(A, B, format=None) -> BCOOArray:
     return _build(rows, cols, vals, (a.shape[0] * p, a.shape[1] * q), dt)
 
 
+@routed
 def kronsum(A, B, format=None) -> BCOOArray:
     """Kronecker sum ``kron(I_n, A) + kron(B, I_m)`` of square ``A`` (m x m) and ``B`` (n x n) (scipy's ``kronsum``).
 
@@ -454,6 +461,7 @@ def kronsum(A, B, format=None) -> BCOOArray:
     return out._replace(indices_sorted=False, unique_indices=False).sum_duplicates()
 
 
+@routed
 def find(A) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row indices, column indices and values of the non-zero entries (scipy's ``find``).
 
@@ -478,6 +486,7 @@ def find(A) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return r[keep], c[keep], v[keep]
 
 
+@routed
 def issparse(x) -> bool:
     """Whether ``x`` is a sparse array: a BCOOArray, or a scipy.sparse, pydata-sparse or jax.experimental.sparse object.
 

@@ -24,22 +24,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._layout import is_concrete, prod, same_value_np
-
-#: Elementwise methods that scipy.sparse offers because they map 0 to 0;
-#: name -> array API function of bcoo_array (or a lambda on it).
-UFUNC_METHODS = {
-    "sqrt": "sqrt", "expm1": "expm1", "log1p": "log1p", "sin": "sin", "sinh": "sinh", "tan": "tan",
-    "tanh": "tanh", "arcsin": "asin", "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh",
-    "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "round",
-    "deg2rad": None, "rad2deg": None,
-}
-
-
-def _xp():
-    import bcoo_array
-
-    return bcoo_array
+from . import _dtypes
+from ._fill import same_value_np
+from ._foreign import foreign_kind
+from ._kernels.layout import coo_triplets
+from ._layout import index_dtype_for, is_concrete, prod
+from ._namespace import namespace
 
 
 def _host(x):
@@ -53,12 +43,10 @@ def _host(x):
 @functools.partial(jax.jit, static_argnames=("adjoint",))
 def _apply(a, v, adjoint: bool = False):
     """``a @ v`` (or ``a^H @ v``) for a 2-D BCOOArray ``a`` and a dense ``v``, as a dense jax array."""
-    from . import _elementwise_functions as _ew
-    from ._linear_algebra_functions import matmul, matrix_transpose
-
+    xp = namespace()
     if adjoint:
-        a = matrix_transpose(_ew.conj(a) if a.dtype.kind == "c" else a)
-    return matmul(a, v).todense()
+        a = xp.matrix_transpose(xp.conj(a) if a.dtype.kind == "c" else a)
+    return xp.matmul(a, v).todense()
 
 
 def _check_2d(x, name):
@@ -68,7 +56,6 @@ def _check_2d(x, name):
 
 def _as_dense_operand(other, name):
     """``other`` as a jax array, refusing a silent 64-bit downcast."""
-    from . import _dtypes
 
     if isinstance(other, jax.Array) or isinstance(other, jax.core.Tracer):
         return other
@@ -178,9 +165,7 @@ class ScipyMethodsMixin:
 
     def to_scipy(self, format: str = "coo", *, materialize_fill: bool = False):
         """scipy.sparse array of ``format``; see :func:`bcoo_array.to_scipy`."""
-        from ._convert.scipy import to_scipy
-
-        return to_scipy(self, format, materialize_fill=materialize_fill)
+        return namespace().to_scipy(self, format, materialize_fill=materialize_fill)
 
     def tocoo(self, copy: bool = False):
         """``scipy.sparse.coo_array`` of the array (scipy's ``tocoo``; fill value must be 0)."""
@@ -202,15 +187,11 @@ class ScipyMethodsMixin:
 
     def to_pydata_sparse(self, format: str = "coo"):
         """pydata-sparse array (``"coo"``, ``"gcxs"`` or ``"dok"``); see :func:`bcoo_array.to_pydata_sparse`."""
-        from ._convert.pydata import to_pydata_sparse
-
-        return to_pydata_sparse(self, format)
+        return namespace().to_pydata_sparse(self, format)
 
     def to_jax_sparse(self, format: str = "bcoo"):
         """jax.experimental.sparse ``BCOO`` (no copy) or ``BCSR``; see :func:`bcoo_array.to_jax_sparse`."""
-        from ._convert.jax_sparse import to_jax_sparse
-
-        return to_jax_sparse(self, format)
+        return namespace().to_jax_sparse(self, format)
 
     def tobsr(self, blocksize=None, copy: bool = False):
         """``scipy.sparse.bsr_array`` of the array (scipy's ``tobsr``; fill value must be 0)."""
@@ -240,20 +221,20 @@ class ScipyMethodsMixin:
     @property
     def real(self):
         """Real part (scipy's ``real`` attribute; :func:`bcoo_array.real`)."""
-        return _xp().real(self)
+        return namespace().real(self)
 
     @property
     def imag(self):
         """Imaginary part (scipy's ``imag`` attribute; :func:`bcoo_array.imag`)."""
-        return _xp().imag(self)
+        return namespace().imag(self)
 
     def conj(self, copy: bool = True):
         """Complex conjugate (scipy's ``conj``; :func:`bcoo_array.conj`)."""
-        return _xp().conj(self)
+        return namespace().conj(self)
 
     def conjugate(self, copy: bool = True):
         """Complex conjugate (scipy's ``conjugate``; :func:`bcoo_array.conj`)."""
-        return _xp().conj(self)
+        return namespace().conj(self)
 
     def reshape(self, *shape, order: str = "C", copy: bool = False):
         """Array of a new shape with the same entries in row-major order (scipy's ``reshape``).
@@ -263,13 +244,11 @@ class ScipyMethodsMixin:
         ValueError
             For ``order`` other than ``"C"`` or a shape of another size.
         """
-        from ._manipulation_functions import reshape
-
         if order != "C":
             raise ValueError(f"reshape(order={order!r}): only row-major order 'C' is supported")
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = tuple(shape[0])
-        return reshape(self, shape)
+        return namespace().reshape(self, shape)
 
     def copy(self):
         """A new BCOOArray with the same buffers (JAX buffers are immutable, so nothing is shared mutably)."""
@@ -277,10 +256,8 @@ class ScipyMethodsMixin:
 
     def transpose(self, axes=None, copy: bool = False):
         """Reverse (or permute by ``axes``) the dimensions, as scipy's / NumPy's ``transpose``."""
-        from ._manipulation_functions import permute_dims
-
         axes = tuple(range(self.ndim))[::-1] if axes is None else tuple(axes)
-        return permute_dims(self, axes)
+        return namespace().permute_dims(self, axes)
 
     def getnnz(self, axis=None):
         """Stored values (explicit zeros included) in total or per row / column (scipy's ``getnnz``)."""
@@ -378,16 +355,11 @@ class ScipyMethodsMixin:
         ValueError
             For mismatched inner dimensions.
         """
-        from ._convert import from_foreign
-        from ._linear_algebra_functions import matmul
-
-        if isinstance(other, type(self)):
+        matmul = namespace().matmul
+        if isinstance(other, type(self)) or foreign_kind(other) is not None:
             return matmul(self, other)
-        foreign = from_foreign(other)
-        if foreign is not None:
-            return matmul(self, foreign)
         if np.ndim(other) == 0:
-            return _xp().multiply(self, other)
+            return namespace().multiply(self, other)
         v = _as_dense_operand(other, "dot")
         if self.ndim == 2 and v.ndim in (1, 2):
             if v.shape[0] != self.shape[1]:
@@ -403,10 +375,7 @@ class ScipyMethodsMixin:
         dtype (:func:`bcoo_array.multiply`: sparse wherever the fill-value
         rule allows). Raises ValueError for shapes that do not broadcast.
         """
-        from ._convert import from_foreign
-
-        foreign = from_foreign(other)
-        return _xp().multiply(self, foreign if foreign is not None else other)
+        return namespace().multiply(self, other)
 
     def maximum(self, other):
         """Elementwise maximum with a scalar, dense or sparse array (scipy's ``maximum``).
@@ -414,10 +383,7 @@ class ScipyMethodsMixin:
         Returns a BCOOArray (:func:`bcoo_array.maximum`, fill value
         ``max(fill, other's fill)``). Raises ValueError for shapes that do not broadcast.
         """
-        from ._convert import from_foreign
-
-        foreign = from_foreign(other)
-        return _xp().maximum(self, foreign if foreign is not None else other)
+        return namespace().maximum(self, other)
 
     def minimum(self, other):
         """Elementwise minimum with a scalar, dense or sparse array (scipy's ``minimum``).
@@ -425,10 +391,7 @@ class ScipyMethodsMixin:
         Returns a BCOOArray (:func:`bcoo_array.minimum`). Raises ValueError
         for shapes that do not broadcast.
         """
-        from ._convert import from_foreign
-
-        foreign = from_foreign(other)
-        return _xp().minimum(self, foreign if foreign is not None else other)
+        return namespace().minimum(self, other)
 
     def power(self, n, dtype=None):
         """Elementwise power ``A ** n`` (scipy's ``power``).
@@ -439,7 +402,7 @@ class ScipyMethodsMixin:
             For ``n == 0`` on a zero-filled array, as scipy (it would make
             every entry 1); use ``bcoo_array.pow`` for the fill-value result.
         """
-        xp = _xp()
+        xp = namespace()
         src = self if dtype is None else self.astype(dtype)
         if np.ndim(n) == 0 and n == 0 and same_value_np(src.fill_value, np.zeros((), src.dtype)):
             raise NotImplementedError("zero power is not supported as it would densify the matrix (as scipy); "
@@ -469,8 +432,7 @@ class ScipyMethodsMixin:
         ValueError
             For an ``axis`` outside ``[-ndim, ndim)``.
         """
-        xp = _xp()
-        from . import _dtypes
+        xp = namespace()
 
         src = self.astype(_dtypes.default_int()) if self.dtype.kind == "b" and dtype is None else self
         res = xp.sum(src, axis=self._axis(axis, "sum"), dtype=dtype)
@@ -487,8 +449,7 @@ class ScipyMethodsMixin:
         ValueError
             For an ``axis`` outside ``[-ndim, ndim)``.
         """
-        xp = _xp()
-        from . import _dtypes
+        xp = namespace()
 
         src = self
         if dtype is not None:
@@ -522,7 +483,7 @@ class ScipyMethodsMixin:
             raise ValueError(f"{op}(explicit=True) is not supported; unstored entries always take part")
         if self.size == 0:
             raise ValueError(f"{op}() of a zero-size array")
-        res = getattr(_xp(), op)(self, axis=self._axis(axis, op))
+        res = getattr(namespace(), op)(self, axis=self._axis(axis, op))
         return _host(res.todense()) if axis is None else res
 
     def argmax(self, axis=None, out=None, *, explicit: bool = False):
@@ -572,18 +533,23 @@ class ScipyMethodsMixin:
 
         Unstored entries count when the fill value is non-zero.
         """
-        xp = _xp()
-        from . import _dtypes
+        xp = namespace()
 
         nz = xp.not_equal(self, xp.zeros((), dtype=self.dtype)) if self.dtype.kind != "b" else self
         res = xp.sum(nz.astype(_dtypes.default_int()), axis=self._axis(axis, "count_nonzero"), dtype=_dtypes.default_int())
         return _host(res.todense())
 
+    def _triplets(self, what: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(values, coords)`` on the host, canonical and without padding (see :func:`._kernels.layout.coo_triplets`)."""
+        if not is_concrete(self.data, self.indices):
+            raise ValueError(f"{what} needs concrete buffers; call it outside jax.jit / vmap")
+        return coo_triplets(self.data, self.indices, self.shape, self.n_batch, self.n_dense,
+                            self.indices_sorted and self.unique_indices)
+
     def _host_triplets(self, what):
         """Canonical ``(rows, cols, vals)`` of a 2-D array on the host."""
-        from ._convert._common import coo_triplets
 
-        vals, coords = coo_triplets(self, f"{what}()")
+        vals, coords = self._triplets(f"{what}()")
         return coords[0].astype(np.int64), coords[1].astype(np.int64), vals
 
     def diagonal(self, k: int = 0) -> np.ndarray:
@@ -622,10 +588,8 @@ class ScipyMethodsMixin:
         As scipy's ``eliminate_zeros``; values do not change. Duplicates are
         summed first, so an entry is dropped when its total equals the fill.
         """
-        from ._convert._common import coo_triplets
-        from ._layout import index_dtype_for
 
-        vals, coords = coo_triplets(self, "eliminate_zeros()")
+        vals, coords = self._triplets("eliminate_zeros()")
         fill = self.fill_value
         keep = vals != fill
         if self.dtype.kind in "fc" and np.isnan(fill):
@@ -648,14 +612,12 @@ class ScipyMethodsMixin:
         ValueError
             If ``k`` is outside the matrix, or the array is not 2-D.
         """
-        from ._convert._common import coo_triplets
-        from ._layout import index_dtype_for
 
         _check_2d(self, "setdiag")
         m, n = self.shape
         if (k > 0 and k >= n) or (k < 0 and -k >= m):
             raise ValueError(f"setdiag(): k={k} exceeds the matrix dimensions {self.shape}")
-        vals, coords = coo_triplets(self, "setdiag()")
+        vals, coords = self._triplets("setdiag()")
         length = min(m + min(k, 0), n - max(k, 0))
         v = np.asarray(values)
         if v.ndim == 0:
@@ -676,6 +638,85 @@ class ScipyMethodsMixin:
         idx = np.stack([rows[order], cols[order]], axis=1).astype(idt)
         self._set(jnp.asarray(data[order]), jnp.asarray(idx), self.shape, 0, 0, self.fill_value, True, True)
 
+    # -- elementwise methods scipy.sparse offers because they map 0 to 0 -----------------
+
+    def sqrt(self):
+        """Elementwise ``sqrt`` (scipy's method): :func:`bcoo_array.sqrt` under the fill-value rule."""
+        return namespace().sqrt(self)
+
+    def expm1(self):
+        """Elementwise ``expm1`` (scipy's method): :func:`bcoo_array.expm1` under the fill-value rule."""
+        return namespace().expm1(self)
+
+    def log1p(self):
+        """Elementwise ``log1p`` (scipy's method): :func:`bcoo_array.log1p` under the fill-value rule."""
+        return namespace().log1p(self)
+
+    def sin(self):
+        """Elementwise ``sin`` (scipy's method): :func:`bcoo_array.sin` under the fill-value rule."""
+        return namespace().sin(self)
+
+    def sinh(self):
+        """Elementwise ``sinh`` (scipy's method): :func:`bcoo_array.sinh` under the fill-value rule."""
+        return namespace().sinh(self)
+
+    def tan(self):
+        """Elementwise ``tan`` (scipy's method): :func:`bcoo_array.tan` under the fill-value rule."""
+        return namespace().tan(self)
+
+    def tanh(self):
+        """Elementwise ``tanh`` (scipy's method): :func:`bcoo_array.tanh` under the fill-value rule."""
+        return namespace().tanh(self)
+
+    def arcsin(self):
+        """Elementwise ``arcsin`` (scipy's method): :func:`bcoo_array.asin` under the fill-value rule."""
+        return namespace().asin(self)
+
+    def arcsinh(self):
+        """Elementwise ``arcsinh`` (scipy's method): :func:`bcoo_array.asinh` under the fill-value rule."""
+        return namespace().asinh(self)
+
+    def arctan(self):
+        """Elementwise ``arctan`` (scipy's method): :func:`bcoo_array.atan` under the fill-value rule."""
+        return namespace().atan(self)
+
+    def arctanh(self):
+        """Elementwise ``arctanh`` (scipy's method): :func:`bcoo_array.atanh` under the fill-value rule."""
+        return namespace().atanh(self)
+
+    def sign(self):
+        """Elementwise ``sign`` (scipy's method): :func:`bcoo_array.sign` under the fill-value rule."""
+        return namespace().sign(self)
+
+    def floor(self):
+        """Elementwise ``floor`` (scipy's method): :func:`bcoo_array.floor` under the fill-value rule."""
+        return namespace().floor(self)
+
+    def ceil(self):
+        """Elementwise ``ceil`` (scipy's method): :func:`bcoo_array.ceil` under the fill-value rule."""
+        return namespace().ceil(self)
+
+    def trunc(self):
+        """Elementwise ``trunc`` (scipy's method): :func:`bcoo_array.trunc` under the fill-value rule."""
+        return namespace().trunc(self)
+
+    def rint(self):
+        """Elementwise ``rint`` (scipy's method): :func:`bcoo_array.round` under the fill-value rule."""
+        return namespace().round(self)
+
+    def deg2rad(self):
+        """Elementwise degrees to radians (scipy's method): multiplies by pi/180."""
+        return self._scaled(np.pi / 180, "deg2rad")
+
+    def rad2deg(self):
+        """Elementwise radians to degrees (scipy's method): multiplies by 180/pi."""
+        return self._scaled(180 / np.pi, "rad2deg")
+
+    def _scaled(self, factor: float, name: str):
+        if self.dtype.kind not in "fc":
+            raise TypeError(f"{name}() needs a floating-point array, got {self.dtype}")
+        return namespace().multiply(self, factor)
+
 
 def _store(value, out):
     if out is None:
@@ -683,24 +724,3 @@ def _store(value, out):
     out[...] = value
     return out
 
-
-def _make_ufunc_methods():
-    for name, fname in UFUNC_METHODS.items():
-        if fname is not None:
-            def method(self, _f=fname):
-                return getattr(_xp(), _f)(self)
-            doc = f"Elementwise ``{name}`` (scipy's method; :func:`bcoo_array.{fname}` under the fill-value rule)."
-        else:
-            factor = np.pi / 180 if name == "deg2rad" else 180 / np.pi
-
-            def method(self, _c=factor, _n=name):
-                if self.dtype.kind not in "fc":
-                    raise TypeError(f"{_n}() needs a floating-point array, got {self.dtype}")
-                return _xp().multiply(self, _c)
-            doc = f"Elementwise ``{name}`` (scipy's method; multiplies by {'pi/180' if name == 'deg2rad' else '180/pi'})."
-        method.__name__ = name
-        method.__doc__ = doc
-        setattr(ScipyMethodsMixin, name, method)
-
-
-_make_ufunc_methods()

@@ -16,12 +16,25 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._fill_rule import dense_layout, eval_fill, update_layout
+from ._data_type_functions import astype
+from ._elementwise_functions import not_equal
+from ._fill import eval_fill
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.union import take_or_fill, union
-from ._layout import is_concrete
-from ._manipulation_functions import _normalize_axis, _sparse, broadcast_to, to_coo
-from ._operands import PY_SCALARS, as_operand, binary_operands, check_category, scalar_dtype, scalar_to_array
+from ._layout import is_concrete, normalize_axis
+from ._manipulation_functions import broadcast_to
+from ._operands import (
+    PY_SCALARS,
+    as_operand,
+    as_sparse,
+    binary_operands,
+    check_category,
+    scalar_dtype,
+    scalar_to_array,
+)
+from ._relayout import dense_layout, to_coo, update_layout
+from ._statistical_functions import sum as _sum
+from ._routing import routed
 
 
 def _dense(x):
@@ -29,7 +42,7 @@ def _dense(x):
 
 
 def _arg_extreme(x, axis, keepdims, name, fn):
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, "real numeric", name)
     dense = x.todense()
     if axis is None:
@@ -39,7 +52,7 @@ def _arg_extreme(x, axis, keepdims, name, fn):
         if keepdims:
             out = out.reshape((1,) * x.ndim)
     else:
-        ax = _normalize_axis(axis, x.ndim)
+        ax = normalize_axis(axis, x.ndim)
         if x.shape[ax] == 0:
             raise ValueError(f"{name}() along axis {ax} of size 0 has no result; pass a non-empty axis")
         out = fn(dense, axis=ax, keepdims=keepdims)
@@ -77,10 +90,12 @@ IndexError
 """
 
 
+@routed
 def argmax(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:
     return _arg_extreme(x, axis, keepdims, "argmax", jnp.argmax)
 
 
+@routed
 def argmin(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:
     return _arg_extreme(x, axis, keepdims, "argmin", jnp.argmin)
 
@@ -89,6 +104,7 @@ argmax.__doc__ = _ARG_DOC.format(what="largest", name="argmax")
 argmin.__doc__ = _ARG_DOC.format(what="smallest", name="argmin")
 
 
+@routed
 def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:
     """Count the non-zero elements over ``axis`` (array API ``count_nonzero``).
 
@@ -116,15 +132,12 @@ def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:
     ValueError
         If an axis repeats.
     """
-    from ._data_type_functions import astype
-    from ._elementwise_functions import not_equal
-    from ._statistical_functions import sum as _sum
-
-    x = _sparse(x)
+    x = as_sparse(x)
     nz = x if x.dtype == np.bool_ else not_equal(x, 0)
     return _sum(astype(nz, _dtypes.default_int()), axis=axis, keepdims=keepdims)
 
 
+@routed
 def nonzero(x, /) -> tuple[BCOOArray, ...]:
     """Indices of the non-zero elements, one array per dimension (array API ``nonzero``).
 
@@ -151,7 +164,7 @@ def nonzero(x, /) -> tuple[BCOOArray, ...]:
         outside ``jit``, or use ``jax.numpy.nonzero(x.todense(), size=...)``
         with a static upper bound.
     """
-    x = _sparse(x)
+    x = as_sparse(x)
     if x.ndim == 0:
         raise ValueError("nonzero() needs an array of at least one dimension; use x != 0 or bool(x) for a 0-d array")
     if not is_concrete(x.data, x.indices):
@@ -173,6 +186,7 @@ def nonzero(x, /) -> tuple[BCOOArray, ...]:
     return tuple(dense_layout(jnp.asarray(sel[:, k].astype(idt))) for k in range(x.ndim))
 
 
+@routed
 def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
     """Insertion points of ``x2`` into the sorted 1-D ``x1`` (array API ``searchsorted``).
 
@@ -235,6 +249,7 @@ def _scalar_operand(v, dtype) -> BCOOArray:
                                    fill_value=fill, indices_sorted=True, unique_indices=True)
 
 
+@routed
 def where(condition, x1, x2, /) -> BCOOArray:
     """Elements of ``x1`` where ``condition`` is True, else of ``x2`` (array API ``where``).
 

@@ -19,10 +19,11 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._fill_rule import dense_layout, eval_fill
+from ._fill import eval_fill
 from ._layout import is_concrete
-from ._manipulation_functions import _sparse, to_coo
-from ._operands import PY_SCALARS, as_operand, scalar_dtype, scalar_to_array
+from ._operands import PY_SCALARS, as_operand, as_sparse, scalar_dtype, scalar_to_array
+from ._relayout import dense_layout, to_coo
+from ._routing import routed
 
 
 class UniqueAllResult(NamedTuple):
@@ -82,6 +83,7 @@ def _idx(a) -> BCOOArray:
     return dense_layout(jnp.asarray(np.asarray(a).astype(_dtypes.default_int())))
 
 
+@routed
 def unique_values(x, /) -> BCOOArray:
     """The distinct values of ``x``, sorted (array API ``unique_values``).
 
@@ -101,12 +103,13 @@ def unique_values(x, /) -> BCOOArray:
     jax.errors.ConcretizationTypeError
         Under ``jax.jit`` (data-dependent output shape).
     """
-    x = _sparse(x)
+    x = as_sparse(x)
     _eager(x, "unique_values")
     uniq, _ = _values_counts(x)
     return dense_layout(jnp.asarray(uniq, x.dtype))
 
 
+@routed
 def unique_counts(x, /) -> UniqueCountsResult:
     """Distinct values of ``x`` and how often each occurs (array API ``unique_counts``).
 
@@ -122,7 +125,7 @@ def unique_counts(x, /) -> UniqueCountsResult:
     jax.errors.ConcretizationTypeError
         Under ``jax.jit`` (data-dependent output shape).
     """
-    x = _sparse(x)
+    x = as_sparse(x)
     _eager(x, "unique_counts")
     uniq, counts = _values_counts(x)
     return UniqueCountsResult(dense_layout(jnp.asarray(uniq, x.dtype)), _idx(counts))
@@ -144,6 +147,7 @@ def _inverse(x: BCOOArray, uniq, inv) -> BCOOArray:
     return BCOOArray.fromdense(inv, fill_value=fill)
 
 
+@routed
 def unique_inverse(x, /) -> UniqueInverseResult:
     """Distinct values of ``x`` and, for each element, its position among them
     (array API ``unique_inverse``).
@@ -161,12 +165,13 @@ def unique_inverse(x, /) -> UniqueInverseResult:
     jax.errors.ConcretizationTypeError
         Under ``jax.jit`` (data-dependent output shape).
     """
-    x = _sparse(x)
+    x = as_sparse(x)
     _eager(x, "unique_inverse")
     uniq, _, inv, _ = _dense_unique(x)
     return UniqueInverseResult(dense_layout(jnp.asarray(uniq, x.dtype)), _inverse(x, uniq, inv))
 
 
+@routed
 def unique_all(x, /) -> UniqueAllResult:
     """Distinct values, first-occurrence indices, inverse indices and counts
     (array API ``unique_all``).
@@ -185,13 +190,14 @@ def unique_all(x, /) -> UniqueAllResult:
     jax.errors.ConcretizationTypeError
         Under ``jax.jit`` (data-dependent output shape).
     """
-    x = _sparse(x)
+    x = as_sparse(x)
     _eager(x, "unique_all")
     uniq, first, inv, counts = _dense_unique(x)
     return UniqueAllResult(dense_layout(jnp.asarray(uniq, x.dtype)), _idx(first), _inverse(x, uniq, inv),
                            _idx(counts))
 
 
+@routed
 def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
     """Whether each element of ``x1`` occurs in ``x2`` (array API ``isin``).
 

@@ -14,20 +14,21 @@ import jax.numpy as jnp
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._fill_rule import dense_layout
-from ._layout import is_concrete, prod
-from ._manipulation_functions import _normalize_axis, _sparse
-from ._operands import check_category
+from ._layout import is_concrete, normalize_axis, prod
+from ._operands import as_sparse, check_category
+from ._relayout import dense_layout
+from ._routing import routed
 
 
 def _prepare(x, axis, name):
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, "real numeric", name)
     if x.ndim == 0:
         raise ValueError(f"{name}() needs an array of at least one dimension, got a 0-d array")
-    return x, _normalize_axis(axis, x.ndim)
+    return x, normalize_axis(axis, x.ndim)
 
 
+@routed
 def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> BCOOArray:
     """Sorted copy of ``x`` along ``axis`` (array API ``sort``).
 
@@ -69,6 +70,7 @@ def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True)
     return BCOOArray.fromdense(out, nse=nse, fill_value=x.fill_value)
 
 
+@routed
 def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> BCOOArray:
     """Indices that sort ``x`` along ``axis`` (array API ``argsort``).
 

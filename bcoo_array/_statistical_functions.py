@@ -14,12 +14,17 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._fill_rule import dense_layout, eval_fill, update_layout
+from ._data_type_functions import astype
+from ._elementwise_functions import divide, sqrt
+from ._fill import eval_fill
 from ._kernels.plan import group
 from ._kernels.reduce import reduce_coo
+from ._layout import normalize_axes
 from ._layout import prod as _size  # (the name prod is the reduction below)
-from ._manipulation_functions import _sparse, normalize_axes, reshape
-from ._operands import check_category
+from ._manipulation_functions import reshape
+from ._operands import as_sparse, check_category
+from ._relayout import dense_layout, update_layout
+from ._routing import routed
 
 
 def _keepdims(out: BCOOArray, shape, axes, keepdims: bool) -> BCOOArray:
@@ -49,8 +54,6 @@ def _sum_dtype(dt: np.dtype, dtype) -> np.dtype:
 
 
 def _cast(x: BCOOArray, dt: np.dtype) -> BCOOArray:
-    from ._data_type_functions import astype
-
     return x if x.dtype == dt else astype(x, dt)
 
 
@@ -80,22 +83,24 @@ IndexError
 {raises}"""
 
 
+@routed
 def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> BCOOArray:  # noqa: A001
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, "numeric", "sum")
     axes = normalize_axes(axis, x.ndim)
     return _reduce(_cast(x, _sum_dtype(x.dtype, dtype)), axes, "sum", keepdims)
 
 
+@routed
 def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> BCOOArray:
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, "numeric", "prod")
     axes = normalize_axes(axis, x.ndim)
     return _reduce(_cast(x, _sum_dtype(x.dtype, dtype)), axes, "prod", keepdims)
 
 
 def _extreme(x, axis, keepdims, op):
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, "real numeric", op)
     axes = normalize_axes(axis, x.ndim)
     if any(x.shape[a] == 0 for a in axes):
@@ -103,36 +108,38 @@ def _extreme(x, axis, keepdims, op):
     return _reduce(x, axes, op, keepdims)
 
 
+@routed
 def max(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:  # noqa: A001
     return _extreme(x, axis, keepdims, "max")
 
 
+@routed
 def min(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:  # noqa: A001
     return _extreme(x, axis, keepdims, "min")
 
 
+@routed
 def mean(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, "floating-point", "mean")
     axes = normalize_axes(axis, x.ndim)
     n = _size(x.shape[a] for a in axes)
     total = _reduce(x, axes, "sum", keepdims)
-    from ._elementwise_functions import divide
 
     return divide(total, float(n) if n else float("nan"))
 
 
+@routed
 def var(x, /, *, axis=None, correction=0.0, keepdims: bool = False) -> BCOOArray:
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, "real floating-point", "var")
     axes = normalize_axes(axis, x.ndim)
     return _var(x, axes, correction, keepdims)
 
 
+@routed
 def std(x, /, *, axis=None, correction=0.0, keepdims: bool = False) -> BCOOArray:
-    from ._elementwise_functions import sqrt
-
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, "real floating-point", "std")
     axes = normalize_axes(axis, x.ndim)
     return sqrt(_var(x, axes, correction, keepdims))
@@ -182,7 +189,7 @@ def _var(x: BCOOArray, axes, correction, keepdims) -> BCOOArray:
 
 
 def _cumulative(x, axis, dtype, include_initial, op, name):
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, "numeric", name)
     if axis is None:
         if x.ndim > 1:
@@ -201,6 +208,7 @@ def _cumulative(x, axis, dtype, include_initial, op, name):
     return dense_layout(out)
 
 
+@routed
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False) -> BCOOArray:
     """Cumulative sum along ``axis`` (array API ``cumulative_sum``).
 
@@ -229,6 +237,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False
     return _cumulative(x, axis, dtype, include_initial, "sum", "cumulative_sum")
 
 
+@routed
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = False) -> BCOOArray:
     """Cumulative product along ``axis`` (array API ``cumulative_prod``).
 

@@ -14,22 +14,24 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._manipulation_functions import _normalize_axis, _sparse
+from ._data_type_functions import astype
+from ._elementwise_functions import equal, greater, logical_not, not_equal, subtract
+from ._layout import normalize_axis
+from ._manipulation_functions import concat
+from ._operands import as_sparse
+from ._statistical_functions import sum as _sum
+from ._routing import routed
 
 
 def _truth(x: BCOOArray) -> BCOOArray:
-    from ._elementwise_functions import not_equal
-
     return x if x.dtype == np.bool_ else not_equal(x, 0)
 
 
 def _count(b: BCOOArray, axis, keepdims) -> BCOOArray:
-    from ._data_type_functions import astype
-    from ._statistical_functions import sum as _sum
-
     return _sum(astype(b, _dtypes.default_int()), axis=axis, keepdims=keepdims)
 
 
+@routed
 def all(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:  # noqa: A001 - the standard's name
     """Whether every element over ``axis`` is true (non-zero) (array API ``all``).
 
@@ -55,12 +57,11 @@ def all(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:  # noqa: A001 
     ValueError
         If an axis repeats.
     """
-    from ._elementwise_functions import equal, logical_not
-
-    x = _sparse(x)
+    x = as_sparse(x)
     return equal(_count(logical_not(_truth(x)), axis, keepdims), 0)
 
 
+@routed
 def any(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:  # noqa: A001 - the standard's name
     """Whether some element over ``axis`` is true (non-zero) (array API ``any``).
 
@@ -86,12 +87,11 @@ def any(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:  # noqa: A001 
     ValueError
         If an axis repeats.
     """
-    from ._elementwise_functions import greater
-
-    x = _sparse(x)
+    x = as_sparse(x)
     return greater(_count(_truth(x), axis, keepdims), 0)
 
 
+@routed
 def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> BCOOArray:
     """The ``n``-th forward difference along ``axis`` (array API ``diff``).
 
@@ -126,10 +126,7 @@ def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> BCOO
     IndexError
         If ``axis`` is out of range.
     """
-    from ._elementwise_functions import subtract
-    from ._rearranging_functions import concat
-
-    x = _sparse(x)
+    x = as_sparse(x)
     if x.ndim == 0:
         raise ValueError("diff() needs an array of at least one dimension")
     try:
@@ -140,7 +137,7 @@ def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> BCOO
         raise ValueError(f"diff(): n={n} must be non-negative")
     if x.dtype == np.bool_:
         raise TypeError("diff() needs a numeric dtype, got bool; use not_equal(x[1:], x[:-1]) for booleans")
-    ax = _normalize_axis(axis, x.ndim)
+    ax = normalize_axis(axis, x.ndim)
     parts = [p for p in (prepend, x, append) if p is not None]
     if len(parts) > 1:
         x = concat(parts, axis=ax)

@@ -17,15 +17,18 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._fill_rule import dense_layout
-from ._manipulation_functions import _normalize_axis, _sparse
-from ._operands import check_category
+from ._creation_functions import _device_put
+from ._layout import normalize_axis
+from ._manipulation_functions import roll
+from ._operands import as_sparse, check_category
+from ._relayout import dense_layout
+from ._routing import routed
 
 _NORMS = ("backward", "ortho", "forward")
 
 
 def _check(x, name: str, category: str) -> BCOOArray:
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, category, name)
     if x.ndim == 0:
         raise ValueError(f"fft.{name}() needs an array of at least one dimension")
@@ -156,7 +159,7 @@ def _make_1d(name: str):
         x = _check(x, name, category)
         _check_norm(norm, name)
         n = _check_n(n, name)
-        ax = _normalize_axis(axis, x.ndim)
+        ax = normalize_axis(axis, x.ndim)
         if n is None and name in ("irfft", "hfft") and x.shape[ax] < 2:
             raise ValueError(f"fft.{name}(): the default output length 2 * (m - 1) is {2 * (x.shape[ax] - 1)} "
                              f"for an input of length {x.shape[ax]}; pass n >= 1")
@@ -165,7 +168,7 @@ def _make_1d(name: str):
 
     fn.__doc__ = _DOC_1D.format(summary=_SUMMARY[name], name=name, category=category, result=result,
                                 nwhat=nwhat, ndefault=ndefault)
-    return fn
+    return _named(fn, name)
 
 
 def _make_nd(name: str):
@@ -176,7 +179,7 @@ def _make_nd(name: str):
         x = _check(x, name, category)
         _check_norm(norm, name)
         if axes is not None:
-            axes = tuple(_normalize_axis(a, x.ndim, "axes") for a in axes)
+            axes = tuple(normalize_axis(a, x.ndim, "axes") for a in axes)
             if len(set(axes)) != len(axes):
                 raise ValueError(f"fft.{name}(): axes={axes} repeats an axis")
         if s is not None:
@@ -195,22 +198,29 @@ def _make_nd(name: str):
 
     fn.__doc__ = _DOC_ND.format(summary=_SUMMARY[name], name=name, category=category, result=result,
                                 nwhat=nwhat, sdefault=sdefault)
-    return fn
+    return _named(fn, name)
 
 
-for _name in _ONE_D:
-    globals()[_name] = _make_1d(_name)
-for _name in _N_D:
-    globals()[_name] = _make_nd(_name)
-for _name in (*_ONE_D, *_N_D):
-    globals()[_name].__name__ = globals()[_name].__qualname__ = _name
-    globals()[_name].__module__ = "bcoo_array.fft"
-del _name
+def _named(fn, name: str):
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "bcoo_array.fft"
+    return routed(fn)
+
+
+# The transforms of the tables, bound to static names (docs, IDEs and type checkers see them).
+fft = _make_1d("fft")
+ifft = _make_1d("ifft")
+rfft = _make_1d("rfft")
+irfft = _make_1d("irfft")
+hfft = _make_1d("hfft")
+ihfft = _make_1d("ihfft")
+fftn = _make_nd("fftn")
+ifftn = _make_nd("ifftn")
+rfftn = _make_nd("rfftn")
+irfftn = _make_nd("irfftn")
 
 
 def _freq(name, n, d, dtype, device):
-    from ._creation_functions import _device_put
-
     n = operator.index(n)
     if n < 1:
         raise ValueError(f"fft.{name}(): n={n} must be a positive integer")
@@ -221,6 +231,7 @@ def _freq(name, n, d, dtype, device):
     return _device_put(res, device) if device is not None else res
 
 
+@routed
 def fftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> BCOOArray:
     """Sample frequencies of :func:`fft` (array API ``fft.fftfreq``).
 
@@ -251,6 +262,7 @@ def fftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> BCOOArray:
     return _freq("fftfreq", n, d, dtype, device)
 
 
+@routed
 def rfftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> BCOOArray:
     """Sample frequencies of :func:`rfft` (array API ``fft.rfftfreq``).
 
@@ -281,21 +293,20 @@ def rfftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> BCOOArray:
 
 
 def _shift(x, axes, sign):
-    from ._rearranging_functions import roll
-
-    x = _sparse(x)
+    x = as_sparse(x)
     if axes is None:
         ax = tuple(range(x.ndim))
     elif isinstance(axes, (tuple, list)):
-        ax = tuple(_normalize_axis(a, x.ndim, "axes") for a in axes)
+        ax = tuple(normalize_axis(a, x.ndim, "axes") for a in axes)
     else:
-        ax = (_normalize_axis(axes, x.ndim, "axes"),)
+        ax = (normalize_axis(axes, x.ndim, "axes"),)
     if not ax:
         return x
     shifts = tuple((x.shape[a] // 2) if sign > 0 else -(x.shape[a] // 2) for a in ax)
     return roll(x, shifts, axis=ax)
 
 
+@routed
 def fftshift(x, /, *, axes=None) -> BCOOArray:
     """Move the zero-frequency term to the centre (array API ``fft.fftshift``).
 
@@ -320,6 +331,7 @@ def fftshift(x, /, *, axes=None) -> BCOOArray:
     return _shift(x, axes, +1)
 
 
+@routed
 def ifftshift(x, /, *, axes=None) -> BCOOArray:
     """Inverse of :func:`fftshift` (array API ``fft.ifftshift``).
 

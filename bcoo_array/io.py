@@ -15,6 +15,9 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
+from ._convert.scipy import from_scipy
+from ._creation_functions import asarray
+from ._routing import routed
 
 __all__ = ["save_npz", "load_npz", "mmread", "mmwrite"]
 
@@ -27,6 +30,7 @@ def _as_bcoo(a, name) -> BCOOArray:
     return a
 
 
+@routed
 def save_npz(file, matrix: BCOOArray, compressed: bool = True, *, format: str = "coo") -> None:
     """Save a 1-D or 2-D BCOOArray in scipy.sparse's ``.npz`` format.
 
@@ -57,6 +61,7 @@ def save_npz(file, matrix: BCOOArray, compressed: bool = True, *, format: str = 
     sp.save_npz(file, m.to_scipy(format), compressed=compressed)
 
 
+@routed
 def load_npz(file, *, drop_zeros: bool = False) -> BCOOArray:
     """Load a sparse array or matrix saved by :func:`scipy.sparse.save_npz` (or :func:`save_npz`).
 
@@ -78,11 +83,11 @@ def load_npz(file, *, drop_zeros: bool = False) -> BCOOArray:
     """
     import scipy.sparse as sp
 
-    from ._convert.scipy import from_scipy
 
     return from_scipy(sp.load_npz(file), drop_zeros=drop_zeros)
 
 
+@routed
 def mmread(source, *, dtype=None) -> BCOOArray:
     """Read a Matrix Market file (coordinate or array; ``.mtx`` or ``.mtx.gz``).
 
@@ -111,21 +116,19 @@ def mmread(source, *, dtype=None) -> BCOOArray:
     """
     import scipy.io
 
-    from ._convert.scipy import from_scipy
 
     obj = scipy.io.mmread(source, spmatrix=False)
     if dtype is not None:
         dt = _dtypes.canonicalize_dtype(dtype, argname="dtype")
         obj = obj.astype(dt)
     if isinstance(obj, np.ndarray):
-        from ._creation_functions import asarray
-
         return asarray(obj)
     # Matrix Market files list entries in any order; the canonical form (same
     # values) makes every later operation skip a sort.
     return from_scipy(obj).sum_duplicates()
 
 
+@routed
 def mmwrite(target, a: BCOOArray, comment: str = "", field: str | None = None, precision: int | None = None,
             symmetry: str | None = None) -> None:
     """Write a 2-D BCOOArray as a Matrix Market coordinate file (:func:`scipy.io.mmwrite`).

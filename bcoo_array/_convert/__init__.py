@@ -1,37 +1,48 @@
-"""Conversions between BCOOArray and other libraries' sparse arrays.
+"""Conversions between BCOOArray and other libraries' sparse arrays:
+scipy.sparse (:mod:`.scipy`), pydata-sparse (:mod:`.pydata`) and
+jax.experimental.sparse (:mod:`.jax_sparse`).
 
-Foreign types are recognised through ``sys.modules`` (as array-api-compat
-does), so nothing is imported unless the user already imported it: importing
+Foreign types are recognised through ``sys.modules`` (:mod:`.._foreign`), so
+nothing is imported unless the user already imported it: importing
 bcoo_array never imports pydata-sparse.
 """
 
 from __future__ import annotations
 
-import sys
+from .._foreign import foreign_kind
+from .jax_sparse import from_jax_sparse, to_jax_sparse
+from .pydata import from_pydata_sparse, to_pydata_sparse
+from .scipy import from_scipy, to_scipy
 
 
 def from_foreign(obj):
     """Convert a scipy.sparse, pydata-sparse or jax.experimental.sparse object; None for anything else.
+
+    Parameters
+    ----------
+    obj : object
+        Any object.
+
+    Returns
+    -------
+    BCOOArray or None
+        The converted array (values, shape and fill value kept), or None when
+        ``obj`` is not another library's sparse array.
 
     Raises
     ------
     TypeError
         For a jax.experimental.sparse object other than BCOO / BCSR.
     """
-    mod = type(obj).__module__ or ""
-    sp = sys.modules.get("scipy.sparse")
-    if mod.startswith("scipy.sparse") and sp is not None and sp.issparse(obj):
-        from .scipy import from_scipy
-
+    kind = foreign_kind(obj)
+    if kind == "scipy":
         return from_scipy(obj)
-    pyd = sys.modules.get("sparse")
-    if mod.startswith("sparse") and pyd is not None and isinstance(obj, getattr(pyd, "SparseArray", ())):
-        from .pydata import from_pydata_sparse
-
+    if kind == "pydata":
         return from_pydata_sparse(obj)
-    js = sys.modules.get("jax.experimental.sparse")
-    if mod.startswith("jax.experimental.sparse") and js is not None and isinstance(obj, js.JAXSparse):
-        from .jax_sparse import from_jax_sparse
-
+    if kind == "jax":
         return from_jax_sparse(obj)
     return None
+
+
+__all__ = ["from_foreign", "from_jax_sparse", "from_pydata_sparse", "from_scipy", "to_jax_sparse",
+           "to_pydata_sparse", "to_scipy"]

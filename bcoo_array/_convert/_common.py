@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._array_object import BCOOArray
+from .._kernels.layout import coo_triplets as _coo_triplets
 from .._layout import is_concrete
 
 
@@ -21,15 +22,6 @@ def coo_triplets(x: BCOOArray, what: str) -> tuple[np.ndarray, np.ndarray]:
     ValueError
         If ``x``'s buffers are traced (``what`` names the caller in the message).
     """
-    from .._fill_rule import update_layout
-
     if not is_concrete(x.data, x.indices):
         raise ValueError(f"{what} needs concrete buffers; call it outside jax.jit / vmap")
-    c = update_layout(x, 0, 0)._canonical()
-    idx = np.asarray(c.indices)
-    data = np.asarray(c.data)
-    if idx.shape[0]:
-        valid = np.all(idx < np.asarray(c.shape, dtype=np.int64), axis=1)
-        if not valid.all():
-            idx, data = idx[valid], data[valid]
-    return data, idx.T
+    return _coo_triplets(x.data, x.indices, x.shape, x.n_batch, x.n_dense, x.indices_sorted and x.unique_indices)

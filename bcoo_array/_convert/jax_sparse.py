@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._array_object import BCOOArray
-from .._layout import same_value_np
+from .._fill import same_value_np
 
 _FORMATS = ("bcoo", "bcsr")
 

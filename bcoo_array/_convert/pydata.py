@@ -13,6 +13,7 @@ import numpy as np
 from .. import _dtypes
 from .._array_object import BCOOArray
 from .._layout import index_dtype_for
+from ._common import coo_triplets
 
 _FORMATS = ("coo", "gcxs", "dok")
 
@@ -89,7 +90,6 @@ def to_pydata_sparse(x: BCOOArray, format: str = "coo"):
     """
     import sparse
 
-    from ._common import coo_triplets
 
     if format not in _FORMATS:
         raise ValueError(f"format={format!r} is not a pydata-sparse format; use one of {_FORMATS}")

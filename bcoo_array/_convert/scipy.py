@@ -14,7 +14,10 @@ import numpy as np
 
 from .. import _dtypes
 from .._array_object import BCOOArray
-from .._layout import index_dtype_for, same_value_np
+from .._fill import same_value_np
+from .._kernels.csr import csr_arrays
+from .._layout import index_dtype_for
+from .._relayout import update_layout
 
 
 def from_scipy(mat, *, drop_zeros: bool = False) -> BCOOArray:
@@ -117,14 +120,12 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
             )
         d = np.asarray(x.todense())
         return sp.coo_array(d).asformat(format)
-    from .._fill_rule import update_layout
 
     c = update_layout(x, 0, 0)
     if x.ndim == 2 and format == "csr" and not isinstance(c.indices, jax.core.Tracer):
         # Valid entries first with sorted rows (canonical form, e.g.): the CSR structure is
         # cached on the index buffer (_kernels.csr), so this is three copies (scipy arrays are
         # mutable, JAX buffers are not), with no sort.
-        from .._kernels.csr import csr_arrays
 
         st = csr_arrays(c.indices, x.shape)
         if st is not None:

@@ -9,20 +9,19 @@ its dimension) sort last and lie outside the row pointer.
 
 With the plan:
 
-* ``A @ x`` (one right-hand column) is a gather of ``x`` and a sorted
-  segment sum, one compiled call (no sort, no scatter conflicts); on CPU,
-  matrices with many entries use a row-split ELL plan instead (:mod:`.ell`:
-  gathers and dense row sums, scattering one value per chunk of rows);
-* ``A @ X`` with several columns of a floating dtype goes through
+* ``A @ x`` is a gather of ``x`` and a sorted segment sum, one compiled
+  call (no sort, no scatter conflicts): :func:`matmat_segments`;
+* ``A @ X`` with several columns of a floating dtype can go through
   :func:`jax.experimental.sparse.bcsr_dot_general`, which lowers on CPU to
   XLA's native CSR kernel (``cpu_csr_sparse_dense_ffi``): no ``nse x k``
-  temporary, unlike the gather/scatter lowering of BCOO;
+  temporary, unlike the gather/scatter lowering of BCOO (:func:`matmat_bcsr`);
 * ``sum(A, axis)`` is one segment sum over a cached projection plan.
 
 Only the index *structure* is precomputed; values flow through JAX, so
 ``jit``, ``grad`` (with respect to the values or the dense operand) and
 ``vmap`` (over the dense operand) keep working. When the indices are traced
-the callers use the general kernels instead.
+the callers use the general kernels instead. Which kernel runs is chosen in
+:mod:`.matmul`, not here.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import ell
 from .cache import PLANS
 
 #: Fewest right-hand columns for which the native CSR kernel beats the segment sum
@@ -135,7 +133,8 @@ def csr_arrays(indices, shape: tuple[int, int]) -> CSRArrays | None:
 
 
 @partial(jax.jit, static_argnames=("m", "n_valid"))
-def _matmat_segments(data, perm, rows, cols, x, m: int, n_valid: int):
+def matmat_segments(data, perm, rows, cols, x, m: int, n_valid: int):
+    """``(A @ x)[None]`` with a row plan: a gather of ``x`` and a sorted segment sum, one compiled call."""
     d = _valid_data(data, perm, n_valid)
     # Every plan index is in bounds (padding was cut off), so no clamping code is needed.
     xv = x.at[cols].get(mode=_IN_BOUNDS)
@@ -144,45 +143,13 @@ def _matmat_segments(data, perm, rows, cols, x, m: int, n_valid: int):
 
 
 @partial(jax.jit, static_argnames=("shape", "n_valid"))
-def _matmat_csr(data, perm, cols, indptr, x, shape, n_valid: int):
+def matmat_bcsr(data, perm, cols, indptr, x, shape, n_valid: int):
+    """``(A @ X)[None]`` through :func:`jax.experimental.sparse.bcsr_dot_general` (XLA's native CSR kernel on CPU)."""
     from jax.experimental import sparse as jsparse
 
     d = _valid_data(data, perm, n_valid)
     mat = jsparse.BCSR((d, cols, indptr), shape=shape, indices_sorted=False, unique_indices=False)
     return jsparse.bcsr_dot_general(mat, x, dimension_numbers=(([1], [0]), ([], [])))[None]
-
-
-def matmat(data, indices, shape: tuple[int, int], x):
-    """``(A @ x)[None]`` for a zero-filled 2-D COO matrix ``A`` with concrete indices.
-
-    Parameters
-    ----------
-    data : (nse,) array, the values (may be traced)
-    indices : (nse, 2) concrete integer array
-    shape : (m, k)
-    x : (k,) or (k, n) array of ``data``'s dtype (may be traced)
-
-    Returns
-    -------
-    array of shape ``(1, m)`` or ``(1, m, n)``
-        The product with a leading axis of one (the data of a dense-layout
-        BCOOArray). Duplicate entries add up; padding entries are ignored.
-    """
-    m, k = shape
-    if m == 0 or k == 0 or data.shape[0] == 0:
-        return jnp.zeros((1, m) + tuple(x.shape[1:]), jnp.result_type(data.dtype, x.dtype))
-    plan = row_plan(indices, shape)
-    if plan.n_valid == 0:
-        return jnp.zeros((1, m) + tuple(x.shape[1:]), jnp.result_type(data.dtype, x.dtype))
-    ncols = x.shape[1] if x.ndim == 2 else 1
-    if x.ndim == 1 and jax.default_backend() == "cpu":
-        eplan = ell.ell_plan(indices, shape)
-        if eplan is not None:
-            return ell.matvec(data, eplan, x, m)
-    if (x.ndim == 2 and ncols >= CSR_KERNEL_MIN_COLS and np.dtype(data.dtype).kind in "fc"
-            and data.dtype == x.dtype and jax.default_backend() == "cpu"):
-        return _matmat_csr(data, plan.perm, plan.cols, plan.indptr, x, shape=(m, k), n_valid=plan.n_valid)
-    return _matmat_segments(data, plan.perm, plan.rows, plan.cols, x, m=m, n_valid=plan.n_valid)
 
 
 class AxisPlan(NamedTuple):

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cache import PLANS
+from .csr import row_plan
 
 #: Candidate chunk widths (entries per chunk).
 WIDTHS = (4, 8, 16, 32, 64)
@@ -88,8 +89,6 @@ def chunk_width(lengths: np.ndarray, widths: tuple = WIDTHS) -> tuple[int, int]:
 
 
 def _ell_plan_numpy(indices, shape: tuple[int, int]) -> EllPlan | None:
-    from .csr import row_plan
-
     rp = row_plan(indices, shape)
     nv = rp.n_valid
     if nv < max(MIN_NSE, 1):

@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._layout import is_concrete, prod, same_value
+from .._fill import same_value
+from .._layout import is_concrete, prod
 
 
 def fromdense(x, shape, n_batch: int, n_dense: int, fill, nse: int | None, index_dtype):

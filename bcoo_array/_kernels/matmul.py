@@ -1,11 +1,26 @@
-"""Sparse matrix products.
+"""Sparse matrix products: the one place where their kernels are chosen.
 
-* ``coo_matmat``: sparse (m, k) @ dense (k,) or (k, n) by a gather of the
-  dense rows and a segment sum over the output rows (no nse x nse temporaries).
-* ``spgemm_plan``: the expand-sort-compress plan of sparse @ sparse
-  (Gustavson's row-by-row product, vectorised as in cuSPARSE's ESC scheme):
-  one product per pair (A[i, k], B[k, j]) that meets, so memory is the number
-  of multiplications, never nse_A x nse_B.
+:func:`spmm` (sparse @ dense vector or matrix) and :func:`spgemm` (sparse @
+sparse) look at the buffers (concrete or traced indices, backend, dtype,
+number of right-hand columns) and call one named kernel:
+
+* concrete indices, one right-hand column, CPU, many entries: the row-split
+  ELL SpMV of :mod:`.ell`;
+* concrete indices, several floating columns, CPU: XLA's native CSR kernel
+  (:func:`.csr.matmat_bcsr`);
+* concrete indices otherwise: gather + sorted segment sum over a cached row
+  plan (:func:`.csr.matmat_segments`);
+* traced indices: :func:`coo_matmat`, a gather of the dense rows and a
+  segment sum over the output rows (no nse x nse temporaries).
+
+:func:`spgemm` runs scipy's SMMP (Bank & Douglas) on the host when
+everything is concrete, on CPU and of a floating dtype scipy supports, and
+otherwise the expand-sort-compress plan of :func:`spgemm_plan` (Gustavson's
+row-by-row product, vectorised as in cuSPARSE's ESC scheme): one product
+per pair (A[i, k], B[k, j]) that meets, so memory is the number of
+multiplications, never nse_A x nse_B.
+
+A new kernel for these operations (a native one, say) is added here.
 """
 
 from __future__ import annotations
@@ -13,6 +28,102 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse as sp
+
+from .._layout import is_concrete, is_tracer
+from . import csr, ell
+
+
+def _on_cpu() -> bool:
+    return jax.default_backend() == "cpu"
+
+
+def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False):
+    """``A @ x`` for a zero-filled 2-D COO matrix ``A`` (n_batch = n_dense = 0) and a dense ``x``.
+
+    Parameters
+    ----------
+    data : array, shape ``(nse,)``
+        Stored values (may be traced).
+    indices : integer array, shape ``(nse, 2)``
+        Row and column of each entry; padding (an index equal to its
+        dimension) adds nothing. Concrete indices get cached row plans.
+    shape : (m, k)
+    x : array, shape ``(k,)`` or ``(k, n)``
+        Dense operand of ``data``'s dtype (NumPy or JAX, may be traced).
+    rows_sorted : bool
+        Whether the rows of ``indices`` are sorted (helps the traced kernel).
+
+    Returns
+    -------
+    jax.Array, shape ``(1, m)`` or ``(1, m, n)``
+        The product with a leading axis of one: the ``data`` buffer of a
+        dense-layout BCOOArray. Duplicate entries add up.
+    """
+    m, k = shape
+    if is_tracer(indices):
+        out = coo_matmat(data, indices[:, 0], indices[:, 1], x, m, rows_sorted)
+        return out[None]
+    if m == 0 or k == 0 or data.shape[0] == 0:
+        return jnp.zeros((1, m) + tuple(x.shape[1:]), jnp.result_type(data.dtype, x.dtype))
+    plan = csr.row_plan(indices, shape)
+    if plan.n_valid == 0:
+        return jnp.zeros((1, m) + tuple(x.shape[1:]), jnp.result_type(data.dtype, x.dtype))
+    if x.ndim == 1 and _on_cpu():
+        eplan = ell.ell_plan(indices, shape)
+        if eplan is not None:
+            return ell.matvec(data, eplan, x, m)
+    if (x.ndim == 2 and x.shape[1] >= csr.CSR_KERNEL_MIN_COLS and np.dtype(data.dtype).kind in "fc"
+            and data.dtype == x.dtype and _on_cpu()):
+        return csr.matmat_bcsr(data, plan.perm, plan.cols, plan.indptr, x, shape=(m, k), n_valid=plan.n_valid)
+    return csr.matmat_segments(data, plan.perm, plan.rows, plan.cols, x, m=m, n_valid=plan.n_valid)
+
+
+def batched_spmm(data, indices, shape, x, n_batch: int):
+    """``A @ x`` for a BCOO ``A`` whose last dimension is sparse, with ``n_batch`` batch dimensions
+    matching those of dense ``x`` (:func:`jax.experimental.sparse.bcoo_dot_general`)."""
+    from jax.experimental import sparse as jsparse  # deferred: slow to import, rarely needed
+
+    mat = jsparse.BCOO((data, indices), shape=tuple(shape))
+    dims = (([len(shape) - 1], [x.ndim - 2]), (list(range(n_batch)), list(range(n_batch))))
+    return jsparse.bcoo_dot_general(mat, x, dimension_numbers=dims)
+
+
+_SCIPY_SPGEMM_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+def spgemm(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int):
+    """Sparse ``(m, k) @ (k, n)`` for canonical zero-filled 2-D COO operands with concrete indices.
+
+    Returns
+    -------
+    data, indices : arrays, shapes ``(nse,)`` and ``(nse, 2)`` (NumPy or JAX)
+        The product's stored entries, unique.
+    rows_sorted_cols_sorted : bool
+        Whether the indices are sorted row-major (scipy's SpGEMM leaves the
+        columns of a row unsorted; the ESC plan sorts them).
+
+    Notes
+    -----
+    scipy's SMMP drops products that cancel to exactly 0 (the value is the
+    same); the ESC plan keeps them as explicit entries.
+    """
+    if (is_concrete(a_data, b_data) and np.dtype(a_data.dtype) in _SCIPY_SPGEMM_DTYPES
+            and b_data.dtype == a_data.dtype and _on_cpu()):
+        ca, cb = csr.csr_arrays(a_indices, (m, k)), csr.csr_arrays(b_indices, (k, n))
+        if ca is not None and cb is not None:
+            A = sp.csr_array((np.asarray(a_data)[:ca.n_valid], ca.cols, ca.indptr), shape=(m, k), copy=False)
+            B = sp.csr_array((np.asarray(b_data)[:cb.n_valid], cb.cols, cb.indptr), shape=(k, n), copy=False)
+            C = (A @ B).tocoo()
+            return C.data, np.stack([C.row, C.col], axis=1), False
+    ia = np.asarray(a_indices)
+    ib = np.asarray(b_indices)
+    va = np.nonzero((ia[:, 0] < m) & (ia[:, 1] < k))[0]
+    vb = np.nonzero((ib[:, 0] < k) & (ib[:, 1] < n))[0]
+    a_pos, b_pos, seg, rows, cols = spgemm_plan(ia[va, 0], ia[va, 1], ib[vb, 0], ib[vb, 1], k, n)
+    prods = a_data[jnp.asarray(va[a_pos])] * b_data[jnp.asarray(vb[b_pos])]
+    data = jax.ops.segment_sum(prods, jnp.asarray(seg), num_segments=rows.size, indices_are_sorted=False)
+    return data, np.stack([rows, cols], axis=1), True
 
 
 def coo_matmat(data, rows, cols, x, m: int, rows_sorted: bool = False):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-
 import numpy as np
 
-from .._layout import is_concrete, prod, same_value_np
+from .._fill import same_value_np
+from .._layout import is_concrete, prod
 from .csr import sum_axis
 from .plan import group, segment_reduce
 

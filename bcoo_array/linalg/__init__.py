@@ -12,7 +12,7 @@ from ._standard import __all__ as _standard_all
 __all__ = list(_standard_all)
 
 # Iterative solvers (beyond the standard).
-from ._solvers import cg, gmres, bicgstab, lobpcg, spsolve  # noqa: E402,F401
 from ._solvers import __all__ as _solvers_all  # noqa: E402
+from ._solvers import bicgstab, cg, gmres, lobpcg, spsolve  # noqa: E402,F401
 
 __all__ += _solvers_all

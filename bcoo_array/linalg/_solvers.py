@@ -16,7 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._array_object import BCOOArray
-from .._layout import same_value_np
+from .._fill import same_value_np
+from .._linear_algebra_functions import matmul
+from .._relayout import update_layout
+from .._routing import routed
 
 __all__ = ["cg", "gmres", "bicgstab", "lobpcg", "spsolve"]
 
@@ -33,8 +36,6 @@ def _square(A, name) -> BCOOArray:
 
 def _operator(A: BCOOArray):
     """``v -> A @ v`` as a function of dense vectors (or blocks of vectors)."""
-    from .._linear_algebra_functions import matmul
-
     src = A if same_value_np(A.fill_value, np.zeros((), A.dtype)) else A._canonical()
 
     def apply(v):
@@ -67,6 +68,7 @@ def _krylov(fn, name, A, b, x0, tol, atol, maxiter, M, **extra):
               **extra)
 
 
+@routed
 def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | None = None, M=None):
     """Conjugate gradient solve of ``A x = b`` for Hermitian positive definite ``A``.
 
@@ -106,6 +108,7 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | No
     return _krylov(_cg, "cg", A, b, x0, tol, atol, maxiter, M)
 
 
+@routed
 def bicgstab(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | None = None, M=None):
     """BiCGSTAB solve of ``A x = b`` for general square ``A`` (:func:`jax.scipy.sparse.linalg.bicgstab`).
 
@@ -116,6 +119,7 @@ def bicgstab(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: in
     return _krylov(_bicgstab, "bicgstab", A, b, x0, tol, atol, maxiter, M)
 
 
+@routed
 def gmres(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, restart: int = 20, maxiter: int | None = None,
           M=None, solve_method: str = "batched"):
     """Restarted GMRES solve of ``A x = b`` for general square ``A`` (:func:`jax.scipy.sparse.linalg.gmres`).
@@ -134,6 +138,7 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, restart: int =
     return _krylov(_gmres, "gmres", A, b, x0, tol, atol, maxiter, M, restart=restart, solve_method=solve_method)
 
 
+@routed
 def lobpcg(A, X, *, maxiter: int = 100, tol: float | None = None, largest: bool = True):
     """Extreme eigenpairs of a Hermitian ``A`` by LOBPCG.
 
@@ -186,6 +191,7 @@ def lobpcg(A, X, *, maxiter: int = 100, tol: float | None = None, largest: bool 
     return -theta, U, it
 
 
+@routed
 def spsolve(A, b, *, tol: float = 1e-6, reorder: int = 1):
     """Direct solve of ``A x = b`` (:func:`jax.experimental.sparse.linalg.spsolve`).
 
@@ -222,7 +228,6 @@ def spsolve(A, b, *, tol: float = 1e-6, reorder: int = 1):
     b = jnp.asarray(b)
     if b.shape != (A.shape[0],):
         raise ValueError(f"spsolve(): b has shape {b.shape}; expected ({A.shape[0]},)")
-    from .._fill_rule import update_layout
 
     csr = update_layout(A, 0, 0).to_jax_sparse("bcsr")
     return _spsolve(csr.data, csr.indices, csr.indptr, b.astype(A.dtype), tol=tol, reorder=reorder)

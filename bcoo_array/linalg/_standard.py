@@ -22,11 +22,20 @@ import numpy as np
 
 from .. import _dtypes
 from .._array_object import BCOOArray
-from .._fill_rule import dense_layout
-from .._layout import index_dtype_for, is_concrete
+from .._creation_functions import eye
+from .._elementwise_functions import abs as _abs
+from .._elementwise_functions import multiply, not_equal, sqrt, subtract
+from .._elementwise_functions import pow as _pow
+from .._fill import same_value_np
+from .._layout import index_dtype_for, is_concrete, normalize_axes
 from .._linear_algebra_functions import matmul, matrix_transpose, tensordot, vecdot
-from .._manipulation_functions import _sparse, broadcast_arrays, broadcast_to, normalize_axes
-from .._operands import as_operand, binary_operands, cast, check_category
+from .._manipulation_functions import broadcast_arrays, broadcast_to, reshape, stack
+from .._operands import as_operand, as_sparse, binary_operands, cast, check_category
+from .._relayout import dense_layout, to_coo
+from .._statistical_functions import max as _max
+from .._statistical_functions import min as _min
+from .._statistical_functions import sum as _sum
+from .._routing import routed
 
 
 class EigResult(NamedTuple):
@@ -56,7 +65,7 @@ class SVDResult(NamedTuple):
 
 
 def _matrix(x, name: str, category: str = "floating-point", square: bool = False) -> BCOOArray:
-    x = _sparse(x)
+    x = as_sparse(x)
     check_category(x.dtype, category, f"linalg.{name}")
     if x.ndim < 2:
         raise ValueError(f"linalg.{name}() needs an array of shape (..., M, N), got shape {x.shape}")
@@ -77,6 +86,7 @@ _DENSE_NOTE = ("Dense layout: the input is densified and :func:`jax.numpy.linalg
                "(the result of a sparse matrix is dense in general).")
 
 
+@routed
 def cholesky(x, /, *, upper: bool = False) -> BCOOArray:
     """Cholesky factor of Hermitian positive-definite matrices (array API ``linalg.cholesky``).
 
@@ -106,6 +116,7 @@ def cholesky(x, /, *, upper: bool = False) -> BCOOArray:
     return dense_layout(jnp.conj(jnp.swapaxes(L, -1, -2)) if upper else L)
 
 
+@routed
 def cross(x1, x2, /, *, axis: int = -1) -> BCOOArray:
     """Cross product of 3-vectors along ``axis`` (array API ``linalg.cross``).
 
@@ -130,11 +141,8 @@ def cross(x1, x2, /, *, axis: int = -1) -> BCOOArray:
     ValueError
         If the size along ``axis`` is not 3 or ``axis`` is not negative.
     """
-    from .._elementwise_functions import multiply, subtract
-    from .._rearranging_functions import stack
-
     a, b, _ = binary_operands(x1, x2, "linalg.cross", "numeric")
-    a, b = _sparse(a, "x1"), _sparse(b, "x2")
+    a, b = as_sparse(a, "x1"), as_sparse(b, "x2")
     axis = operator.index(axis)
     if not -min(a.ndim, b.ndim) <= axis < 0:
         raise ValueError(f"linalg.cross(): axis={axis} must be negative and at least -min(x1.ndim, x2.ndim)")
@@ -151,6 +159,7 @@ def cross(x1, x2, /, *, axis: int = -1) -> BCOOArray:
     return stack(parts, axis=ax)
 
 
+@routed
 def det(x, /) -> BCOOArray:
     """Determinant of square matrices (array API ``linalg.det``).
 
@@ -171,6 +180,7 @@ def det(x, /) -> BCOOArray:
     return dense_layout(jnp.linalg.det(x.todense()))
 
 
+@routed
 def diagonal(x, /, *, offset: int = 0) -> BCOOArray:
     """The ``offset`` diagonal of each matrix (array API ``linalg.diagonal``).
 
@@ -194,9 +204,7 @@ def diagonal(x, /, *, offset: int = 0) -> BCOOArray:
     TypeError
         If ``offset`` is not an integer.
     """
-    from .._manipulation_functions import to_coo
-
-    x = _sparse(x)
+    x = as_sparse(x)
     if x.ndim < 2:
         raise ValueError(f"linalg.diagonal() needs an array of shape (..., M, N), got shape {x.shape}")
     k = operator.index(offset)
@@ -222,6 +230,7 @@ def _complex_of(dt: np.dtype) -> np.dtype:
     return np.dtype(np.complex128) if dt in (np.float64, np.complex128) else np.dtype(np.complex64)
 
 
+@routed
 def eig(x, /) -> EigResult:
     """Eigenvalues and right eigenvectors of general square matrices (array API ``linalg.eig``).
 
@@ -247,6 +256,7 @@ def eig(x, /) -> EigResult:
     return EigResult(dense_layout(w.astype(cdt)), dense_layout(v.astype(cdt)))
 
 
+@routed
 def eigvals(x, /) -> BCOOArray:
     """Eigenvalues of general square matrices (array API ``linalg.eigvals``).
 
@@ -268,6 +278,7 @@ def eigvals(x, /) -> BCOOArray:
     return dense_layout(jnp.linalg.eigvals(x.todense()).astype(_complex_of(x.dtype)))
 
 
+@routed
 def eigh(x, /) -> EighResult:
     """Eigenvalues and eigenvectors of Hermitian matrices (array API ``linalg.eigh``).
 
@@ -291,6 +302,7 @@ def eigh(x, /) -> EighResult:
     return EighResult(dense_layout(w), dense_layout(v))
 
 
+@routed
 def eigvalsh(x, /) -> BCOOArray:
     """Eigenvalues of Hermitian matrices, ascending (array API ``linalg.eigvalsh``).
 
@@ -311,6 +323,7 @@ def eigvalsh(x, /) -> BCOOArray:
     return dense_layout(jnp.linalg.eigvalsh(x.todense()))
 
 
+@routed
 def inv(x, /) -> BCOOArray:
     """Inverse of square matrices (array API ``linalg.inv``).
 
@@ -337,6 +350,7 @@ def _norm_dtype(x: BCOOArray, name: str) -> BCOOArray:
     return x
 
 
+@routed
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> BCOOArray:
     """Vector ``ord``-norm over ``axis`` (array API ``linalg.vector_norm``).
 
@@ -370,10 +384,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> BCOOArray:
     IndexError
         If an axis is out of range.
     """
-    from .._elementwise_functions import abs as _abs, not_equal, pow as _pow, sqrt
-    from .._statistical_functions import max as _max, min as _min, sum as _sum
-
-    x = _norm_dtype(_sparse(x), "vector_norm")
+    x = _norm_dtype(as_sparse(x), "vector_norm")
     axes = normalize_axes(axis, x.ndim)
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise ValueError(f"linalg.vector_norm(): ord={ord!r} must be a number, inf or -inf")
@@ -393,6 +404,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> BCOOArray:
     return _pow(_sum(_pow(a, p), axis=axes, keepdims=keepdims), 1.0 / p)
 
 
+@routed
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> BCOOArray:
     """Matrix norm of each ``(M, N)`` matrix (array API ``linalg.matrix_norm``).
 
@@ -421,10 +433,6 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> BCOOArray:
     ValueError
         If ``ord`` is not one of the above or ``x`` has fewer than 2 dimensions.
     """
-    from .._elementwise_functions import abs as _abs, sqrt
-    from .._manipulation_functions import reshape
-    from .._statistical_functions import max as _max, min as _min, sum as _sum
-
     x = _matrix(x, "matrix_norm")
     inf = float("inf")
     if ord in ("nuc", 2, -2) and not isinstance(ord, bool):
@@ -448,6 +456,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> BCOOArray:
     return out
 
 
+@routed
 def matrix_power(x, n, /) -> BCOOArray:
     """Integer power of square matrices (array API ``linalg.matrix_power``).
 
@@ -472,8 +481,6 @@ def matrix_power(x, n, /) -> BCOOArray:
     ValueError
         If ``x`` is not a stack of square matrices.
     """
-    from .._creation_functions import eye
-
     x = _matrix(x, "matrix_power", category="numeric", square=True)
     try:
         n = operator.index(n)
@@ -496,6 +503,7 @@ def matrix_power(x, n, /) -> BCOOArray:
     return result
 
 
+@routed
 def matrix_rank(x, /, *, rtol=None) -> BCOOArray:
     """Rank of each matrix: singular values above ``rtol * max(singular value)``
     (array API ``linalg.matrix_rank``).
@@ -534,6 +542,7 @@ def matrix_rank(x, /, *, rtol=None) -> BCOOArray:
     return dense_layout(jnp.sum(s > tol, axis=-1).astype(_dtypes.default_int()))
 
 
+@routed
 def outer(x1, x2, /) -> BCOOArray:
     """Outer product of two vectors (array API ``linalg.outer``).
 
@@ -558,14 +567,10 @@ def outer(x1, x2, /) -> BCOOArray:
     ValueError
         If an operand is not 1-D.
     """
-    from .._elementwise_functions import multiply
-    from .._layout import same_value_np
-    from .._manipulation_functions import reshape
-
     a, b, dt = binary_operands(x1, x2, "linalg.outer", "numeric")
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(f"linalg.outer() needs 1-D operands, got shapes {a.shape} and {b.shape}")
-    a, b = _sparse(a, "x1"), _sparse(b, "x2")
+    a, b = as_sparse(a, "x1"), as_sparse(b, "x2")
     shape = (a.shape[0], b.shape[0])
     zero = np.zeros((), dt)
     if a.n_sparse == 1 and b.n_sparse == 1 and same_value_np(a.fill_value, zero) \
@@ -583,6 +588,7 @@ def outer(x1, x2, /) -> BCOOArray:
     return multiply(reshape(a, (shape[0], 1)), reshape(b, (1, shape[1])))
 
 
+@routed
 def pinv(x, /, *, rtol=None) -> BCOOArray:
     """Moore-Penrose pseudo-inverse (array API ``linalg.pinv``).
 
@@ -613,6 +619,7 @@ def pinv(x, /, *, rtol=None) -> BCOOArray:
     return dense_layout(jnp.linalg.pinv(x.todense(), rtol=rtol))
 
 
+@routed
 def qr(x, /, *, mode: str = "reduced") -> QRResult:
     """QR decomposition (array API ``linalg.qr``).
 
@@ -645,6 +652,7 @@ def qr(x, /, *, mode: str = "reduced") -> QRResult:
     return QRResult(dense_layout(q), dense_layout(r))
 
 
+@routed
 def slogdet(x, /) -> SlogdetResult:
     """Sign and log of the absolute determinant (array API ``linalg.slogdet``).
 
@@ -668,6 +676,7 @@ def slogdet(x, /) -> SlogdetResult:
     return SlogdetResult(dense_layout(sign.astype(x.dtype)), dense_layout(logabs.astype(_real_dtype(x.dtype))))
 
 
+@routed
 def solve(x1, x2, /) -> BCOOArray:
     """Solve ``x1 @ X = x2`` (array API ``linalg.solve``).
 
@@ -708,6 +717,7 @@ def solve(x1, x2, /) -> BCOOArray:
     return dense_layout(out.astype(dt))
 
 
+@routed
 def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
     """Singular value decomposition ``x = U @ diag(S) @ Vh`` (array API ``linalg.svd``).
 
@@ -736,6 +746,7 @@ def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
     return SVDResult(dense_layout(u), dense_layout(s), dense_layout(vh))
 
 
+@routed
 def svdvals(x, /) -> BCOOArray:
     """Singular values, descending (array API ``linalg.svdvals``).
 
@@ -756,6 +767,7 @@ def svdvals(x, /) -> BCOOArray:
     return dense_layout(jnp.linalg.svd(x.todense(), compute_uv=False))
 
 
+@routed
 def trace(x, /, *, offset: int = 0, dtype=None) -> BCOOArray:
     """Sum of the ``offset`` diagonal of each matrix (array API ``linalg.trace``).
 
@@ -780,8 +792,6 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> BCOOArray:
     ValueError
         If ``x`` has fewer than 2 dimensions.
     """
-    from .._statistical_functions import sum as _sum
-
     x = _matrix(x, "trace", category="numeric")
     return _sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
 

@@ -17,7 +17,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._array_object import BCOOArray
-from .._layout import fill_from_key, fill_key, is_concrete, prod
+from .._fill import fill_from_key, fill_key
+from .._layout import is_concrete, prod
 from .._version import API_VERSION
 from . import _partition
 
@@ -395,7 +396,7 @@ def shard(A, mesh: Mesh, spec) -> ShardedBCOOArray:
         axis, or names a dense dimension of ``A``.
     """
     import bcoo_array
-    from .._fill_rule import update_layout
+    from .._relayout import update_layout
 
     if not isinstance(mesh, Mesh):
         raise TypeError(f"mesh must be a jax.sharding.Mesh (e.g. jax.make_mesh), got {type(mesh).__name__}")
@@ -453,7 +454,7 @@ def unshard(A: ShardedBCOOArray, device=None) -> BCOOArray:
     TypeError
         If ``A`` is not a ShardedBCOOArray or is traced.
     """
-    from .._fill_rule import dense_layout, update_layout
+    from .._relayout import dense_layout, update_layout
 
     if not isinstance(A, ShardedBCOOArray):
         raise TypeError(f"unshard() takes a ShardedBCOOArray, got {type(A).__name__}")

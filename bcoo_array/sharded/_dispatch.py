@@ -26,7 +26,7 @@ def _has_sharded(args, kwargs) -> bool:
 
 
 def _reductions():
-    from .._manipulation_functions import normalize_axes
+    from .._layout import normalize_axes
     from .._operands import check_category
     from .._statistical_functions import _sum_dtype
     from . import _ops

@@ -30,7 +30,7 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from .._array_object import BCOOArray
-from .._fill_rule import dense_layout, update_layout
+from .._relayout import dense_layout, update_layout
 from .._layout import is_tracer, prod
 from . import _partition
 from ._array import ShardedBCOOArray, spec_entry

@@ -1,0 +1,100 @@
+"""Fill values: exact conversion to a dtype, exact comparison, hashable keys
+and evaluation of a function on fill values.
+
+Every BCOOArray carries its fill value as a NumPy scalar of its dtype (static
+metadata, never traced). Comparisons here are bit-exact: NaN equals NaN and
+``-0.0`` differs from ``0.0``, so dropping entries equal to the fill value
+loses nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._layout import is_tracer
+
+
+def fill_scalar(value, dtype: np.dtype) -> np.generic:
+    """Return ``value`` as a NumPy scalar of ``dtype``, refusing lossy casts.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a scalar.
+    ValueError
+        If ``value`` cannot be represented exactly in ``dtype``.
+    """
+    if is_tracer(value):
+        raise TypeError(
+            "fill_value must be a concrete scalar, not a traced value: the fill value is static "
+            "metadata of a BCOOArray. Compute it outside jax.jit or pass it as a static argument."
+        )
+    arr = np.asarray(value)
+    if arr.ndim != 0:
+        raise TypeError(f"fill_value must be a scalar, got an array of shape {arr.shape}")
+    if arr.dtype.kind == "c" and dtype.kind != "c":
+        if arr.imag != 0:
+            raise ValueError(f"fill_value={value!r} has an imaginary part; {dtype} cannot hold it")
+        arr = arr.real  # an exactly real complex: cast its real part (no ComplexWarning)
+    with np.errstate(all="ignore"):
+        out = arr.astype(dtype)
+        lossy = False
+        if arr.dtype.kind == "c" and dtype.kind != "c":
+            lossy = bool(arr.imag != 0)
+        if dtype.kind in "biu":
+            lossy = lossy or not same_value_np(out.astype(arr.dtype), arr)
+        elif arr.dtype.kind in "fc":
+            lossy = lossy or bool(np.isfinite(arr) and not np.isfinite(out))
+    if lossy:
+        raise ValueError(f"fill_value={value!r} cannot be represented as {dtype}; pick a fill value of that dtype")
+    return out[()]
+
+
+def same_value_np(a, b) -> bool:
+    """Whether two NumPy scalars hold the same value, NaN equal to NaN and -0.0 distinct from 0.0."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+        ac, bc = np.asarray(a, dtype=complex), np.asarray(b, dtype=complex)
+        parts = [(ac.real, bc.real), (ac.imag, bc.imag)]
+        return bool(all(
+            (np.isnan(x) and np.isnan(y)) or (x == y and np.signbit(x) == np.signbit(y)) for x, y in parts
+        ))
+    return bool(a == b)
+
+
+def same_value(x, fill):
+    """Elementwise: does ``x`` hold exactly the value ``fill`` (jnp, traceable)?
+
+    NaN matches NaN and ``-0.0`` does not match ``0.0``, so dropping the entries
+    where this holds loses nothing.
+    """
+    fill = jnp.asarray(fill, dtype=x.dtype)
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        return same_value(x.real, fill.real) & same_value(x.imag, fill.imag)
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        both_nan = jnp.isnan(x) & jnp.isnan(fill)
+        return both_nan | ((x == fill) & (jnp.signbit(x) == jnp.signbit(fill)))
+    return x == fill
+
+
+def fill_key(fill: np.generic) -> tuple[str, bytes]:
+    """A hashable key that identifies a fill value exactly (NaN included)."""
+    arr = np.asarray(fill)
+    return (arr.dtype.str, arr.tobytes())
+
+
+def fill_from_key(key: tuple[str, bytes]) -> np.generic:
+    """Inverse of :func:`fill_key`."""
+    return np.frombuffer(key[1], dtype=np.dtype(key[0]))[0]
+
+
+def eval_fill(fn: Callable, *fills) -> np.generic:
+    """Evaluate ``fn`` on scalar fill values at trace time; a NumPy scalar."""
+    with jax.ensure_compile_time_eval():
+        out = fn(*(jnp.asarray(f) for f in fills))
+    return np.asarray(out)[()]

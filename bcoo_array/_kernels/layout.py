@@ -1,0 +1,75 @@
+"""Buffer-level layout changes: moving dimensions between batch, sparse and
+dense, and reading the canonical COO triplets of a layout on the host."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from .coalesce import sum_duplicates
+
+
+def update_layout(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool,
+                  new_n_batch: int, new_n_dense: int, canonical: bool):
+    """Buffers of the same array with ``new_n_batch`` batch and ``new_n_dense`` dense dimensions.
+
+    Parameters
+    ----------
+    data, indices : arrays
+        Buffers of an array of ``shape`` with ``n_batch`` / ``n_dense``.
+    fill : scalar
+        The fill value; ``fill_is_zero`` says whether it is exactly 0.
+    canonical : bool
+        Whether the indices are sorted and unique (needed to make a sparse
+        dimension dense; summed here otherwise).
+
+    Returns
+    -------
+    data, indices : arrays
+        New buffers (not sorted, as :func:`jax.experimental.sparse.bcoo_update_layout` leaves them).
+
+    Notes
+    -----
+    Uses :func:`jax.experimental.sparse.bcoo_update_layout`, then writes the
+    fill value into new dense blocks where nothing was stored (that function
+    knows only zero).
+    """
+    from jax.experimental import (
+        sparse as jsparse,  # deferred: jax.experimental.sparse is slow to import
+    )
+
+    if new_n_dense > n_dense and not canonical:
+        data, indices = sum_duplicates(data, indices, shape, n_batch, n_dense)
+    mat = jsparse.BCOO((data, indices), shape=tuple(shape))
+    out = jsparse.bcoo_update_layout(mat, n_batch=new_n_batch, n_dense=new_n_dense, on_inefficient=None)
+    new_data = out.data
+    if new_n_dense > n_dense and not fill_is_zero:
+        pattern = jsparse.BCOO((jnp.ones(data.shape, bool), indices), shape=tuple(shape))
+        stored = jsparse.bcoo_update_layout(pattern, n_batch=new_n_batch, n_dense=new_n_dense,
+                                            on_inefficient=None).data
+        new_data = jnp.where(stored, new_data, jnp.asarray(fill, new_data.dtype))
+    return new_data, out.indices
+
+
+def coo_triplets(data, indices, shape, n_batch: int, n_dense: int, canonical: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, coords)`` of concrete buffers on the host: every dimension sparse, canonical, no padding.
+
+    Returns
+    -------
+    values : numpy.ndarray, shape ``(nnz,)``
+    coords : numpy.ndarray, shape ``(ndim, nnz)``
+        pydata-sparse's layout; duplicates summed (logical or for bool) and
+        coordinates sorted lexicographically (row-major).
+    """
+    if n_batch or n_dense:
+        data, indices = update_layout(data, indices, shape, n_batch, n_dense, 0, True, 0, 0, canonical)
+        canonical = False
+    if not canonical:
+        data, indices = sum_duplicates(data, indices, shape, 0, 0)
+    idx = np.asarray(indices)
+    vals = np.asarray(data)
+    if idx.shape[0]:
+        valid = np.all(idx < np.asarray(shape, dtype=np.int64), axis=1)
+        if not valid.all():
+            idx, vals = idx[valid], vals[valid]
+    return vals, idx.T

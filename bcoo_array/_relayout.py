@@ -1,0 +1,103 @@
+"""Changing the layout of a BCOOArray without changing its values.
+
+* :func:`dense_layout` wraps a dense array (every entry stored, no sparse
+  dimension);
+* :func:`update_layout` moves dimensions between batch, sparse and dense;
+* :func:`to_coo` makes every dimension sparse;
+* :func:`broadcast` broadcasts to a larger shape (new leading dimensions
+  become batch dimensions).
+
+All keep the fill value exactly.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from ._array_object import BCOOArray
+from ._fill import same_value_np
+from ._kernels.coalesce import broadcast_batch
+from ._kernels.layout import update_layout as _update_layout
+from ._layout import index_dtype_for, normalize_shape, prod
+
+
+def dense_layout(x) -> BCOOArray:
+    """Wrap a dense array as a BCOOArray with every entry stored (n_sparse = 0, nse = 1)."""
+    x = jnp.asarray(x)
+    return BCOOArray._from_buffers(
+        x[None], jnp.zeros((1, 0), jnp.int32), x.shape, n_batch=0, n_dense=x.ndim,
+        fill_value=np.zeros((), x.dtype)[()], indices_sorted=True, unique_indices=True,
+    )
+
+
+def update_layout(x: BCOOArray, n_batch: int, n_dense: int) -> BCOOArray:
+    """Return ``x`` with ``n_batch`` batch and ``n_dense`` dense dimensions.
+
+    Batch dimensions become sparse (or the reverse), dense dimensions become
+    sparse (or the reverse); values and fill value are unchanged (see
+    :func:`._kernels.layout.update_layout`).
+    """
+    if (n_batch, n_dense) == (x.n_batch, x.n_dense):
+        return x
+    data, indices = _update_layout(x.data, x.indices, x.shape, x.n_batch, x.n_dense, x.fill_value,
+                                   same_value_np(x.fill_value, np.zeros((), x.dtype)), n_batch, n_dense,
+                                   x.indices_sorted and x.unique_indices)
+    return BCOOArray._from_buffers(data, indices, x.shape, n_batch=n_batch, n_dense=n_dense, fill_value=x.fill_value,
+                                   indices_sorted=False, unique_indices=False)
+
+
+def to_coo(x: BCOOArray) -> BCOOArray:
+    """The same array with every dimension sparse (n_batch = n_dense = 0)."""
+    return update_layout(x, 0, 0)
+
+
+def broadcast(x: BCOOArray, shape) -> BCOOArray:
+    """Broadcast ``x`` to ``shape`` (the work behind the array API's ``broadcast_to``).
+
+    New leading dimensions become batch dimensions; a size-1 sparse dimension
+    broadcast to size n multiplies nse by n; the fill value is kept.
+
+    Raises
+    ------
+    ValueError
+        If the shapes are not compatible.
+    """
+    shape = normalize_shape(shape)
+    if shape == x.shape:
+        return x
+    nd = len(shape) - x.ndim
+    if nd < 0 or any(s not in (1, t) for s, t in zip(x.shape, shape[nd:])):
+        raise ValueError(f"cannot broadcast an array of shape {x.shape} to {shape}")
+    if prod(shape) == 0 and x.n_sparse:
+        # A size-1 sparse dimension broadcast to 0 (or any empty target): nothing is stored.
+        return BCOOArray._from_buffers(jnp.zeros((0,), x.dtype), jnp.zeros((0, len(shape)), index_dtype_for(shape)),
+                                       shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                       indices_sorted=True, unique_indices=True)
+    data, indices = x.data, x.indices
+    if nd:
+        data = data.reshape((1,) * nd + data.shape)
+        indices = indices.reshape((1,) * nd + indices.shape)
+    n_batch = x.n_batch + nd
+    cur = (1,) * nd + x.shape
+    n_sparse = x.n_sparse
+    for k in range(n_sparse):
+        ax = n_batch + k
+        n = shape[ax]
+        if cur[ax] == 1 and n != 1:
+            nse = indices.shape[n_batch]
+            rep = jnp.repeat(jnp.arange(n, dtype=indices.dtype), nse)
+            pad = indices[..., k] >= 1  # padding stays padding
+            indices = jnp.concatenate([indices] * n, axis=n_batch)
+            col = jnp.broadcast_to(rep, indices.shape[:-1])
+            newcol = jnp.where(jnp.concatenate([pad] * n, axis=n_batch), n, col)
+            indices = indices.at[..., k].set(newcol)
+            data = jnp.concatenate([data] * n, axis=n_batch)
+    idt = index_dtype_for(shape[n_batch:n_batch + n_sparse])
+    indices = indices.astype(idt)
+    dense_shape = shape[len(shape) - x.n_dense:] if x.n_dense else ()
+    data = jnp.broadcast_to(data, data.shape[:n_batch + 1] + dense_shape)
+    data, indices = broadcast_batch(data, indices, shape, n_batch)
+    return BCOOArray._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=x.n_dense,
+                                   fill_value=x.fill_value, indices_sorted=x.indices_sorted and nd >= 0 and n_sparse == 0,
+                                   unique_indices=x.unique_indices)
