@@ -1,6 +1,6 @@
 """Run the benchmark suite without the CLI: ``python benchmarks/run.py [MATRIX ...] [--large]``.
 
-The same runner as ``bcoo-array bench`` (:mod:`bcoo_array._bench`): every
+The same runner as ``bcoo-array bench`` (:mod:`bcoo_array.cli.bench`): every
 library is timed in this one process on the same values, and the table gives
 each median time as a ratio to scipy.sparse CSR's median. Writes
 ``benchmarks/results/latest.md`` and ``benchmarks/results/latest.png``.

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bcoo_array._demo import read_matrix, run
+from bcoo_array.cli.demo import read_matrix, run
 from bcoo_array.cli import main
 
 MATRICES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "matrices"

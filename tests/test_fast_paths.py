@@ -198,7 +198,7 @@ def test_identity_cache_is_weak_and_exact():
 
 
 def test_bench_runner_smoke(tmp_path):
-    from bcoo_array import _bench
+    from bcoo_array.cli import bench as _bench
 
     case = _bench.load_case("random:60:300")
     assert case.A.nnz == 300 and case.B.nnz == 300 and case.shape == (60, 60)

@@ -44,7 +44,10 @@ def from_pydata_sparse(arr, *, drop_fill: bool = False) -> BCOOArray:
     ValueError
         If the dtype or the index range needs x64 and it is off.
     """
-    import sparse
+    try:
+        import sparse
+    except ImportError as exc:  # an optional dependency: the pydata extra
+        raise ImportError("pydata-sparse is not installed; pip install 'bcoo-array[pydata]'") from exc
 
     if not isinstance(arr, sparse.SparseArray):
         raise TypeError(f"from_pydata_sparse() needs a sparse.COO, GCXS or DOK array, got {type(arr).__name__}")
@@ -88,7 +91,10 @@ def to_pydata_sparse(x: BCOOArray, format: str = "coo"):
         For float16 to GCXS (pydata-sparse compiles GCXS kernels with numba,
         which has no float16); use COO or DOK, or cast to float32 first.
     """
-    import sparse
+    try:
+        import sparse
+    except ImportError as exc:  # an optional dependency: the pydata extra
+        raise ImportError("pydata-sparse is not installed; pip install 'bcoo-array[pydata]'") from exc
 
 
     if format not in _FORMATS:

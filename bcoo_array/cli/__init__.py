@@ -1,14 +1,22 @@
-"""The ``bcoo-array`` command line: ``demo`` (the main job) and ``bench``."""
+"""The ``bcoo-array`` command line: ``demo`` (the main job) and ``bench``.
+
+The command line sits above the public namespace: it uses ``bcoo_array``'s
+public names only, and it is the only part of the package that imports
+click and rich (``import bcoo_array`` imports neither). The workloads live in
+:mod:`bcoo_array.cli.demo` and :mod:`bcoo_array.cli.bench`; the command
+functions are named ``demo_command`` and ``bench_command`` so that they do not
+clash with those submodules in this package's namespace.
+"""
 
 from __future__ import annotations
 
 import click
 
-from ._version import __version__
+import bcoo_array as xp
 
 
 @click.group()
-@click.version_option(version=__version__, prog_name="bcoo-array")
+@click.version_option(version=xp.__version__, prog_name="bcoo-array")
 def main() -> None:
     """bcoo_array: sparse arrays in JAX's BCOO layout, with the array API."""
 
@@ -38,13 +46,13 @@ def _ensure_devices(n: int, args: list) -> None:
     sys.exit(subprocess.call([sys.executable, "-c", code] + list(args) + ["--devices", str(n)], env=env))
 
 
-@main.command()
+@main.command("demo")
 @click.argument("matrix", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--repeat", default=5, show_default=True, help="Timed repetitions per operation (median reported).")
 @click.option("--devices", default=1, show_default=True, type=click.IntRange(min=1),
               help="Shard the matrix by row blocks over N devices (bcoo_array.sharded); on CPU, N simulated "
                    "devices (the demo re-runs itself with XLA_FLAGS=--xla_force_host_platform_device_count=N).")
-def demo(matrix: str | None, repeat: int, devices: int) -> None:
+def demo_command(matrix: str | None, repeat: int, devices: int) -> None:
     """Run a short workload on MATRIX (.mtx or .mtx.gz) beside scipy.sparse.
 
     Without MATRIX, the embedded 2-D Poisson matrix (64 x 64 grid) is used.
@@ -58,7 +66,7 @@ def demo(matrix: str | None, repeat: int, devices: int) -> None:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from ._demo import run
+    from .demo import run
 
     console = Console(width=None if Console().is_terminal else 130)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -83,7 +91,7 @@ def demo(matrix: str | None, repeat: int, devices: int) -> None:
     console.print(table)
 
 
-@main.command()
+@main.command("bench")
 @click.argument("matrices", nargs=-1)
 @click.option("--random", "random_specs", multiple=True, default=("1e4:1e5",), show_default=True,
               help="Random square matrices N:NNZ to add (repeatable; pass --random '' for none).")
@@ -102,7 +110,7 @@ def demo(matrix: str | None, repeat: int, devices: int) -> None:
               help="Skip operations whose name contains TEXT (repeatable), e.g. --skip 'A @ A.T'.")
 @click.option("--tune-malloc", is_flag=True,
               help="Opt in to glibc malloc settings that keep freed memory mapped (see docs/performance.md).")
-def bench(matrices, random_specs, large, repeat, libraries, plot_path, md_path, skip, tune_malloc) -> None:
+def bench_command(matrices, random_specs, large, repeat, libraries, plot_path, md_path, skip, tune_malloc) -> None:
     """Time bcoo_array beside scipy.sparse, pydata-sparse and jax.experimental.sparse.
 
     MATRICES are .mtx/.mtx.gz files or names in the shared matrix folder
@@ -116,9 +124,13 @@ def bench(matrices, random_specs, large, repeat, libraries, plot_path, md_path, 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from . import _bench
+    from . import bench as _bench
 
     console = Console(width=max(Console().width, 150))
+    try:
+        _bench.import_pyplot()
+    except ImportError as exc:  # fail before the (long) run, not when plotting
+        raise click.ClickException(str(exc)) from exc
     if tune_malloc and not _bench.tune_malloc():
         console.print("[yellow]--tune-malloc: glibc mallopt is not available here; running with defaults[/]")
     libs = [lib.strip() for lib in libraries.split(",") if lib.strip()]

@@ -142,7 +142,7 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0,
     if devices > 1:
         from jax.sharding import PartitionSpec
 
-        from .sharded import shard
+        from bcoo_array.sharded import shard
 
         if len(jax.devices()) < devices:
             raise ValueError(f"devices={devices} but JAX has {len(jax.devices())} devices; on CPU set "
@@ -212,6 +212,6 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0,
 
 
 def _to_scipy(b):
-    from ._convert.scipy import to_scipy
+    import bcoo_array as xp
 
-    return to_scipy(b, "csr")
+    return xp.to_scipy(b, "csr")

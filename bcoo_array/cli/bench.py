@@ -17,6 +17,10 @@ SpMV also reports achieved memory bandwidth: the bytes a CSR SpMV must move
 at least (values and column indices once, the row pointer, ``x`` and ``y``)
 divided by the median time, as a fraction of the copy bandwidth measured with
 NumPy in the same run (the STREAM "copy" kernel, counting read + write).
+
+The plot needs matplotlib and the pydata-sparse column needs ``sparse``: both
+come with the ``bench`` extra (``pip install 'bcoo-array[bench]'``) and are
+imported only when used.
 """
 
 from __future__ import annotations
@@ -103,7 +107,29 @@ class Result:
 
 def matrices_dir() -> Path:
     """The shared real matrices (``../shared/data/matrices`` beside the repository)."""
-    return Path(__file__).resolve().parents[1].parent / "shared" / "data" / "matrices"
+    # This file is bcoo_array/cli/bench.py: parents[2] is the repository root.
+    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "matrices"
+
+
+def _import_sparse():
+    """pydata-sparse, or an ImportError that names the extra to install."""
+    try:
+        import sparse
+    except ImportError as exc:
+        raise ImportError("pydata-sparse is not installed; pip install 'bcoo-array[bench]'") from exc
+    return sparse
+
+
+def import_pyplot():
+    """``matplotlib.pyplot`` on the Agg backend, or an ImportError that names the extra to install."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ImportError("the benchmark plot needs matplotlib; pip install 'bcoo-array[bench]'") from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _random_csr(m: int, n: int, nnz: int, seed: int):
@@ -252,7 +278,6 @@ def _ops_for(case: Case, lib: str):
     xj, X16j, X64j = jnp.asarray(x), jnp.asarray(X16), jnp.asarray(X64)
     if lib == "bcoo_array":
         import bcoo_array as xp
-        from bcoo_array._convert.scipy import to_scipy
 
         a = xp.from_scipy(A)
         b = xp.from_scipy(B)
@@ -267,7 +292,7 @@ def _ops_for(case: Case, lib: str):
         ops["sum(axis=0)"] = lambda: xp.sum(a, axis=0)
         ops["sum(axis=1)"] = lambda: xp.sum(a, axis=1)
         ops["from scipy CSR"] = lambda: xp.from_scipy(A)
-        ops["to scipy CSR"] = lambda: to_scipy(a, "csr")
+        ops["to scipy CSR"] = lambda: xp.to_scipy(a, "csr")
 
         def first_spmv():
             jax.clear_caches()
@@ -301,7 +326,7 @@ def _ops_for(case: Case, lib: str):
         ops["compile SpMV (first call, ms)"] = first_spmv
         return ops
     if lib == "pydata-sparse":
-        import sparse
+        sparse = _import_sparse()
 
         a, b = sparse.COO.from_scipy_sparse(A), sparse.COO.from_scipy_sparse(B)
         at = sparse.COO.from_scipy_sparse(A.T.tocsr())
@@ -323,7 +348,7 @@ def _ops_for(case: Case, lib: str):
 def _pydata_T(a):
     """pydata-sparse transpose made canonical: ``.T`` only permutes the coordinates; the
     constructor sorts them (``sorted=False``)."""
-    import sparse
+    sparse = _import_sparse()
 
     t = a.T
     return sparse.COO(t.coords, t.data, shape=t.shape, sorted=False, has_duplicates=False)
@@ -388,10 +413,7 @@ def bandwidth_fraction(result: Result, case: Case, lib: str, bw: float) -> float
 
 def plot(results: list[Result], path: str | Path) -> Path:
     """Write a PNG bar chart of the ratios to scipy (log scale), one group per operation and case."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = import_pyplot()
 
     rows = [r for r in results if not r.operation.startswith("compile")]
     cases = list(dict.fromkeys(r.case for r in rows))
