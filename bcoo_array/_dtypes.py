@@ -184,3 +184,18 @@ def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
     if not x64_enabled() and res in _X64_ONLY:
         res = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}[res]
     return res
+
+
+def sum_dtype(dt: np.dtype, dtype) -> np.dtype:
+    """The accumulator dtype of ``sum``/``prod``/``cumulative_sum`` of ``dt`` (the standard's rule).
+
+    ``dtype`` wins when given; otherwise bool and integers narrower than the
+    default integer widen to it (unsigned to the widest unsigned), others keep ``dt``.
+    """
+    if dtype is not None:
+        return canonicalize_dtype(dtype)
+    if dt.kind == "b" or (dt.kind == "i" and dt.itemsize < default_int().itemsize):
+        return default_int()
+    if dt.kind == "u" and dt.itemsize < default_int().itemsize:
+        return np.dtype(np.uint64) if x64_enabled() else np.dtype(np.uint32)
+    return dt

@@ -43,16 +43,6 @@ def _reduce(x: BCOOArray, axes, op: str, keepdims: bool) -> BCOOArray:
     return _keepdims(out, x.shape, axes, keepdims)
 
 
-def _sum_dtype(dt: np.dtype, dtype) -> np.dtype:
-    if dtype is not None:
-        return _dtypes.canonicalize_dtype(dtype)
-    if dt.kind == "b" or (dt.kind == "i" and dt.itemsize < _dtypes.default_int().itemsize):
-        return _dtypes.default_int()
-    if dt.kind == "u" and dt.itemsize < _dtypes.default_int().itemsize:
-        return np.dtype(np.uint64) if _dtypes.x64_enabled() else np.dtype(np.uint32)
-    return dt
-
-
 def _cast(x: BCOOArray, dt: np.dtype) -> BCOOArray:
     return x if x.dtype == dt else astype(x, dt)
 
@@ -88,7 +78,7 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> BCOOArray:  #
     x = as_sparse(x)
     check_category(x.dtype, "numeric", "sum")
     axes = normalize_axes(axis, x.ndim)
-    return _reduce(_cast(x, _sum_dtype(x.dtype, dtype)), axes, "sum", keepdims)
+    return _reduce(_cast(x, _dtypes.sum_dtype(x.dtype, dtype)), axes, "sum", keepdims)
 
 
 @routed
@@ -96,7 +86,7 @@ def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> BCOOArray:
     x = as_sparse(x)
     check_category(x.dtype, "numeric", "prod")
     axes = normalize_axes(axis, x.ndim)
-    return _reduce(_cast(x, _sum_dtype(x.dtype, dtype)), axes, "prod", keepdims)
+    return _reduce(_cast(x, _dtypes.sum_dtype(x.dtype, dtype)), axes, "prod", keepdims)
 
 
 def _extreme(x, axis, keepdims, op):
@@ -196,7 +186,7 @@ def _cumulative(x, axis, dtype, include_initial, op, name):
             raise ValueError(f"{name}() needs axis= for a {x.ndim}-d array")
         axis = 0
     ax = normalize_axes(axis, x.ndim)[0]
-    dt = _sum_dtype(x.dtype, dtype)
+    dt = _dtypes.sum_dtype(x.dtype, dtype)
     dense = x.todense().astype(dt)
     fn = jnp.cumsum if op == "sum" else jnp.cumprod
     out = fn(dense, axis=ax, dtype=dt)

@@ -24,7 +24,7 @@ def from_scipy(mat, mesh, spec, **kw) -> ShardedBCOOArray:
 
     Parameters and errors as in :func:`bcoo_array.from_scipy` and :func:`shard`.
     """
-    from .._convert.scipy import from_scipy as _fs
+    from .. import from_scipy as _fs
 
     return shard(_fs(mat, **kw), mesh, spec)
 

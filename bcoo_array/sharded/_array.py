@@ -16,9 +16,12 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+import bcoo_array as xp
+
 from .._array_object import BCOOArray
 from .._fill import fill_from_key, fill_key
 from .._layout import is_concrete, prod
+from .._relayout import dense_layout, update_layout
 from .._version import API_VERSION
 from . import _partition
 
@@ -175,16 +178,12 @@ class ShardedBCOOArray:
         """Transpose of a 2-D array; the partition moves with the dimension."""
         if self.ndim != 2:
             raise ValueError(f".T needs a 2-D array, this one is {self.ndim}-D; use permute_dims or .mT")
-        import bcoo_array
-
-        return bcoo_array.permute_dims(self, (1, 0))
+        return xp.permute_dims(self, (1, 0))
 
     @property
     def mT(self) -> "ShardedBCOOArray":
         """Transpose of the last two dimensions."""
-        import bcoo_array
-
-        return bcoo_array.matrix_transpose(self)
+        return xp.matrix_transpose(self)
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -216,14 +215,12 @@ class ShardedBCOOArray:
 
     def todense(self) -> jax.Array:
         """The dense array, replicated on every device of the mesh (all-gather of the blocks)."""
-        from ._ops import todense
+        from ._ops import todense  # deferred: _ops builds on this class
 
         return todense(self)
 
     def unshard(self, device=None) -> BCOOArray:
         """Gather into one BCOOArray (see :func:`bcoo_array.sharded.unshard`)."""
-        from ._array import unshard
-
         return unshard(self, device=device)
 
     def to_device(self, device, /, *, stream=None):
@@ -240,9 +237,7 @@ class ShardedBCOOArray:
 
     def to_scipy(self, format: str = "coo", **kw):
         """Gather and convert to a scipy.sparse array (see ``bcoo_array._convert.scipy.to_scipy``)."""
-        from .._convert.scipy import to_scipy
-
-        return to_scipy(unshard(self), format, **kw)
+        return xp.to_scipy(unshard(self), format, **kw)
 
     def sum_duplicates(self) -> "ShardedBCOOArray":
         """Canonical form of every block (sorted, duplicate-free; see :meth:`BCOOArray.sum_duplicates`).
@@ -250,23 +245,19 @@ class ShardedBCOOArray:
         Blocks keep their nse (the entry counts differ between blocks, and
         every device runs the same program), padding last.
         """
-        from ._ops import map_blocks
+        from ._ops import map_blocks  # deferred: _ops builds on this class
 
         return map_blocks(lambda blk: blk.sum_duplicates(nse=blk.nse, remove_padding=False), self,
                           key=("sum_duplicates",))
 
     def astype(self, dtype, /, *, copy: bool = True, device=None):
         """Cast every block to ``dtype`` (see :func:`bcoo_array.astype`)."""
-        import bcoo_array
-
-        return bcoo_array.astype(self, dtype, copy=copy, device=device)
+        return xp.astype(self, dtype, copy=copy, device=device)
 
     def __array_namespace__(self, *, api_version: str | None = None):
         if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", API_VERSION):
             raise ValueError(f"api_version={api_version!r} is not supported; use {API_VERSION!r}")
-        import bcoo_array
-
-        return bcoo_array
+        return xp
 
     def __array__(self, dtype=None, copy=None):
         raise RuntimeError("converting a ShardedBCOOArray to NumPy would gather and densify it; "
@@ -275,49 +266,130 @@ class ShardedBCOOArray:
     def __bool__(self):
         raise TypeError("truth value of a sharded array; gather it first with unshard()")
 
+    def __bcoo_function__(self, func, args, kwargs):
+        """Run namespace function ``func`` with sharded operands (see :mod:`bcoo_array._routing`)."""
+        from ._dispatch import (
+            call,  # deferred: the table's implementations construct this class
+        )
+
+        return call(func, args, kwargs)
+
     def __call__(self, x) -> jax.Array:
         """The linear operator ``x -> A @ x`` for dense ``x``: a replicated :class:`jax.Array`."""
-        import bcoo_array
-
-        y = bcoo_array.matmul(self, x)
+        y = xp.matmul(self, x)
         return y.todense()
 
+    # -- operators: each calls the namespace function of the same meaning --------------
+
+    def __add__(self, other):
+        return xp.add(self, other)
+
+    def __radd__(self, other):
+        return xp.add(other, self)
+
+    def __sub__(self, other):
+        return xp.subtract(self, other)
+
+    def __rsub__(self, other):
+        return xp.subtract(other, self)
+
+    def __mul__(self, other):
+        return xp.multiply(self, other)
+
+    def __rmul__(self, other):
+        return xp.multiply(other, self)
+
+    def __truediv__(self, other):
+        return xp.divide(self, other)
+
+    def __rtruediv__(self, other):
+        return xp.divide(other, self)
+
+    def __floordiv__(self, other):
+        return xp.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return xp.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return xp.remainder(self, other)
+
+    def __rmod__(self, other):
+        return xp.remainder(other, self)
+
+    def __pow__(self, other):
+        return xp.pow(self, other)
+
+    def __rpow__(self, other):
+        return xp.pow(other, self)
+
+    def __matmul__(self, other):
+        return xp.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return xp.matmul(other, self)
+
+    def __and__(self, other):
+        return xp.bitwise_and(self, other)
+
+    def __rand__(self, other):
+        return xp.bitwise_and(other, self)
+
+    def __or__(self, other):
+        return xp.bitwise_or(self, other)
+
+    def __ror__(self, other):
+        return xp.bitwise_or(other, self)
+
+    def __xor__(self, other):
+        return xp.bitwise_xor(self, other)
+
+    def __rxor__(self, other):
+        return xp.bitwise_xor(other, self)
+
+    def __lshift__(self, other):
+        return xp.bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other):
+        return xp.bitwise_left_shift(other, self)
+
+    def __rshift__(self, other):
+        return xp.bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other):
+        return xp.bitwise_right_shift(other, self)
+
+    def __eq__(self, other):
+        return xp.equal(self, other)
+
+    def __ne__(self, other):
+        return xp.not_equal(self, other)
+
+    def __lt__(self, other):
+        return xp.less(self, other)
+
+    def __le__(self, other):
+        return xp.less_equal(self, other)
+
+    def __gt__(self, other):
+        return xp.greater(self, other)
+
+    def __ge__(self, other):
+        return xp.greater_equal(self, other)
+
+    def __neg__(self):
+        return xp.negative(self)
+
+    def __pos__(self):
+        return xp.positive(self)
+
+    def __abs__(self):
+        return xp.abs(self)
+
+    def __invert__(self):
+        return xp.bitwise_invert(self)
+
     __hash__ = None
-
-
-def _install_operators():
-    import bcoo_array
-
-    binary = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
-              "floordiv": "floor_divide", "mod": "remainder", "pow": "pow", "and": "bitwise_and",
-              "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
-              "rshift": "bitwise_right_shift", "matmul": "matmul"}
-    for op, name in binary.items():
-        def fwd(self, other, _n=name):
-            return getattr(bcoo_array, _n)(self, other)
-
-        def rev(self, other, _n=name):
-            return getattr(bcoo_array, _n)(other, self)
-
-        for dunder, f in ((f"__{op}__", fwd), (f"__r{op}__", rev)):
-            f.__name__ = dunder
-            f.__doc__ = f"``{dunder}``: see :func:`bcoo_array.{name}`."
-            setattr(ShardedBCOOArray, dunder, f)
-    cmp = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
-           "ge": "greater_equal"}
-    unary = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "bitwise_invert"}
-    for op, name in cmp.items():
-        def c(self, other, _n=name):
-            return getattr(bcoo_array, _n)(self, other)
-
-        c.__name__ = f"__{op}__"
-        setattr(ShardedBCOOArray, c.__name__, c)
-    for op, name in unary.items():
-        def u(self, _n=name):
-            return getattr(bcoo_array, _n)(self)
-
-        u.__name__ = f"__{op}__"
-        setattr(ShardedBCOOArray, u.__name__, u)
 
 
 def _parse_spec(spec, mesh: Mesh, ndim: int):
@@ -395,15 +467,13 @@ def shard(A, mesh: Mesh, spec) -> ShardedBCOOArray:
         If ``spec`` names no dimension or several, names an unknown mesh
         axis, or names a dense dimension of ``A``.
     """
-    import bcoo_array
-    from .._relayout import update_layout
 
     if not isinstance(mesh, Mesh):
         raise TypeError(f"mesh must be a jax.sharding.Mesh (e.g. jax.make_mesh), got {type(mesh).__name__}")
     if isinstance(A, ShardedBCOOArray):
         A = unshard(A)
     if not isinstance(A, BCOOArray):
-        A = bcoo_array.asarray(A)
+        A = xp.asarray(A)
     if not is_concrete(A.data, A.indices):
         raise TypeError("shard() needs a concrete array, not one traced under jit; shard outside jit and "
                         "pass the ShardedBCOOArray in, with in_shardings=A.sharding")
@@ -454,7 +524,6 @@ def unshard(A: ShardedBCOOArray, device=None) -> BCOOArray:
     TypeError
         If ``A`` is not a ShardedBCOOArray or is traced.
     """
-    from .._relayout import dense_layout, update_layout
 
     if not isinstance(A, ShardedBCOOArray):
         raise TypeError(f"unshard() takes a ShardedBCOOArray, got {type(A).__name__}")
@@ -475,7 +544,7 @@ def unshard(A: ShardedBCOOArray, device=None) -> BCOOArray:
         return out._replace(fill_value=A.fill_value)
     want_dense = min(A.n_dense, A.ndim - ax - 1)
     if A.n_batch != 0 or A.n_dense != want_dense:
-        from ._ops import map_blocks
+        from ._ops import map_blocks  # deferred: _ops builds on this class
 
         A = map_blocks(lambda b: update_layout(b, 0, want_dense), A, key=("update_layout", want_dense))
     d, i = _partition.join_sparse(_host(A.data), _host(A.indices), A.shape, ax)
@@ -484,4 +553,3 @@ def unshard(A: ShardedBCOOArray, device=None) -> BCOOArray:
                                    indices_sorted=A.indices_sorted and ax == 0, unique_indices=A.unique_indices)
 
 
-_install_operators()

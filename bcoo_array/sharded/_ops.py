@@ -27,14 +27,19 @@ import collections
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
+from .. import _linear_algebra_functions as la
+from .. import _statistical_functions as st
 from .._array_object import BCOOArray
-from .._relayout import dense_layout, update_layout
+from .._kernels.reduce import combine, repeat_reduce
 from .._layout import is_tracer, prod
+from .._manipulation_functions import permute_dims, reshape
+from .._operands import as_operand
+from .._relayout import dense_layout, update_layout
 from . import _partition
 from ._array import ShardedBCOOArray, spec_entry
-
 
 # -- running code on blocks -----------------------------------------------------------
 
@@ -286,9 +291,6 @@ def reduce(A: ShardedBCOOArray, op: str, axes: tuple, keepdims: bool):
     Returns a ShardedBCOOArray when ``axes`` leaves the partitioned dimension,
     else a BCOOArray (dense layout) replicated over the mesh.
     """
-    from .. import _statistical_functions as st
-    from .._kernels.reduce import combine, repeat_reduce
-
     core = {"sum": st.sum, "prod": st.prod, "max": st.max, "min": st.min}[op]
     if A.axis not in axes:
         out_shape = tuple(1 if i in axes else s for i, s in enumerate(A.shape)) if keepdims else \
@@ -330,8 +332,6 @@ def reduce(A: ShardedBCOOArray, op: str, axes: tuple, keepdims: bool):
     out = run.call(body, P(), key=("reduce", op, axes))
     res = dense_layout(out)
     if keepdims:
-        from .._manipulation_functions import reshape
-
         res = reshape(res, tuple(1 if i in axes else s for i, s in enumerate(A.shape)))
     return res
 
@@ -370,9 +370,6 @@ def _rhs_split_spec(x, entry):
 
 def matmul(x1, x2):
     """``x1 @ x2`` with exactly one ShardedBCOOArray operand (see the module notes)."""
-    from .. import _linear_algebra_functions as la
-    from .._operands import as_operand
-
     if isinstance(x1, ShardedBCOOArray) and isinstance(x2, ShardedBCOOArray):
         same_mesh([x1, x2])
         raise TypeError("matmul of two sharded arrays is not supported; gather one operand with unshard() "
@@ -446,16 +443,12 @@ def _swap_last(ndim):
 
 def _dense_swap(x):
     if isinstance(x, BCOOArray):
-        from .. import _linear_algebra_functions as la
-
         return la.matrix_transpose(x)
     return jnp.swapaxes(jnp.asarray(x) if not isinstance(x, np.ndarray) else x, -1, -2)
 
 
 def permute(A: ShardedBCOOArray, axes) -> ShardedBCOOArray:
     """``permute_dims`` block by block; the partitioned dimension moves with the permutation."""
-    from .._manipulation_functions import permute_dims
-
     axes = tuple(int(a) % A.ndim for a in axes)
     if sorted(axes) != list(range(A.ndim)):
         raise ValueError(f"axes={axes} is not a permutation of {A.ndim} dimensions")
