@@ -21,7 +21,7 @@ from ._convert import from_foreign
 from ._fill import same_value_np
 from ._layout import index_dtype_for, is_concrete, normalize_shape
 from ._operands import PY_SCALARS
-from ._relayout import dense_layout, update_layout
+from ._relayout import dense_layout, is_dense_layout, update_layout
 from ._routing import routed
 
 
@@ -323,7 +323,7 @@ def _tri(x, k: int, lower: bool) -> BCOOArray:
     x = x if isinstance(x, BCOOArray) else asarray(x)
     if x.ndim < 2:
         raise ValueError(f"{'tril' if lower else 'triu'}() needs at least 2 dimensions, got {x.ndim}")
-    if not same_value_np(x.fill_value, np.zeros((), x.dtype)):
+    if is_dense_layout(x) or not same_value_np(x.fill_value, np.zeros((), x.dtype)):
         d = x.todense()
         return dense_layout(jnp.tril(d, k) if lower else jnp.triu(d, k))
     c = update_layout(x, 0, 0)

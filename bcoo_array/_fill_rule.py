@@ -27,7 +27,7 @@ from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.union import take_or_fill, union, union_apply_2d
 from ._layout import is_concrete
-from ._relayout import broadcast, dense_layout, update_layout
+from ._relayout import broadcast, dense_layout, is_dense_layout, update_layout
 
 
 def unary(fn: Callable, x: BCOOArray, *, linear: bool = False) -> BCOOArray:
@@ -49,6 +49,10 @@ def binary(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
     ``annihilator``, where given, is the fill value ``z`` with ``fn(z, d) == z``
     and ``fn(d, z) == z`` for every finite ``d`` (0 for multiply).
     """
+    # A dense-layout operand is a dense array: the sparse-dense rule keeps the result sparse
+    # where it can, and no entry-by-entry union with a full pattern is built.
+    x = x.data[0] if is_dense_layout(x) else x
+    y = y.data[0] if is_dense_layout(y) else y
     xs = isinstance(x, BCOOArray) and x.ndim > 0
     ys = isinstance(y, BCOOArray) and y.ndim > 0
     if not xs and not ys:

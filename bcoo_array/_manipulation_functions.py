@@ -32,7 +32,7 @@ from ._layout import (
     prod,
 )
 from ._operands import as_operand, as_sparse, cast
-from ._relayout import broadcast, dense_layout, to_coo
+from ._relayout import broadcast, dense_layout, is_dense_layout, to_coo
 from ._routing import routed
 
 
@@ -174,6 +174,8 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> BCOOArray:
         raise ValueError(f"cannot reshape an array of size {x.size} into shape {shape}")
     if shape == x.shape:
         return x
+    if is_dense_layout(x):
+        return x._replace(data=x.data.reshape((1,) + shape), shape=shape, n_dense=len(shape))
     if x.size == 0:
         # Nothing can be stored in a zero-size array (np.unravel_index refuses the shape).
         return BCOOArray._from_buffers(jnp.zeros((0,), x.dtype), jnp.zeros((0, len(shape)), index_dtype_for(shape)),

@@ -31,6 +31,16 @@ def dense_layout(x) -> BCOOArray:
     )
 
 
+def is_dense_layout(x) -> bool:
+    """Whether ``x`` is a BCOOArray in dense layout: one stored block holding every entry.
+
+    Such an array (what :func:`dense_layout` makes, and what products with a
+    dense operand return) is best handled as the dense array ``x.data[0]``;
+    converting it to COO would store one index row per entry.
+    """
+    return isinstance(x, BCOOArray) and x.n_batch == 0 and x.n_sparse == 0 and x.data.shape[0] == 1
+
+
 def update_layout(x: BCOOArray, n_batch: int, n_dense: int) -> BCOOArray:
     """Return ``x`` with ``n_batch`` batch and ``n_dense`` dense dimensions.
 

@@ -2,17 +2,80 @@
 
 The standard's functions live in :mod:`._standard` (see its docstring for
 which results stay sparse and which are dense by nature). Iterative sparse
-solvers, beyond the standard, are added below the standard block.
+solvers, beyond the standard, follow in their own block.
 Spec: https://data-apis.org/array-api/2025.12/extensions/linear_algebra_functions.html
 """
 
-from ._standard import *  # noqa: F401,F403
-from ._standard import __all__ as _standard_all
+# The standard's functions.
+from ._standard import (
+    cholesky,
+    cross,
+    det,
+    diagonal,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    inv,
+    matmul,
+    matrix_norm,
+    matrix_power,
+    matrix_rank,
+    matrix_transpose,
+    outer,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    svdvals,
+    tensordot,
+    trace,
+    vecdot,
+    vector_norm,
+)
 
-__all__ = list(_standard_all)
+__all__ = [
+    "cholesky",
+    "cross",
+    "det",
+    "diagonal",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "inv",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "matrix_transpose",
+    "outer",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "trace",
+    "vecdot",
+    "vector_norm",
+]
 
-# Iterative solvers (beyond the standard).
-from ._solvers import __all__ as _solvers_all  # noqa: E402
-from ._solvers import bicgstab, cg, gmres, lobpcg, spsolve  # noqa: E402,F401
+# Iterative and direct sparse solvers (beyond the standard).
+from ._solvers import (
+    bicgstab,
+    cg,
+    gmres,
+    lobpcg,
+    spsolve,
+)
 
-__all__ += _solvers_all
+__all__ += [
+    "bicgstab",
+    "cg",
+    "gmres",
+    "lobpcg",
+    "spsolve",
+]

@@ -257,12 +257,18 @@ def errors():
             pass
         else:
             raise AssertionError(f"spec {bad} accepted")
-    try:
-        xp.argsort(A)
-    except TypeError as e:
-        assert "unshard" in str(e)
-    else:
-        raise AssertionError("an unsupported function accepted a sharded array")
+    for name, fn in (("bcoo_array.argsort", lambda: xp.argsort(A)),
+                     ("bcoo_array.linalg.vector_norm", lambda: xp.linalg.vector_norm(A)),
+                     ("bcoo_array.fft.fft", lambda: xp.fft.fft(xp.astype(A, xp.complex64))),
+                     ("bcoo_array.fft.fft", lambda: xp.fft.fft(A))):
+        try:
+            fn()
+        except TypeError as e:
+            assert "unshard" in str(e) and name in str(e), e
+        else:
+            raise AssertionError(f"{name} accepted a sharded array")
+    x = np.arange(8, dtype=np.float64)
+    close(xp.linalg.matmul(A, x).todense(), M @ x, what="linalg.matmul of a sharded array")
     try:
         A @ A
     except TypeError:
