@@ -400,10 +400,14 @@ class BCOOArray(ScipyMethodsMixin):
         return self._scalar(int, "index")
 
     def __array_function__(self, func, types, args, kwargs):
-        return _numpy_dispatch.array_function(self, func, types, args, kwargs)
+        from ._numpy import array_function  # deferred: NumPy dispatch sits above the namespace
+
+        return array_function(self, func, types, args, kwargs)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _numpy_dispatch.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+        from ._numpy import array_ufunc  # deferred: NumPy dispatch sits above the namespace
+
+        return array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
     def __array_namespace__(self, *, api_version: str | None = None):
         if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", API_VERSION):
@@ -652,7 +656,6 @@ def _stack_np(cols, ndim):
 from . import _data_type_functions as _dtf  # noqa: E402
 from . import _elementwise_functions as _ew  # noqa: E402
 from . import _indexing  # noqa: E402
-from . import _numpy_dispatch  # noqa: E402
 from . import _linear_algebra_functions as _linalg  # noqa: E402
 from . import _manipulation_functions as _manip  # noqa: E402
 
