@@ -53,7 +53,7 @@ LAYERS: dict[str, int] = {
     # 7 the namespace
     "bcoo_array": 7,
     # 8 on top (the three _numpy_* modules are being replaced by the _numpy package)
-    "_numpy": 8, "_numpy_dispatch": 8, "_numpy_registry": 8, "_numpy_functions": 8,
+    "_numpy": 8,
     "sharded": 8, "cli": 8, "__main__": 8,
 }
 

@@ -1,0 +1,187 @@
+"""Argument handling shared by the NumPy adapters and extras.
+
+NumPy functions take "array-likes" where the namespace takes arrays; the
+helpers here turn NumPy's arguments into what :mod:`bcoo_array` accepts,
+refuse ``out=`` and other keywords a BCOOArray cannot honour, and carry the
+two NumPy dtype rules (sums of booleans count as integers; means of integers
+are floating) that differ from the array API standard.
+
+Only public names of :mod:`bcoo_array` are used: this package sits above the
+namespace.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+import bcoo_array as xp
+
+#: Python scalar types, passed to element-wise namespace functions as they are.
+PY_SCALARS = (bool, int, float, complex)
+
+#: Default of keywords whose absence must be told apart from any value (``initial=``, ``where=``, ...).
+UNSET = object()
+
+
+def sparse_arg(x, argname: str = "a"):
+    """Any array-like as a BCOOArray.
+
+    Parameters
+    ----------
+    x : array_like
+        A BCOOArray (returned as it is), a NumPy or JAX array, a scipy.sparse,
+        pydata-sparse or jax.experimental.sparse array, a nested sequence or a
+        scalar; converted with :func:`bcoo_array.asarray` (dense input stores
+        its non-zero entries).
+    argname : str
+        Name used in error messages.
+
+    Returns
+    -------
+    BCOOArray
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not array-like.
+    ValueError
+        If ``x`` is 64-bit while JAX's 64-bit mode is off.
+    """
+    if isinstance(x, xp.BCOOArray):
+        return x
+    if x is None or isinstance(x, (str, bytes, dict, set)):
+        raise TypeError(f"{argname} must be array-like, got {type(x).__name__}")
+    return xp.asarray(x)
+
+
+def elementwise_arg(x, argname: str):
+    """An operand of an element-wise namespace function.
+
+    BCOOArrays, Python scalars and JAX arrays pass unchanged; NumPy arrays
+    and NumPy scalars become NumPy arrays (so a NumPy scalar has its dtype,
+    not a Python scalar's weak one); these dense operands then follow the
+    namespace's sparse-dense rule. Foreign sparse arrays and nested
+    sequences are converted with :func:`sparse_arg`.
+
+    Parameters
+    ----------
+    x : array_like or scalar
+        The operand.
+    argname : str
+        Name used in error messages.
+
+    Returns
+    -------
+    BCOOArray, JAX or NumPy array, or Python scalar
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not array-like.
+    """
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    if isinstance(x, (xp.BCOOArray, np.ndarray, jax.Array, *PY_SCALARS)):
+        return x
+    return sparse_arg(x, argname)
+
+
+def reject_out(out, name: str) -> None:
+    """Raise TypeError when ``out`` is given (JAX buffers are immutable).
+
+    Parameters
+    ----------
+    out : object
+        NumPy's ``out=`` argument; None (or a tuple of None) passes.
+    name : str
+        The NumPy function, for the message.
+
+    Raises
+    ------
+    TypeError
+        If ``out`` holds an array.
+    """
+    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
+        raise TypeError(
+            f"numpy.{name}(): out= is not supported for BCOOArray (JAX buffers are immutable); use the return value"
+        )
+
+
+def refuse(name: str, **keywords) -> None:
+    """Raise TypeError for NumPy keywords given a value (anything but :data:`UNSET`).
+
+    Parameters
+    ----------
+    name : str
+        The NumPy function, for the message.
+    **keywords
+        The keywords to check, as given by the caller.
+
+    Raises
+    ------
+    TypeError
+        Naming the first keyword that was given.
+    """
+    for k, v in keywords.items():
+        if v is not UNSET:
+            raise TypeError(f"numpy.{name}(): {k}={v!r} is not supported for BCOOArray")
+
+
+def where_unset(where):
+    """NumPy's ``where=`` as :data:`UNSET` when it is the default ``True``."""
+    return UNSET if where is True else where
+
+
+def flat_axis(x, axis):
+    """``(x, axis)``, or ``(x flattened, 0)`` for ``axis=None`` as NumPy's sort/cumsum/take do."""
+    return (xp.reshape(x, (-1,)), 0) if axis is None else (x, axis)
+
+
+def counting_input(x, dtype):
+    """NumPy's rule for sums and products: booleans count as the default integer.
+
+    The standard's ``sum`` refuses booleans; NumPy's ``sum``, ``prod`` and
+    ``cumsum`` count them. With an explicit ``dtype`` nothing changes.
+    """
+    if dtype is None and x.dtype == xp.bool:
+        return xp.astype(x, xp.__array_namespace_info__().default_dtypes()["integral"])
+    return x
+
+
+def floating_input(x, dtype=None):
+    """``x`` cast to ``dtype``, or integers and booleans to the default float (NumPy's mean/var/norm rule)."""
+    if dtype is not None:
+        return xp.astype(x, dtype)
+    if x.dtype.kind in "iub":
+        return xp.astype(x, xp.__array_namespace_info__().default_dtypes()["real floating"])
+    return x
+
+
+def joined_args(arrays, dtype, casting, name: str) -> list:
+    """The operands of NumPy's joining functions (``concatenate``, ``stack``, ``hstack``, ...) as BCOOArrays.
+
+    Parameters
+    ----------
+    arrays : sequence of array_like
+        The operands.
+    dtype : dtype or None
+        Cast every operand to it.
+    casting : str
+        Only NumPy's default ``'same_kind'`` is accepted.
+    name : str
+        The NumPy function, for the message.
+
+    Returns
+    -------
+    list of BCOOArray
+
+    Raises
+    ------
+    TypeError
+        For another ``casting``.
+    """
+    if casting != "same_kind":
+        raise TypeError(f"numpy.{name}(): casting={casting!r} is not supported; cast with dtype= or astype")
+    xs = [sparse_arg(a, "arrays") for a in arrays]
+    return xs if dtype is None else [xp.astype(x, dtype) for x in xs]
