@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _dtypes
 from ._fill import fill_from_key, fill_key, fill_scalar, same_value_np
-from ._foreign import foreign_kind
+from ._array_base import ArrayBase, _is_operand
 from ._kernels.coalesce import sum_duplicates as _sum_duplicates
 from ._kernels.coalesce import todense as _todense
 from ._kernels.fromdense import fromdense as _fromdense
@@ -27,18 +27,16 @@ from ._layout import (
     index_dtype_for,
     is_concrete,
     normalize_shape,
-    prod,
 )
 from ._namespace import indexing, namespace, numpy_protocol
 from ._scipy_methods import ScipyMethodsMixin
-from ._version import API_VERSION
 
 #: Environment variable that lets ``numpy.asarray(A)`` densify a BCOOArray.
 AUTO_DENSIFY_ENV = "BCOO_ARRAY_AUTO_DENSIFY"
 
 
 @jax.tree_util.register_pytree_node_class
-class BCOOArray(ScipyMethodsMixin):
+class BCOOArray(ArrayBase, ScipyMethodsMixin):
     """A sparse array in batched coordinate (BCOO) layout with a fill value.
 
     An array of shape ``(*batch, *sparse, *dense)`` (``n_batch`` batch,
@@ -91,7 +89,6 @@ class BCOOArray(ScipyMethodsMixin):
     """
 
     __slots__ = ("data", "indices", "shape", "n_batch", "n_dense", "indices_sorted", "unique_indices", "_fill")
-    __array_priority__ = 100
 
     def __init__(
         self,
@@ -242,37 +239,7 @@ class BCOOArray(ScipyMethodsMixin):
         obj._set(data, indices, shape, n_batch, n_dense, fill_from_key(fkey), srt, uniq)
         return obj
 
-    # -- metadata ------------------------------------------------------------------------
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The dtype of the stored data and of the fill value."""
-        return np.dtype(self.data.dtype)
-
-    @property
-    def fill_value(self) -> np.generic:
-        """The value of every unstored entry, a NumPy scalar of :attr:`dtype`."""
-        return self._fill
-
-    @property
-    def ndim(self) -> int:
-        """Number of dimensions."""
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        """Number of elements (stored or not)."""
-        return prod(self.shape)
-
-    @property
-    def nse(self) -> int:
-        """Number of stored entries per batch element (padding included)."""
-        return int(self.indices.shape[-2])
-
-    @property
-    def n_sparse(self) -> int:
-        """Number of sparse dimensions."""
-        return self.indices.shape[-1]
+    # -- metadata (dtype, shape-derived properties and T are in ArrayBase) ----------------
 
     @property
     def device(self):
@@ -282,23 +249,6 @@ class BCOOArray(ScipyMethodsMixin):
         except Exception:  # a tracer has no committed device
             return jax.devices()[0]
         return next(iter(devs)) if len(devs) == 1 else devs
-
-    @property
-    def T(self) -> "BCOOArray":
-        """Transpose of a 2-D array (the standard restricts ``T`` to 2-D)."""
-        if self.ndim != 2:
-            raise ValueError(f".T needs a 2-D array, this one is {self.ndim}-D; use permute_dims or .mT")
-        return namespace().permute_dims(self, (1, 0))
-
-    @property
-    def mT(self) -> "BCOOArray":
-        """Transpose of the last two dimensions."""
-        return namespace().matrix_transpose(self)
-
-    def __len__(self) -> int:
-        if self.ndim == 0:
-            raise TypeError("len() of a 0-d array")
-        return self.shape[0]
 
     def __iter__(self):
         if self.ndim == 0:
@@ -402,10 +352,6 @@ class BCOOArray(ScipyMethodsMixin):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return numpy_protocol().array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
-    def __array_namespace__(self, *, api_version: str | None = None):
-        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", API_VERSION):
-            raise ValueError(f"api_version={api_version!r} is not supported; use {API_VERSION!r}")
-        return namespace()
 
     def to_device(self, device, /, *, stream=None) -> "BCOOArray":
         """Return a copy whose buffers live on ``device`` (a :class:`jax.Device` or sharding)."""
@@ -522,7 +468,7 @@ class BCOOArray(ScipyMethodsMixin):
         """Return a copy with indices sorted lexicographically (duplicates kept merged)."""
         return self._canonical()
 
-    # -- operators: each calls the namespace function of the same meaning ---------------
+    # -- indexing and in-place operators (the others are in ArrayBase) --------------------
 
     def __getitem__(self, key):
         return indexing().getitem(self, key)
@@ -530,154 +476,58 @@ class BCOOArray(ScipyMethodsMixin):
     def __setitem__(self, key, value):
         self._assign(indexing().setitem(self, key, value))
 
-    def __abs__(self):
-        return namespace().abs(self)
-
-    def __neg__(self):
-        return namespace().negative(self)
-
-    def __pos__(self):
-        return namespace().positive(self)
-
-    def __invert__(self):
-        return namespace().bitwise_invert(self)
-
-    def __add__(self, other):
-        return _binary("add", self, other)
-
-    def __radd__(self, other):
-        return _binary("add", other, self)
 
     def __iadd__(self, other):
         return self._inplace("add", other)
 
-    def __sub__(self, other):
-        return _binary("subtract", self, other)
-
-    def __rsub__(self, other):
-        return _binary("subtract", other, self)
 
     def __isub__(self, other):
         return self._inplace("subtract", other)
 
-    def __mul__(self, other):
-        return _binary("multiply", self, other)
-
-    def __rmul__(self, other):
-        return _binary("multiply", other, self)
 
     def __imul__(self, other):
         return self._inplace("multiply", other)
 
-    def __truediv__(self, other):
-        return _binary("divide", self, other)
-
-    def __rtruediv__(self, other):
-        return _binary("divide", other, self)
 
     def __itruediv__(self, other):
         return self._inplace("divide", other)
 
-    def __floordiv__(self, other):
-        return _binary("floor_divide", self, other)
-
-    def __rfloordiv__(self, other):
-        return _binary("floor_divide", other, self)
 
     def __ifloordiv__(self, other):
         return self._inplace("floor_divide", other)
 
-    def __mod__(self, other):
-        return _binary("remainder", self, other)
-
-    def __rmod__(self, other):
-        return _binary("remainder", other, self)
 
     def __imod__(self, other):
         return self._inplace("remainder", other)
 
-    def __pow__(self, other):
-        return _binary("pow", self, other)
-
-    def __rpow__(self, other):
-        return _binary("pow", other, self)
 
     def __ipow__(self, other):
         return self._inplace("pow", other)
 
-    def __matmul__(self, other):
-        return _binary("matmul", self, other)
-
-    def __rmatmul__(self, other):
-        return _binary("matmul", other, self)
 
     def __imatmul__(self, other):
         return self._inplace("matmul", other)
 
-    def __and__(self, other):
-        return _binary("bitwise_and", self, other)
-
-    def __rand__(self, other):
-        return _binary("bitwise_and", other, self)
 
     def __iand__(self, other):
         return self._inplace("bitwise_and", other)
 
-    def __or__(self, other):
-        return _binary("bitwise_or", self, other)
-
-    def __ror__(self, other):
-        return _binary("bitwise_or", other, self)
 
     def __ior__(self, other):
         return self._inplace("bitwise_or", other)
 
-    def __xor__(self, other):
-        return _binary("bitwise_xor", self, other)
-
-    def __rxor__(self, other):
-        return _binary("bitwise_xor", other, self)
 
     def __ixor__(self, other):
         return self._inplace("bitwise_xor", other)
 
-    def __lshift__(self, other):
-        return _binary("bitwise_left_shift", self, other)
-
-    def __rlshift__(self, other):
-        return _binary("bitwise_left_shift", other, self)
 
     def __ilshift__(self, other):
         return self._inplace("bitwise_left_shift", other)
 
-    def __rshift__(self, other):
-        return _binary("bitwise_right_shift", self, other)
-
-    def __rrshift__(self, other):
-        return _binary("bitwise_right_shift", other, self)
 
     def __irshift__(self, other):
         return self._inplace("bitwise_right_shift", other)
 
-    def __eq__(self, other):
-        return _binary("equal", self, other)
-
-    def __ne__(self, other):
-        return _binary("not_equal", self, other)
-
-    def __lt__(self, other):
-        return _binary("less", self, other)
-
-    def __le__(self, other):
-        return _binary("less_equal", self, other)
-
-    def __gt__(self, other):
-        return _binary("greater", self, other)
-
-    def __ge__(self, other):
-        return _binary("greater_equal", self, other)
-
-    __hash__ = None  # mutable through __setitem__ and in-place operators, like NumPy arrays
 
     def _inplace(self, name: str, other):
         """``self <op>= other``: the result must keep ``self``'s shape and dtype."""
@@ -695,25 +545,6 @@ class BCOOArray(ScipyMethodsMixin):
         """Take over ``other``'s buffers and metadata (in-place operations)."""
         self._set(other.data, other.indices, other.shape, other.n_batch, other.n_dense, other._fill,
                   other.indices_sorted, other.unique_indices)
-
-    def astype(self, dtype, /, *, copy: bool = True, device=None) -> "BCOOArray":
-        """Cast to ``dtype`` (same as :func:`bcoo_array.astype`)."""
-        return namespace().astype(self, dtype, copy=copy, device=device)
-
-
-_SCALARS_AND_ARRAYS = (BCOOArray, bool, int, float, complex, np.ndarray, np.generic, jax.Array)
-
-
-def _is_operand(x) -> bool:
-    """Whether an operator should handle ``x`` (else it returns NotImplemented)."""
-    return isinstance(x, _SCALARS_AND_ARRAYS) or foreign_kind(x) is not None
-
-
-def _binary(name: str, x1, x2):
-    """``x1 <op> x2`` through the namespace function ``name``; NotImplemented for unknown operands."""
-    if not (_is_operand(x1) and _is_operand(x2)):
-        return NotImplemented
-    return getattr(namespace(), name)(x1, x2)
 
 
 def _as_jax(x, dtype, argname):

@@ -21,6 +21,11 @@ import functools
 _PROTOCOL = "__bcoo_function__"
 
 
+def is_routed_type(t: type) -> bool:
+    """Whether instances of ``t`` implement namespace functions through ``__bcoo_function__``."""
+    return hasattr(t, _PROTOCOL)
+
+
 def _implementer(args, kwargs):
     for a in args:
         t = type(a)

@@ -40,7 +40,7 @@ LAYERS: dict[str, int] = {
     # 2 kernels (buffers only)
     "_kernels": 2,
     # 3 the array class
-    "_namespace": 3, "_scipy_methods": 3, "_array_object": 3,
+    "_namespace": 3, "_scipy_methods": 3, "_array_object": 3, "_array_base": 3,
     # 4 operands and the fill rule
     "_relayout": 4, "_convert": 4, "_operands": 4, "_fill_rule": 4,
     # 5 the chapters of the standard

@@ -27,6 +27,7 @@ import numpy as np
 
 import bcoo_array as xp
 
+from .._layout import is_concrete
 from .operands import (
     UNSET,
     counting_input,
@@ -293,8 +294,6 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         raise TypeError("numpy.unique(): axis= is not supported for BCOOArray; only flattened uniques")
     x = sparse_arg(ar)
     if equal_nan and x.dtype.kind in "fc":
-        from .._layout import is_concrete
-
         if not is_concrete(x.data, x.indices):
             raise TypeError("numpy.unique(): equal_nan=True needs concrete values; pass equal_nan=False under jit")
         if bool(xp.any(xp.isnan(x))):

@@ -21,6 +21,7 @@ import numpy as np
 
 import bcoo_array as xp
 
+from .._layout import is_concrete
 from .operands import (
     PY_SCALARS,
     UNSET,
@@ -336,7 +337,6 @@ def _nan_arg(name, a, axis, out, keepdims, is_max):
     x = sparse_arg(a)
     if x.dtype.kind in "fc":
         seen = _count_not_nan(x, axis, False)
-        from .._layout import is_concrete
 
         if is_concrete(seen.data, seen.indices) and bool(xp.any(xp.equal(seen, 0))):
             raise ValueError(f"numpy.{name}(): all-NaN slice encountered")

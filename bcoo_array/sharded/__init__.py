@@ -15,6 +15,7 @@ a TypeError asking to gather first. See docs/sharded.md for the partitions
 and what each device stores.
 """
 
+from .. import from_scipy as _fs
 from ._array import ShardedBCOOArray, shard, unshard
 from ._distributed import initialize_cpu_cluster, process_local_result
 
@@ -24,8 +25,6 @@ def from_scipy(mat, mesh, spec, **kw) -> ShardedBCOOArray:
 
     Parameters and errors as in :func:`bcoo_array.from_scipy` and :func:`shard`.
     """
-    from .. import from_scipy as _fs
-
     return shard(_fs(mat, **kw), mesh, spec)
 
 

@@ -18,11 +18,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 import bcoo_array as xp
 
+from .._array_base import ArrayBase
 from .._array_object import BCOOArray
 from .._fill import fill_from_key, fill_key
 from .._layout import is_concrete, prod
 from .._relayout import dense_layout, update_layout
-from .._version import API_VERSION
 from . import _partition
 
 
@@ -32,7 +32,7 @@ def spec_entry(mesh_axes: tuple):
 
 
 @jax.tree_util.register_pytree_node_class
-class ShardedBCOOArray:
+class ShardedBCOOArray(ArrayBase):
     """A BCOOArray partitioned along one dimension over the devices of a mesh.
 
     Create it with :func:`bcoo_array.sharded.shard`; gather it with
@@ -66,7 +66,7 @@ class ShardedBCOOArray:
 
     __slots__ = ("data", "indices", "shape", "axis", "mesh", "mesh_axes", "n_batch", "n_dense", "_fill",
                  "indices_sorted", "unique_indices")
-    __array_priority__ = 110
+    __array_priority__ = 110  # above BCOOArray's, so NumPy and BCOOArray defer to it
 
     def __init__(self, *args, **kwargs):
         raise TypeError("create a ShardedBCOOArray with bcoo_array.sharded.shard(A, mesh, spec)")
@@ -111,25 +111,6 @@ class ShardedBCOOArray:
 
     # -- metadata ------------------------------------------------------------------------
 
-    @property
-    def dtype(self) -> np.dtype:
-        """The dtype of the stored data and of the fill value."""
-        return np.dtype(self.data.dtype)
-
-    @property
-    def fill_value(self) -> np.generic:
-        """The value of every unstored entry."""
-        return self._fill
-
-    @property
-    def ndim(self) -> int:
-        """Number of dimensions."""
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        """Number of elements (stored or not)."""
-        return prod(self.shape)
 
     @property
     def n_blocks(self) -> int:
@@ -148,15 +129,6 @@ class ShardedBCOOArray:
         s[self.axis] = self.block
         return tuple(s)
 
-    @property
-    def nse(self) -> int:
-        """Stored entries per block (per block batch element), padding included."""
-        return int(self.indices.shape[-2])
-
-    @property
-    def n_sparse(self) -> int:
-        """Number of sparse dimensions of each block."""
-        return int(self.indices.shape[-1])
 
     @property
     def sharding(self) -> NamedSharding:
@@ -173,22 +145,6 @@ class ShardedBCOOArray:
         """The sharding the blocks live on (pass a single device to :meth:`to_device` to gather)."""
         return self.sharding
 
-    @property
-    def T(self) -> "ShardedBCOOArray":
-        """Transpose of a 2-D array; the partition moves with the dimension."""
-        if self.ndim != 2:
-            raise ValueError(f".T needs a 2-D array, this one is {self.ndim}-D; use permute_dims or .mT")
-        return xp.permute_dims(self, (1, 0))
-
-    @property
-    def mT(self) -> "ShardedBCOOArray":
-        """Transpose of the last two dimensions."""
-        return xp.matrix_transpose(self)
-
-    def __len__(self) -> int:
-        if self.ndim == 0:
-            raise TypeError("len() of a 0-d array")
-        return self.shape[0]
 
     def __repr__(self) -> str:
         return (f"ShardedBCOOArray(shape={self.shape}, dtype={self.dtype}, axis={self.axis}, "
@@ -250,14 +206,6 @@ class ShardedBCOOArray:
         return map_blocks(lambda blk: blk.sum_duplicates(nse=blk.nse, remove_padding=False), self,
                           key=("sum_duplicates",))
 
-    def astype(self, dtype, /, *, copy: bool = True, device=None):
-        """Cast every block to ``dtype`` (see :func:`bcoo_array.astype`)."""
-        return xp.astype(self, dtype, copy=copy, device=device)
-
-    def __array_namespace__(self, *, api_version: str | None = None):
-        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", API_VERSION):
-            raise ValueError(f"api_version={api_version!r} is not supported; use {API_VERSION!r}")
-        return xp
 
     def __array__(self, dtype=None, copy=None):
         raise RuntimeError("converting a ShardedBCOOArray to NumPy would gather and densify it; "
@@ -278,118 +226,6 @@ class ShardedBCOOArray:
         """The linear operator ``x -> A @ x`` for dense ``x``: a replicated :class:`jax.Array`."""
         y = xp.matmul(self, x)
         return y.todense()
-
-    # -- operators: each calls the namespace function of the same meaning --------------
-
-    def __add__(self, other):
-        return xp.add(self, other)
-
-    def __radd__(self, other):
-        return xp.add(other, self)
-
-    def __sub__(self, other):
-        return xp.subtract(self, other)
-
-    def __rsub__(self, other):
-        return xp.subtract(other, self)
-
-    def __mul__(self, other):
-        return xp.multiply(self, other)
-
-    def __rmul__(self, other):
-        return xp.multiply(other, self)
-
-    def __truediv__(self, other):
-        return xp.divide(self, other)
-
-    def __rtruediv__(self, other):
-        return xp.divide(other, self)
-
-    def __floordiv__(self, other):
-        return xp.floor_divide(self, other)
-
-    def __rfloordiv__(self, other):
-        return xp.floor_divide(other, self)
-
-    def __mod__(self, other):
-        return xp.remainder(self, other)
-
-    def __rmod__(self, other):
-        return xp.remainder(other, self)
-
-    def __pow__(self, other):
-        return xp.pow(self, other)
-
-    def __rpow__(self, other):
-        return xp.pow(other, self)
-
-    def __matmul__(self, other):
-        return xp.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return xp.matmul(other, self)
-
-    def __and__(self, other):
-        return xp.bitwise_and(self, other)
-
-    def __rand__(self, other):
-        return xp.bitwise_and(other, self)
-
-    def __or__(self, other):
-        return xp.bitwise_or(self, other)
-
-    def __ror__(self, other):
-        return xp.bitwise_or(other, self)
-
-    def __xor__(self, other):
-        return xp.bitwise_xor(self, other)
-
-    def __rxor__(self, other):
-        return xp.bitwise_xor(other, self)
-
-    def __lshift__(self, other):
-        return xp.bitwise_left_shift(self, other)
-
-    def __rlshift__(self, other):
-        return xp.bitwise_left_shift(other, self)
-
-    def __rshift__(self, other):
-        return xp.bitwise_right_shift(self, other)
-
-    def __rrshift__(self, other):
-        return xp.bitwise_right_shift(other, self)
-
-    def __eq__(self, other):
-        return xp.equal(self, other)
-
-    def __ne__(self, other):
-        return xp.not_equal(self, other)
-
-    def __lt__(self, other):
-        return xp.less(self, other)
-
-    def __le__(self, other):
-        return xp.less_equal(self, other)
-
-    def __gt__(self, other):
-        return xp.greater(self, other)
-
-    def __ge__(self, other):
-        return xp.greater_equal(self, other)
-
-    def __neg__(self):
-        return xp.negative(self)
-
-    def __pos__(self):
-        return xp.positive(self)
-
-    def __abs__(self):
-        return xp.abs(self)
-
-    def __invert__(self):
-        return xp.bitwise_invert(self)
-
-    __hash__ = None
 
 
 def _parse_spec(spec, mesh: Mesh, ndim: int):
