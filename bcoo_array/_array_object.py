@@ -124,7 +124,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             for k, c in enumerate(cols):
                 if is_concrete(c) and np.asarray(c).dtype.kind not in "iu":
                     raise TypeError(f"index array {k} has dtype {np.asarray(c).dtype}; indices must be integers")
-            check_index_values(_stack_np(cols, len(shape)), shape, 0) if all(is_concrete(c) for c in cols) else None
+            if all(is_concrete(c) for c in cols):
+                check_index_values(_stack_np(cols, len(shape)), shape, 0, allow_padding=False)
             idt = index_dtype_for(shape)
             indices = jnp.stack([jnp.asarray(c, idt) for c in cols], axis=1) if cols else jnp.zeros((data.shape[0], 0), idt)
             n_batch = 0

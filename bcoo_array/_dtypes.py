@@ -104,9 +104,15 @@ def canonicalize_dtype(dtype, *, argname: str = "dtype") -> np.dtype:
         raise ValueError(
             f"{argname}={dt} needs JAX's 64-bit mode, which is off; JAX would silently "
             "downcast it. Turn it on with jax.config.update('jax_enable_x64', True) "
-            "or the environment variable JAX_ENABLE_X64=1 before creating arrays."
+            "or the environment variable JAX_ENABLE_X64=1 before creating arrays, or ask "
+            f"for a 32-bit dtype (e.g. dtype=bcoo_array.{_HALF_WIDTH.get(dt.name, 'float32')}, "
+            "or cast the input with .astype first)."
         )
     return dt
+
+
+#: The 32-bit dtype of the same kind, offered in the x64 error message.
+_HALF_WIDTH = {"float64": "float32", "int64": "int32", "uint64": "uint32", "complex128": "complex64"}
 
 
 def isdtype_kind(dtype: np.dtype, kind) -> bool:

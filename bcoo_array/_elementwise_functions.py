@@ -139,6 +139,8 @@ _acosh = _complex_fix(jnp.arccosh, [
 ])
 _acos = _complex_fix(jnp.arccos, [
     (lambda re, im: (re == 0) & jnp.isnan(im), complex(_PI_2, _NAN)),
+    (lambda re, im: jnp.isfinite(re) & (re != 0) & jnp.isnan(im), complex(_NAN, _NAN)),
+    (lambda re, im: jnp.isnan(re) & jnp.isfinite(im), complex(_NAN, _NAN)),
 ])
 _atanh = _complex_fix(jnp.arctanh, [
     (lambda re, im: jnp.isnan(re) & ~jnp.isinf(im), complex(_NAN, _NAN)),

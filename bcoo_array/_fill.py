@@ -9,6 +9,8 @@ loses nothing.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Callable
 
 import jax
@@ -93,8 +95,28 @@ def fill_from_key(key: tuple[str, bytes]) -> np.generic:
     return np.frombuffer(key[1], dtype=np.dtype(key[0]))[0]
 
 
+_FILL_RESULTS: "OrderedDict[tuple, np.generic]" = OrderedDict()
+_FILL_RESULTS_SIZE = 1024
+_FILL_LOCK = threading.Lock()
+
+
 def eval_fill(fn: Callable, *fills) -> np.generic:
-    """Evaluate ``fn`` on scalar fill values at trace time; a NumPy scalar."""
+    """Evaluate ``fn`` on scalar fill values at trace time; a NumPy scalar.
+
+    ``fn`` runs through JAX (so the result is exactly what the same function
+    gives on stored entries); results are remembered per ``(fn, fills)``,
+    since an eager JAX call costs far more than the lookup. The key holds
+    ``fn`` itself, so a function's id is never reused while it is cached.
+    """
+    key = (fn, *(fill_key(np.asarray(f)) for f in fills))
+    with _FILL_LOCK:
+        hit = _FILL_RESULTS.get(key)
+    if hit is not None:
+        return hit
     with jax.ensure_compile_time_eval():
-        out = fn(*(jnp.asarray(f) for f in fills))
-    return np.asarray(out)[()]
+        out = np.asarray(fn(*(jnp.asarray(f) for f in fills)))[()]
+    with _FILL_LOCK:
+        _FILL_RESULTS[key] = out
+        while len(_FILL_RESULTS) > _FILL_RESULTS_SIZE:
+            _FILL_RESULTS.popitem(last=False)
+    return out

@@ -30,6 +30,7 @@ import numpy as np
 
 from ._array_object import BCOOArray
 from ._dtypes import result_type
+from ._kernels import host, slicing
 from ._kernels.union import take_or_fill, union
 from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod
 from ._manipulation_functions import expand_dims, reshape
@@ -198,6 +199,9 @@ def getitem(x: BCOOArray, key) -> BCOOArray:
     ValueError
         For a boolean mask under ``jax.jit``.
     """
+    fast = _matrix_row_or_column(x, key)
+    if fast is not None:
+        return fast
     key = _expand(key, x.ndim)
     arrays = [k for k in key if _is_int_array(k) or (_is_bool_array(k) and not isinstance(k, bool))]
     if any(isinstance(k, bool) for k in key):
@@ -225,6 +229,46 @@ def getitem(x: BCOOArray, key) -> BCOOArray:
         "this mix of integer arrays with slices or None is not supported; index with integer arrays on "
         "every axis, or one integer array with basic indices"
     )
+
+
+def _int_key(k, size: int):
+    """``k`` as an in-range non-negative int if it is an integer key, else None."""
+    if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+        k = int(k)
+        if -size <= k < size:
+            return k % size
+    return None
+
+
+def _matrix_row_or_column(x: BCOOArray, key):
+    """``A[i]``, ``A[i, :]`` or ``A[:, j]`` of a 2-D matrix by scipy's CSR / CSC slicing on the host, or None.
+
+    Taken for a 2-D array with every dimension sparse and concrete CPU
+    buffers (:mod:`._kernels.slicing`); other arrays and keys take the
+    general path, which gives the same values.
+    """
+    if x.ndim != 2 or x.n_batch or x.n_dense:
+        return None
+    if not isinstance(key, tuple):
+        key = (key,)
+    is_full = [isinstance(k, slice) and k == slice(None) for k in key]
+    if len(key) == 1 or (len(key) == 2 and is_full[1]):
+        i = _int_key(key[0], x.shape[0])
+        got = None if i is None else slicing.row(x.data, x.indices, x.shape, i)
+        length = x.shape[1]
+    elif len(key) == 2 and is_full[0]:
+        j = _int_key(key[1], x.shape[1])
+        got = None if j is None else slicing.column(x.data, x.indices, x.shape, j)
+        length = x.shape[0]
+    else:
+        return None
+    if got is None:
+        return None
+    values, positions, canonical = got
+    indices = positions.astype(index_dtype_for((length,)))[:, None]
+    return BCOOArray._from_buffers(host.to_device(values), host.to_device(indices), (length,),
+                                   n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                   indices_sorted=canonical, unique_indices=canonical)
 
 
 def _basic(x: BCOOArray, key) -> BCOOArray:

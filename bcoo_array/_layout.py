@@ -122,8 +122,11 @@ def check_buffers(data, indices, shape, n_batch: int, n_dense: int) -> None:
             raise ValueError(f"indices batch dimension {i} has size {indices.shape[i]}; expected {shape[i]} (or 1)")
 
 
-def check_index_values(indices, shape, n_batch: int) -> None:
+def check_index_values(indices, shape, n_batch: int, *, allow_padding: bool = True) -> None:
     """Eagerly check that every index is in range or is padding.
+
+    With ``allow_padding=False`` (coordinates in scipy's form, where there is
+    no padding) an index equal to its dimension is out of range too.
 
     Each index must satisfy ``0 <= i <= size`` of its sparse dimension; the value
     ``size`` itself marks padding, as in JAX.
@@ -149,7 +152,12 @@ def check_index_values(indices, shape, n_batch: int) -> None:
             raise ValueError(
                 f"index {int(lo)} on axis {axis} is negative; indices must lie in [0, {shape[axis]})"
             )
-        if hi > shape[axis]:
+        if hi > shape[axis] or (hi == shape[axis] and not allow_padding):
+            if not allow_padding:
+                raise ValueError(
+                    f"index {int(hi)} on axis {axis} exceeds the dimension {shape[axis]}; "
+                    f"indices must lie in [0, {shape[axis]})"
+                )
             raise ValueError(
                 f"index {int(hi)} on axis {axis} is out of bounds for size {shape[axis]}; "
                 f"indices must lie in [0, {shape[axis]}) (the value {shape[axis]} marks padding)"

@@ -129,7 +129,17 @@ def _apply_plan(data, order, segment, n_out: int, reduce: str):
 
 
 def todense(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool):
-    """Scatter the stored entries into a dense array of ``shape``; unstored get ``fill``."""
+    """Scatter the stored entries into a dense array of ``shape``; unstored get ``fill``.
+
+    One compiled call per layout (eagerly too): ``fill`` travels as a 0-d
+    array, so NaN fill values hit the compilation cache like any other.
+    """
+    return _todense(data, indices, np.asarray(fill, data.dtype), shape=tuple(shape), n_batch=n_batch,
+                    n_dense=n_dense, fill_is_zero=bool(fill_is_zero))
+
+
+@partial(jax.jit, static_argnames=("shape", "n_batch", "n_dense", "fill_is_zero"))
+def _todense(data, indices, fill, shape, n_batch: int, n_dense: int, fill_is_zero: bool):
     db, ib = flatten_batch(data, indices, shape, n_batch)
     sizes = sparse_sizes(shape, n_batch, n_dense)
     dense_shape = tuple(shape[len(shape) - n_dense:])
@@ -149,7 +159,7 @@ def todense(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero
             return out
         mask = jnp.zeros(sizes, bool).at[where].set(True, mode="drop")
         mask = mask.reshape(mask.shape + (1,) * len(dense_shape))
-        return jnp.where(mask, out, jnp.asarray(fill, d.dtype))
+        return jnp.where(mask, out, fill)
 
     if len(sizes) == 0:
         # every stored entry sits at the single position (); nse == 0 means unstored.
@@ -160,7 +170,7 @@ def todense(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero
                 out = jnp.sum(d, axis=0, dtype=d.dtype)  # no promotion of small ints
             if fill_is_zero:
                 return out
-            return out if d.shape[0] else jnp.full(dense_shape, fill, d.dtype)
+            return out if d.shape[0] else jnp.broadcast_to(fill, dense_shape)
 
     out = jax.vmap(one)(db, ib)
     return out.reshape(shape)

@@ -11,7 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._layout import is_concrete
+from .cache import PLANS
 from .csr import _csr_arrays_numpy, csr_arrays
+from .host import to_device
 from .plan import group_batched, group_numpy
 
 
@@ -102,15 +104,23 @@ def union_apply_2d(fn, dx, ix, dy, iy, shape, fill_x, fill_y):
         The values on the sorted union and its indices; None when the inputs
         are not canonical (the caller then takes the general path).
     """
-    sx = csr_arrays(ix, tuple(shape))
-    sy = csr_arrays(iy, tuple(shape))
+    plan = PLANS.get((ix, iy), ("union-2d", *shape), lambda: _union_plan_2d(ix, iy, tuple(shape)))
+    if plan is None:
+        return None
+    idx, pos_x, pos_y = plan
+    data = _apply_union(fn, dx, dy, pos_x, pos_y, np.asarray(fill_x, dx.dtype), np.asarray(fill_y, dy.dtype))
+    return data, idx
+
+
+def _union_plan_2d(ix, iy, shape):
+    """The merged indices and both position maps, as device arrays (cached per pair of index buffers)."""
+    sx = csr_arrays(ix, shape)
+    sy = csr_arrays(iy, shape)
     if (sx is None or sy is None or not (sx.canonical and sy.canonical)
             or max(sx.n_valid, sy.n_valid) >= 2**31 - 1):  # entry numbers must fit 32 bits
         return None
-    idx, pos_x, pos_y = _merge_csr(sx, sy, tuple(shape), np.dtype(ix.dtype))
-    data = _apply_union(fn, dx, dy, jnp.asarray(pos_x), jnp.asarray(pos_y),
-                        np.asarray(fill_x, dx.dtype), np.asarray(fill_y, dy.dtype))
-    return data, jnp.asarray(idx)
+    idx, pos_x, pos_y = _merge_csr(sx, sy, shape, np.dtype(ix.dtype))
+    return to_device(idx), to_device(pos_x), to_device(pos_y)
 
 
 def _merge_csr(sx, sy, shape, index_dtype):

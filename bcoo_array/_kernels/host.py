@@ -1,0 +1,42 @@
+"""Moving buffers between JAX and NumPy on the CPU without needless copies.
+
+Structural work (merging patterns, slicing rows, planning products) runs in
+NumPy and scipy on the host. :func:`host_buffers` gives zero-copy NumPy
+views of concrete CPU buffers; :func:`to_device` hands NumPy results to JAX
+from a 64-byte aligned buffer, which JAX's CPU client can take without a
+second copy (an unaligned NumPy array is copied, and NumPy's default
+alignment is 16 bytes).
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from .._layout import is_concrete
+
+
+def host_buffers(*arrays):
+    """Zero-copy NumPy views of concrete CPU arrays, or None (traced, or on another device)."""
+    if not is_concrete(*arrays):
+        return None
+    out = []
+    for a in arrays:
+        try:
+            if any(d.platform != "cpu" for d in a.devices()):
+                return None
+        except AttributeError:  # a NumPy array already
+            pass
+        out.append(np.asarray(a))
+    return out
+
+
+def to_device(x: np.ndarray) -> jax.Array:
+    """``x`` as a JAX array, copied once from a 64-byte aligned buffer (JAX's CPU client then aliases it)."""
+    if x.ctypes.data % 64:
+        buf = np.empty(x.nbytes + 64, np.uint8)
+        off = (-buf.ctypes.data) % 64
+        y = buf[off:off + x.nbytes].view(x.dtype).reshape(x.shape)
+        y[...] = x
+        x = y
+    return jax.device_put(x)

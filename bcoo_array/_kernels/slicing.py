@@ -1,0 +1,90 @@
+"""Rows and columns of a 2-D matrix on the host: scipy's CSR / CSC slicing.
+
+For a 2-D matrix whose buffers are concrete and live on the CPU, ``A[i]``
+and ``A[:, j]`` are a slice (rows) or a gather (columns) of zero-copy NumPy
+views of the buffers, guided by cached structures: the CSR row pointer of
+:func:`.csr.csr_arrays` and a column plan (the stable order of the valid
+entries by column, and the column pointer), computed once per index buffer.
+This is the work scipy.sparse does for ``csr[i]`` / ``csc[:, j]``, without
+one XLA dispatch per primitive. The callers fall back to the general
+(traceable) indexing when :func:`host_buffers` says the buffers are not
+available on the host.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .cache import PLANS
+from .csr import csr_arrays
+from .host import host_buffers
+
+
+class ColumnPlan(NamedTuple):
+    """The valid entries of a row-sorted 2-D COO matrix, grouped by column (stable: rows stay sorted)."""
+
+    order: np.ndarray  # (n_valid,) positions of the entries, column by column
+    rows: np.ndarray  # (n_valid,) their rows
+    colptr: np.ndarray  # (n + 1,) start of each column in ``order``
+
+
+def _column_plan_numpy(indices, shape) -> ColumnPlan | None:
+    st = csr_arrays(indices, shape)
+    if st is None:
+        return None
+    m, n = shape
+    cols = st.cols
+    order = np.argsort(cols, kind="stable")
+    rows = np.repeat(np.arange(m, dtype=cols.dtype), np.diff(st.indptr))
+    colptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=n), out=colptr[1:])
+    return ColumnPlan(order, rows[order], colptr)
+
+
+def column_plan(indices, shape: tuple[int, int]) -> ColumnPlan | None:
+    """The (cached) :class:`ColumnPlan` of concrete 2-D ``indices``, or None unless rows are sorted."""
+    m, n = shape
+    return PLANS.get((indices,), ("csc-np", m, n), lambda: _column_plan_numpy(indices, (m, n)))
+
+
+def row(data, indices, shape: tuple[int, int], i: int):
+    """Row ``i`` (``0 <= i < m``) of a zero-filled 2-D COO matrix, or None when the host path does not apply.
+
+    Returns
+    -------
+    values : numpy.ndarray, shape ``(nnz_i,)``
+    columns : numpy.ndarray, shape ``(nnz_i,)``
+        Sorted when the matrix is canonical (see ``canonical``).
+    canonical : bool
+        Whether the row's columns are strictly increasing.
+    """
+    host = host_buffers(data, indices)
+    if host is None:
+        return None
+    st = csr_arrays(indices, shape)
+    if st is None:
+        return None
+    lo, hi = int(st.indptr[i]), int(st.indptr[i + 1])
+    return host[0][lo:hi], st.cols[lo:hi], st.canonical
+
+
+def column(data, indices, shape: tuple[int, int], j: int):
+    """Column ``j`` (``0 <= j < n``) of a 2-D COO matrix, or None when the host path does not apply.
+
+    Returns
+    -------
+    values : numpy.ndarray, shape ``(nnz_j,)``
+    rows : numpy.ndarray, shape ``(nnz_j,)``, sorted
+    canonical : bool
+        Whether the matrix has no duplicate entries (then the rows are unique).
+    """
+    host = host_buffers(data, indices)
+    if host is None:
+        return None
+    plan = column_plan(indices, shape)
+    if plan is None:
+        return None
+    lo, hi = int(plan.colptr[j]), int(plan.colptr[j + 1])
+    return host[0][plan.order[lo:hi]], plan.rows[lo:hi], csr_arrays(indices, shape).canonical
