@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import operator
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -24,7 +23,7 @@ from ._array_object import BCOOArray
 from ._elementwise_functions import conj, multiply
 from ._fill import same_value_np
 from ._kernels.matmul import batched_spmm, spgemm, spmm
-from ._layout import index_dtype_for, is_concrete, prod
+from ._layout import index_dtype_for, is_concrete, is_tracer, prod
 from ._manipulation_functions import permute_dims, reshape
 from ._operands import as_operand, as_sparse, cast, check_category
 from ._relayout import broadcast, dense_layout, is_dense_layout, update_layout
@@ -49,9 +48,11 @@ _EMPTY_INDICES = {}
 
 def _dense_result(data) -> BCOOArray:
     """Wrap ``data`` of shape ``(1, *shape)`` as a dense-layout BCOOArray (no eager reshaping)."""
-    idx = _EMPTY_INDICES.get(None)
-    if idx is None:
-        with jax.ensure_compile_time_eval():
+    if is_tracer(data):
+        idx = jnp.zeros((1, 0), jnp.int32)  # a constant of this trace (a cached array may belong to another mesh)
+    else:
+        idx = _EMPTY_INDICES.get(None)
+        if idx is None:
             idx = _EMPTY_INDICES[None] = jnp.zeros((1, 0), jnp.int32)
     shape = tuple(data.shape[1:])
     return BCOOArray._from_buffers(data, idx, shape, n_batch=0, n_dense=len(shape),

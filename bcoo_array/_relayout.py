@@ -36,9 +36,11 @@ def is_dense_layout(x) -> bool:
 
     Such an array (what :func:`dense_layout` makes, and what products with a
     dense operand return) is best handled as the dense array ``x.data[0]``;
-    converting it to COO would store one index row per entry.
+    converting it to COO would store one index row per entry. (A 0-d array
+    has no sparse dimension whatever its layout, so it is not counted.)
     """
-    return isinstance(x, BCOOArray) and x.n_batch == 0 and x.n_sparse == 0 and x.data.shape[0] == 1
+    return (isinstance(x, BCOOArray) and x.ndim > 0 and x.n_batch == 0 and x.n_sparse == 0
+            and x.data.shape[0] == 1)
 
 
 def update_layout(x: BCOOArray, n_batch: int, n_dense: int) -> BCOOArray:

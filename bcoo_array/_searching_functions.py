@@ -20,9 +20,10 @@ from ._data_type_functions import astype
 from ._elementwise_functions import not_equal
 from ._fill import eval_fill
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
+from ._kernels.reduce import arg_extreme_rows
 from ._kernels.union import take_or_fill, union
-from ._layout import is_concrete, normalize_axis
-from ._manipulation_functions import broadcast_to
+from ._layout import is_concrete, normalize_axis, prod
+from ._manipulation_functions import broadcast_to, permute_dims, reshape
 from ._operands import (
     PY_SCALARS,
     as_operand,
@@ -32,7 +33,7 @@ from ._operands import (
     scalar_dtype,
     scalar_to_array,
 )
-from ._relayout import dense_layout, to_coo, update_layout
+from ._relayout import dense_layout, is_dense_layout, to_coo, update_layout
 from ._statistical_functions import sum as _sum
 from ._routing import routed
 
@@ -44,19 +45,29 @@ def _dense(x):
 def _arg_extreme(x, axis, keepdims, name, fn):
     x = as_sparse(x)
     check_category(x.dtype, "real numeric", name)
-    dense = x.todense()
     if axis is None:
         if x.size == 0:
             raise ValueError(f"{name}() of an empty array has no result; pass a non-empty array")
-        out = fn(dense.reshape(-1))
-        if keepdims:
-            out = out.reshape((1,) * x.ndim)
+        ax = None
+        m2 = reshape(x, (1, x.size))
+        out_shape = (1,) * x.ndim if keepdims else ()
     else:
         ax = normalize_axis(axis, x.ndim)
         if x.shape[ax] == 0:
             raise ValueError(f"{name}() along axis {ax} of size 0 has no result; pass a non-empty axis")
-        out = fn(dense, axis=ax, keepdims=keepdims)
-    return dense_layout(out.astype(_dtypes.default_int()))
+        rest = tuple(s for i, s in enumerate(x.shape) if i != ax)
+        moved = permute_dims(x, tuple(i for i in range(x.ndim) if i != ax) + (ax,))
+        m2 = reshape(moved, (prod(rest), x.shape[ax]))
+        out_shape = tuple(1 if i == ax else s for i, s in enumerate(x.shape)) if keepdims else rest
+    if is_dense_layout(x):
+        dense = x.todense()
+        out = fn(dense.reshape(-1)) if ax is None else fn(dense, axis=ax)
+        return dense_layout(out.astype(_dtypes.default_int()).reshape(out_shape))
+    # Sparse search: O(nse + rows) memory, never the dense array (see _kernels.reduce.arg_extreme_rows).
+    c = to_coo(m2)._canonical()
+    pos = arg_extreme_rows(c.data, c.indices[:, 0], c.indices[:, 1], m2.shape[0], m2.shape[1], c.fill_value,
+                           bool(np.isnan(c.fill_value)) if c.dtype.kind == "f" else False, fn is jnp.argmax)
+    return dense_layout(pos.astype(_dtypes.default_int()).reshape(out_shape))
 
 
 _ARG_DOC = """Indices of the {what} values along ``axis`` (array API ``{name}``).

@@ -151,3 +151,61 @@ def _identity(op: str, dtype, u):
     if op == "prod":
         return jnp.ones((), dtype)
     return u
+
+
+def arg_extreme_rows(values, rows, cols, n_rows: int, n_cols: int, fill, fill_is_nan: bool, maximize: bool):
+    """Column of the first maximum (or minimum) of each row of a 2-D COO matrix, unstored entries = ``fill``.
+
+    Parameters
+    ----------
+    values : array, shape ``(nse,)``
+        Stored values of a real dtype (may be traced).
+    rows, cols : integer arrays, shape ``(nse,)``
+        Canonical coordinates (sorted by row then column, unique); padding
+        rows (``row == n_rows``) come last and are ignored.
+    n_rows, n_cols : int
+        The matrix shape; ``n_cols >= 1``.
+    fill : scalar
+        The value of unstored entries.
+    fill_is_nan : bool
+    maximize : bool
+        ``argmax`` (True) or ``argmin``.
+
+    Returns
+    -------
+    array, shape ``(n_rows,)``, the dtype of ``cols``
+        NumPy's semantics: NaN is the extreme, ties go to the smallest
+        column. Memory is O(nse + n_rows), never ``n_rows * n_cols``.
+    """
+    valid = rows < n_rows
+    seg = jnp.where(valid, rows, n_rows)
+    big = jnp.asarray(n_cols, cols.dtype)
+    masked = jnp.where(valid, values, jnp.asarray(fill, values.dtype))
+    if maximize:
+        best = jax.ops.segment_max(masked, seg, num_segments=n_rows + 1)[:n_rows]
+    else:
+        best = jax.ops.segment_min(masked, seg, num_segments=n_rows + 1)[:n_rows]
+    best_of_entry = best[jnp.minimum(seg, n_rows - 1)] if n_rows else masked
+    equal = masked == best_of_entry  # -0.0 ties with 0.0, as in NumPy
+    if jnp.issubdtype(values.dtype, jnp.inexact):
+        equal = equal | (jnp.isnan(masked) & jnp.isnan(best_of_entry))
+    is_best = valid & equal
+    best_col = jax.ops.segment_min(jnp.where(is_best, cols, big), seg, num_segments=n_rows + 1)[:n_rows]
+    count = jax.ops.segment_sum(valid.astype(cols.dtype), seg, num_segments=n_rows + 1)[:n_rows]
+    start = jnp.cumsum(count) - count
+    rank = jnp.arange(cols.shape[0], dtype=cols.dtype) - start[jnp.minimum(seg, max(n_rows - 1, 0))] \
+        if n_rows else jnp.zeros_like(cols)
+    gap_here = valid & (cols != rank)
+    first_gap = jax.ops.segment_min(jnp.where(gap_here, rank, big), seg, num_segments=n_rows + 1)[:n_rows]
+    first_gap = jnp.minimum(first_gap, count)  # no mismatch: the gap follows the stored run
+    has_gap = count < n_cols
+    fill_v = jnp.asarray(fill, values.dtype)
+    if fill_is_nan:
+        fill_wins = ~jnp.isnan(best) if jnp.issubdtype(values.dtype, jnp.inexact) else jnp.ones_like(has_gap)
+        tie = ~fill_wins
+    else:
+        best_nan = jnp.isnan(best) if jnp.issubdtype(values.dtype, jnp.inexact) else jnp.zeros_like(has_gap)
+        fill_wins = ~best_nan & ((fill_v > best) if maximize else (fill_v < best))
+        tie = ~best_nan & (fill_v == best)
+    pick_gap = has_gap & ((count == 0) | fill_wins | (tie & (first_gap < best_col)))
+    return jnp.where(pick_gap, first_gap, best_col)
