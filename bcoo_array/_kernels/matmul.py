@@ -4,6 +4,13 @@
 sparse) look at the buffers (concrete or traced indices, backend, dtype,
 number of right-hand columns) and call one named kernel:
 
+* first choice, concrete or traced indices: the native C++ kernel of
+  :mod:`.native` (a ``jax.ffi`` custom call, one loop over the entries that
+  reads the BCOO buffers as they are) when it is built and enabled
+  (``native.available()``: CPU backend, ``BCOO_ARRAY_NATIVE`` not ``0``) and
+  ``data`` and ``x`` share a float32/64 or complex64/128 dtype (int32/int64
+  indices). Measured faster than every kernel below on CPU (see
+  ``docs/performance.md``, "Native kernel"). Otherwise:
 * concrete indices, one right-hand column, CPU, many entries: the row-split
   ELL SpMV of :mod:`.ell`;
 * concrete indices, several floating columns, CPU: XLA's native CSR kernel
@@ -31,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._layout import is_concrete, is_tracer
-from . import csr, ell
+from . import csr, ell, native
 
 
 def _on_cpu() -> bool:
@@ -61,6 +68,9 @@ def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False)
         dense-layout BCOOArray. Duplicate entries add up.
     """
     m, k = shape
+    if (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype)
+            and native.available()):
+        return native.spmm(data, indices, x, m)
     if is_tracer(indices):
         out = coo_matmat(data, indices[:, 0], indices[:, 1], x, m, rows_sorted)
         return out[None]

@@ -1,0 +1,154 @@
+"""The optional native CPU kernel: ``y = A @ x`` straight from BCOO buffers.
+
+``bcoo_array._native._ffi`` (C++, built by ``setup.py`` with the package;
+optional) holds one XLA FFI handler, ``bcoo_array_coo_matmul``: a single
+loop over the stored entries that reads the ``(nse, 2)`` index buffer as is,
+skips padding (an index equal to its dimension; negative ones too) and
+accumulates ``data[i] * x[c]`` into ``y[r]`` (a row of ``n`` contiguous
+values for a 2-D ``x``). No plan is needed, so it runs eagerly and under
+``jit`` with traced indices alike. float32/64 and complex64/128 values,
+int32/int64 indices; the output is zeroed first and accumulated in its own
+dtype in storage order (a serial scatter-add).
+
+:func:`coo_matmul` wraps it in :func:`jax.custom_jvp`: the primal is the
+native call, the tangent the pure-XLA gather + segment sum
+(:func:`.matmul.coo_matmat`) of ``(d_data, x)`` and ``(data, d_x)``, so
+``jax.jvp`` works and ``jax.grad`` (w.r.t. ``data`` and ``x``) transposes
+the XLA tangent. ``jax.vmap`` adds leading batch dimensions that the kernel
+loops over (``vmap_method="expand_dims"``: an unbatched operand is read once,
+not copied).
+
+:func:`available` says whether the native path can run here: the extension
+imports, the default backend is CPU, and ``BCOO_ARRAY_NATIVE`` is not ``0``
+(set it to ``0`` to run the XLA kernels instead, e.g. to compare).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: FFI target name of the kernel.
+TARGET = "bcoo_array_coo_matmul"
+#: Value dtypes the kernel takes (``data`` and ``x`` must share one).
+DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+#: Index dtypes the kernel takes.
+INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
+_STATE: dict = {}
+
+
+def _load() -> bool:
+    """Import the extension and register its FFI targets (once); whether that worked."""
+    ok = _STATE.get("ok")
+    if ok is None:
+        try:
+            from .._native import _ffi
+        except ImportError as err:
+            _STATE["error"] = err
+            ok = False
+        else:
+            for name, capsule in _ffi.registrations().items():
+                jax.ffi.register_ffi_target(name, capsule, platform="cpu")
+            ok = True
+        _STATE["ok"] = ok
+    return ok
+
+
+def available() -> bool:
+    """Whether the native kernel can run: built, on the CPU backend, not disabled by ``BCOO_ARRAY_NATIVE=0``."""
+    if os.environ.get("BCOO_ARRAY_NATIVE", "1") == "0":
+        return False
+    return _load() and jax.default_backend() == "cpu"
+
+
+def supports(data_dtype, x_dtype, index_dtype) -> bool:
+    """Whether the kernel takes these dtypes (values float32/64 or complex64/128, equal; int32/int64 indices)."""
+    dt = np.dtype(data_dtype)
+    return dt in DTYPES and np.dtype(x_dtype) == dt and np.dtype(index_dtype) in INDEX_DTYPES
+
+
+def _ffi_matmul(data, indices, x, m: int):
+    out = jax.ShapeDtypeStruct((m,) + tuple(x.shape[1:]), data.dtype)
+    call = jax.ffi.ffi_call(TARGET, out, vmap_method="expand_dims")
+    return call(data, indices, x, m=np.int64(m))
+
+
+def _xla_matmul(data, indices, x, m: int):
+    """The pure-XLA product (gather + segment sum), with the kernel's padding rule."""
+    from .matmul import coo_matmat
+
+    k = x.shape[0]
+    rows, cols = indices[:, 0], indices[:, 1]
+    cols = jnp.where(cols < 0, k, cols)  # negative columns add nothing, as in the kernel
+    return coo_matmat(data, rows, cols, x, m)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(3,))
+def _coo_matmul(data, indices, x, m):
+    return _ffi_matmul(data, indices, x, m)
+
+
+@partial(_coo_matmul.defjvp, symbolic_zeros=True)
+def _coo_matmul_jvp(m, primals, tangents):
+    data, indices, x = primals
+    d_data, _, d_x = tangents
+    y = _coo_matmul(data, indices, x, m)
+    zero = jax.custom_derivatives.SymbolicZero
+    dy = None
+    if not isinstance(d_data, zero):
+        dy = _xla_matmul(d_data, indices, x, m)
+    if not isinstance(d_x, zero):
+        t = _xla_matmul(data, indices, d_x, m)
+        dy = t if dy is None else dy + t
+    if dy is None:
+        dy = jnp.zeros_like(y)
+    return y, dy
+
+
+def _check(data, indices, x, m):
+    if data.ndim != 1 or indices.ndim != 2 or indices.shape != (data.shape[0], 2) or x.ndim not in (1, 2):
+        raise ValueError(f"coo_matmul: shapes data {data.shape}, indices {indices.shape}, x {x.shape}")
+    if not supports(data.dtype, x.dtype, indices.dtype):
+        raise TypeError(f"coo_matmul: unsupported dtypes {data.dtype}, {indices.dtype}, {x.dtype}")
+    if m < 0:
+        raise ValueError("coo_matmul: m must be >= 0")
+
+
+def _coo_matmul_checked(data, indices, x, m):
+    _check(data, indices, x, m)
+    return _coo_matmul(data, indices, x, m)
+
+
+_coo_matmul_jit = jax.jit(_coo_matmul_checked, static_argnums=3)
+_spmm_jit = jax.jit(lambda data, indices, x, m: _coo_matmul_checked(data, indices, x, m)[None], static_argnums=3)
+
+
+def coo_matmul(data, indices, x, m: int):
+    """``A @ x`` with the native kernel, ``A`` the ``m``-row 2-D COO matrix ``(data, indices)``.
+
+    Parameters
+    ----------
+    data : (nse,) array, float32/64 or complex64/128 (may be traced)
+    indices : (nse, 2) int32 or int64 array (may be traced); entries with an
+        index out of range (padding: equal to the dimension) add nothing
+    x : (k,) or (k, n) array of ``data``'s dtype (may be traced)
+    m : int (static)
+
+    Returns
+    -------
+    jax.Array of shape ``(m,)`` or ``(m, n)``; duplicates add up.
+    One compiled dispatch when called eagerly. Requires :func:`available`.
+    """
+    _load()
+    return _coo_matmul_jit(data, indices, x, int(m))
+
+
+def spmm(data, indices, x, m: int):
+    """:func:`coo_matmul` with a leading axis of one (the convention of :func:`.matmul.spmm`)."""
+    _load()
+    return _spmm_jit(data, indices, x, int(m))

@@ -1,0 +1,99 @@
+// Native CPU kernel for y = A @ x, A a 2-D COO matrix given by its BCOO
+// buffers (data (nse,), indices (nse, 2)), registered with jax.ffi.
+//
+//   y[r, :] += data[i] * x[c, :]   for each entry i with 0 <= r < m, 0 <= c < k
+//
+// Entries with an out-of-range index (padding: index == dimension; negative
+// indices, defensively) add nothing. The output is zeroed first and
+// accumulated in the output dtype, entry by entry in storage order, so every
+// y[r, j] is the result of a serial loop over the entries (the summation
+// order of a sequential scatter-add). Row-sorted input (canonical form)
+// streams through memory; a run of consecutive entries of one row
+// accumulates in registers (kernels.h).
+//
+// Leading batch dimensions (from jax.vmap with vmap_method="expand_dims"):
+// data (*B, nse), indices (*B, nse, 2), x (*B, k) or (*B, k, n), out
+// (*B', m) or (*B', m, n); each input batch dimension is 1 (broadcast) or
+// equal to the output's.
+
+#include <complex>
+#include <cstdint>
+#include <cstring>
+
+#include "xla/ffi/api/ffi.h"
+
+#include "config.h"
+
+#define BCOO_KERNEL_NS bcoo_generic
+#include "kernels.h"
+#undef BCOO_KERNEL_NS
+
+#if BCOO_HAVE_AVX2
+namespace bcoo_avx2 {
+bool Compute(const xla::ffi::AnyBuffer& data, const xla::ffi::AnyBuffer& indices,
+             const xla::ffi::AnyBuffer& x, xla::ffi::Result<xla::ffi::AnyBuffer>& out,
+             int64_t batch_rank, int64_t nse, int64_t k, int64_t n, int64_t m, bool vec);
+}  // namespace bcoo_avx2
+#endif
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+bool UseAvx2() {
+#if BCOO_HAVE_AVX2
+  static const bool ok = __builtin_cpu_supports("avx2");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+ffi::Error CooMatmulImpl(ffi::AnyBuffer data, ffi::AnyBuffer indices,
+                         ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> out,
+                         int64_t m) {
+  const auto dd = data.dimensions(), id = indices.dimensions(), xd = x.dimensions(),
+             od = out->dimensions();
+  if (dd.size() < 1) return ffi::Error::InvalidArgument("coo_matmul: data must have rank >= 1");
+  const int64_t br = static_cast<int64_t>(dd.size()) - 1;
+  const int64_t xr = static_cast<int64_t>(xd.size()) - br;
+  if (static_cast<int64_t>(id.size()) != br + 2 || id[br + 1] != 2 || id[br] != dd[br])
+    return ffi::Error::InvalidArgument("coo_matmul: indices must have shape (..., nse, 2)");
+  if (xr != 1 && xr != 2)
+    return ffi::Error::InvalidArgument("coo_matmul: x must have shape (..., k) or (..., k, n)");
+  if (static_cast<int64_t>(od.size()) != br + xr || od[br] != m ||
+      (xr == 2 && od[br + 1] != xd[br + 1]))
+    return ffi::Error::InvalidArgument("coo_matmul: output shape mismatch");
+  for (int64_t b = 0; b < br; ++b) {
+    if ((dd[b] != 1 && dd[b] != od[b]) || (id[b] != 1 && id[b] != od[b]) ||
+        (xd[b] != 1 && xd[b] != od[b]))
+      return ffi::Error::InvalidArgument("coo_matmul: batch dimensions do not broadcast");
+  }
+  const ffi::DataType t = data.element_type();
+  if (x.element_type() != t || out->element_type() != t)
+    return ffi::Error::InvalidArgument("coo_matmul: data, x and output dtypes differ");
+  const int64_t nse = dd[br], k = xd[br], n = xr == 2 ? xd[br + 1] : 1;
+  const bool vec = xr == 1;
+  bool ok;
+#if BCOO_HAVE_AVX2
+  if (UseAvx2())
+    ok = bcoo_avx2::Compute(data, indices, x, out, br, nse, k, n, m, vec);
+  else
+#endif
+    ok = bcoo_generic::Compute(data, indices, x, out, br, nse, k, n, m, vec);
+  if (!ok)
+    return ffi::Error::InvalidArgument(
+        "coo_matmul: values must be float32, float64, complex64 or complex128 and "
+        "indices int32 or int64");
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(BcooArrayCooMatmul, CooMatmulImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()  // data
+                                  .Arg<ffi::AnyBuffer>()  // indices
+                                  .Arg<ffi::AnyBuffer>()  // x
+                                  .Ret<ffi::AnyBuffer>()  // y
+                                  .Attr<int64_t>("m"));

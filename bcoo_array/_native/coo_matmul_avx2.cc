@@ -1,0 +1,20 @@
+// The kernels of kernels.h compiled for AVX2 (no FMA: results stay
+// bit-identical to the generic build), chosen at run time by coo_matmul.cc
+// when the CPU has AVX2. Empty elsewhere (BCOO_HAVE_AVX2 = 0).
+
+#include <complex>
+#include <cstdint>
+#include <cstring>
+
+#include "xla/ffi/api/ffi.h"
+
+#include "config.h"
+
+#if BCOO_HAVE_AVX2
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define BCOO_KERNEL_NS bcoo_avx2
+#include "kernels.h"
+#undef BCOO_KERNEL_NS
+#pragma GCC pop_options
+#endif

@@ -1,0 +1,169 @@
+// Kernel templates of coo_matmul.cc, included once per instruction set
+// (namespace BCOO_KERNEL_NS): the generic build and, on x86-64 with GCC or
+// Clang, an AVX2 build (coo_matmul_avx2.cc) chosen at run time. Plain IEEE
+// operations only (no FMA contraction: C++17 ISO mode), so both builds give
+// bit-identical results.
+// No include guard: meant to be included once per namespace.
+
+#include <complex>
+#include <cstdint>
+#include <cstring>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace BCOO_KERNEL_NS {
+
+namespace ffi = xla::ffi;
+
+
+template <typename T>
+struct Arith {
+  static inline T mul(T a, T b) { return a * b; }
+};
+
+// Plain complex product (as XLA computes it), without the C99 Annex G
+// inf/nan recovery of std::complex's operator* (a libgcc call per product).
+template <typename R>
+struct Arith<std::complex<R>> {
+  static inline std::complex<R> mul(std::complex<R> a, std::complex<R> b) {
+    return std::complex<R>(a.real() * b.real() - a.imag() * b.imag(),
+                           a.real() * b.imag() + a.imag() * b.real());
+  }
+};
+
+template <typename T, typename I>
+void SpmvOne(const T* __restrict data, const I* __restrict idx, int64_t nse,
+             const T* __restrict x, int64_t k, T* __restrict y, int64_t m) {
+  const uint64_t um = static_cast<uint64_t>(m), uk = static_cast<uint64_t>(k);
+  int64_t cur = -1;  // row held in acc
+  T acc = T(0);
+  for (int64_t i = 0; i < nse; ++i) {
+    const int64_t r = static_cast<int64_t>(idx[2 * i]);
+    const int64_t c = static_cast<int64_t>(idx[2 * i + 1]);
+    // unsigned compare: rejects negatives and index >= dimension at once
+    if (static_cast<uint64_t>(r) >= um || static_cast<uint64_t>(c) >= uk) continue;
+    if (r != cur) {
+      if (cur >= 0) y[cur] = acc;
+      cur = r;
+      acc = y[r];
+    }
+    acc += Arith<T>::mul(data[i], x[c]);
+  }
+  if (cur >= 0) y[cur] = acc;
+}
+
+// Columns per register block of SpMM: 64 bytes of accumulators.
+template <typename T>
+constexpr int64_t kBlock = 64 / sizeof(T) > 0 ? 64 / sizeof(T) : 1;
+
+// y[r, :] += data[i] * x[c, :]. A run of consecutive entries of one row is
+// processed block of columns by block of columns, each block accumulated in
+// registers (loaded from y before the run, stored after it), so the order of
+// the additions into each y[r, j] is the entries' order, as in the plain loop.
+template <typename T, typename I>
+void SpmmOne(const T* __restrict data, const I* __restrict idx, int64_t nse,
+             const T* __restrict x, int64_t k, int64_t n, T* __restrict y,
+             int64_t m) {
+  constexpr int64_t B = kBlock<T>;
+  const uint64_t um = static_cast<uint64_t>(m), uk = static_cast<uint64_t>(k);
+  int64_t i = 0;
+  while (i < nse) {
+    const int64_t r = static_cast<int64_t>(idx[2 * i]);
+    if (static_cast<uint64_t>(r) >= um) {
+      ++i;
+      continue;
+    }
+    int64_t e = i + 1;  // the run of entries of row r: [i, e)
+    while (e < nse && static_cast<int64_t>(idx[2 * e]) == r) ++e;
+    T* __restrict yr = y + r * n;
+    int64_t j0 = 0;
+    for (; j0 + B <= n; j0 += B) {
+      T acc[B];
+      for (int64_t j = 0; j < B; ++j) acc[j] = yr[j0 + j];
+      for (int64_t p = i; p < e; ++p) {
+        const int64_t c = static_cast<int64_t>(idx[2 * p + 1]);
+        if (static_cast<uint64_t>(c) >= uk) continue;
+        const T d = data[p];
+        const T* __restrict xr = x + c * n + j0;
+        for (int64_t j = 0; j < B; ++j) acc[j] += Arith<T>::mul(d, xr[j]);
+      }
+      for (int64_t j = 0; j < B; ++j) yr[j0 + j] = acc[j];
+    }
+    if (j0 < n) {
+      for (int64_t p = i; p < e; ++p) {
+        const int64_t c = static_cast<int64_t>(idx[2 * p + 1]);
+        if (static_cast<uint64_t>(c) >= uk) continue;
+        const T d = data[p];
+        const T* __restrict xr = x + c * n;
+        for (int64_t j = j0; j < n; ++j) yr[j] += Arith<T>::mul(d, xr[j]);
+      }
+    }
+    i = e;
+  }
+}
+
+template <typename T, typename I>
+void Run(const ffi::AnyBuffer& data, const ffi::AnyBuffer& indices,
+         const ffi::AnyBuffer& x, ffi::Result<ffi::AnyBuffer>& out,
+         int64_t batch_rank, int64_t nse, int64_t k, int64_t n, int64_t m,
+         bool vec) {
+  const T* dp = static_cast<const T*>(data.untyped_data());
+  const I* ip = static_cast<const I*>(indices.untyped_data());
+  const T* xp = static_cast<const T*>(x.untyped_data());
+  T* yp = static_cast<T*>(out->untyped_data());
+  const auto dd = data.dimensions(), id = indices.dimensions(), xd = x.dimensions(),
+             od = out->dimensions();
+  int64_t total = 1;
+  for (int64_t b = 0; b < batch_rank; ++b) total *= od[b];
+  const int64_t ysz = m * n;
+  if (total * ysz > 0) std::memset(yp, 0, sizeof(T) * total * ysz);
+  if (ysz == 0) return;
+  for (int64_t flat = 0; flat < total; ++flat) {
+    // offsets of this batch element in each input (size-1 dims broadcast)
+    int64_t rem = flat, doff = 0, ioff = 0, xoff = 0;
+    int64_t dstr = nse, istr = 2 * nse, xstr = k * n;
+    for (int64_t b = batch_rank - 1; b >= 0; --b) {
+      const int64_t ob = od[b];
+      const int64_t pos = rem % ob;
+      rem /= ob;
+      if (dd[b] != 1) doff += pos * dstr;
+      if (id[b] != 1) ioff += pos * istr;
+      if (xd[b] != 1) xoff += pos * xstr;
+      dstr *= dd[b];
+      istr *= id[b];
+      xstr *= xd[b];
+    }
+    T* y = yp + flat * ysz;
+    if (vec || n == 1)
+      SpmvOne<T, I>(dp + doff, ip + ioff, nse, xp + xoff, k, y, m);
+    else
+      SpmmOne<T, I>(dp + doff, ip + ioff, nse, xp + xoff, k, n, y, m);
+  }
+}
+
+// Dispatch on the value and index dtypes; false for an unsupported pair.
+bool Compute(const ffi::AnyBuffer& data, const ffi::AnyBuffer& indices,
+                    const ffi::AnyBuffer& x, ffi::Result<ffi::AnyBuffer>& out,
+                    int64_t batch_rank, int64_t nse, int64_t k, int64_t n,
+                    int64_t m, bool vec) {
+  const bool i64 = indices.element_type() == ffi::DataType::S64;
+  if (!i64 && indices.element_type() != ffi::DataType::S32) return false;
+#define BCOO_CASE(DT, T)                                                    \
+  case ffi::DataType::DT:                                                   \
+    if (i64)                                                                \
+      Run<T, int64_t>(data, indices, x, out, batch_rank, nse, k, n, m, vec); \
+    else                                                                    \
+      Run<T, int32_t>(data, indices, x, out, batch_rank, nse, k, n, m, vec); \
+    return true;
+  switch (data.element_type()) {
+    BCOO_CASE(F32, float)
+    BCOO_CASE(F64, double)
+    BCOO_CASE(C64, std::complex<float>)
+    BCOO_CASE(C128, std::complex<double>)
+    default:
+      return false;
+  }
+#undef BCOO_CASE
+}
+
+}  // namespace BCOO_KERNEL_NS

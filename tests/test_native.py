@@ -1,0 +1,281 @@
+"""The native jax.ffi SpMV/SpMM kernel (``bcoo_array._kernels.native``) against
+a dense NumPy oracle: every value and index dtype, padding, duplicates,
+unsorted and empty matrices, 1-D and 2-D ``x``, ``jit`` with traced indices,
+``grad``/``jvp`` (against the XLA path), ``vmap``; and the public ``A @ x``
+with ``BCOO_ARRAY_NATIVE=0`` (the XLA kernels) in a subprocess.
+
+Native-only tests are skipped when the extension is not built (no compiler
+at install time) or the backend is not CPU. x64 is on for the session
+(conftest), so float64/complex128 values and int64 indices run in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import bcoo_array as xp
+from bcoo_array import BCOOArray
+from bcoo_array._kernels import matmul, native
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HAVE_NATIVE = native.available()
+needs_native = pytest.mark.skipif(not HAVE_NATIVE, reason="native extension not built (or backend not CPU)")
+
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+INDEX_DTYPES = (np.int32, np.int64)
+
+
+def _tol(dtype):
+    return dict(rtol=2e-5, atol=2e-5) if np.dtype(dtype) in (np.float32, np.complex64) else dict(rtol=1e-12, atol=1e-12)
+
+
+def _values(rng, shape, dtype):
+    v = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        v = v + 1j * rng.standard_normal(shape)
+    return v.astype(dtype)
+
+
+def random_coo(rng, m, k, nse, dtype=np.float64, index_dtype=np.int32, *, padding=0, sort=False):
+    """``(data, indices, dense)``: ``nse`` random entries (duplicates likely) plus
+    ``padding`` entries holding NaN with an index equal to its dimension."""
+    rows = rng.integers(0, max(m, 1), nse) if m else np.zeros(nse, np.int64)
+    cols = rng.integers(0, max(k, 1), nse) if k else np.zeros(nse, np.int64)
+    data = _values(rng, nse, dtype)
+    if m == 0 or k == 0:
+        rows, cols = np.full(nse, m), np.full(nse, k)
+    if sort:
+        order = np.lexsort((cols, rows))
+        rows, cols, data = rows[order], cols[order], data[order]
+    dense = np.zeros((m, k), dtype)
+    ok = (rows < m) & (cols < k)
+    np.add.at(dense, (rows[ok], cols[ok]), data[ok])
+    if padding:
+        pr = rng.integers(0, max(m, 1), padding)
+        pc = rng.integers(0, max(k, 1), padding)
+        which = rng.integers(0, 3, padding)  # row padding, column padding, or both
+        pr = np.where(which != 1, m, pr)
+        pc = np.where(which != 0, k, pc)
+        pos = rng.integers(0, nse + 1, padding)
+        rows = np.insert(rows, pos, pr)
+        cols = np.insert(cols, pos, pc)
+        data = np.insert(data, pos, np.full(padding, np.nan, dtype))
+    indices = np.stack([rows, cols], axis=1).astype(index_dtype)
+    return data, indices, dense
+
+
+def _x(rng, k, n, dtype):
+    return _values(rng, (k,) if n is None else (k, n), dtype)
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("n", [None, 1, 3, 16, 21])
+def test_matches_dense(dtype, index_dtype, n):
+    """Duplicates add up; padding (NaN values, index == dimension) adds nothing; unsorted entries."""
+    rng = np.random.default_rng(hash((np.dtype(dtype).str, np.dtype(index_dtype).str, n)) % 2**32)
+    m, k = 13, 9
+    data, indices, dense = random_coo(rng, m, k, 60, dtype, index_dtype, padding=7)
+    x = _x(rng, k, n, dtype)
+    out = native.coo_matmul(data, indices, x, m)
+    assert out.dtype == dtype and out.shape == (m,) + x.shape[1:]
+    np.testing.assert_allclose(np.asarray(out), dense @ x, **_tol(dtype))
+    # jax operands, and the spmm convention (leading axis of one)
+    out2 = native.spmm(jnp.asarray(data), jnp.asarray(indices), jnp.asarray(x), m)
+    assert out2.shape == (1,) + out.shape
+    np.testing.assert_array_equal(np.asarray(out2[0]), np.asarray(out))
+
+
+@needs_native
+@pytest.mark.parametrize("n", [None, 5, 8, 19])
+def test_sorted_runs_equal_serial_loop(n):
+    """Canonical (row-sorted) input: the result is bit-identical to a serial
+    loop over the entries in storage order (np.add.at), runs of rows included."""
+    rng = np.random.default_rng(3)
+    m, k = 40, 30
+    data, indices, _ = random_coo(rng, m, k, 400, np.float64, sort=True, padding=5)
+    x = _x(rng, k, n, np.float64)
+    ok = (indices[:, 0] < m) & (indices[:, 1] < k)
+    r, c, d = indices[ok, 0], indices[ok, 1], data[ok]
+    expected = np.zeros((m,) + x.shape[1:])
+    np.add.at(expected, r, d.reshape((-1,) + (1,) * (x.ndim - 1)) * x[c])
+    np.testing.assert_array_equal(np.asarray(native.coo_matmul(data, indices, x, m)), expected)
+
+
+@needs_native
+def test_negative_indices_ignored():
+    data = np.array([1.0, 2.0, 4.0, 8.0])
+    indices = np.array([[0, 0], [-1, 1], [1, -2], [1, 1]], np.int32)
+    x = np.array([1.0, 10.0])
+    np.testing.assert_array_equal(np.asarray(native.coo_matmul(data, indices, x, 2)), [1.0, 80.0])
+
+
+@needs_native
+@pytest.mark.parametrize("m,k,nse,n", [(0, 0, 0, None), (0, 0, 0, 3), (3, 4, 0, None), (3, 4, 0, 2),
+                                       (0, 4, 2, None), (3, 0, 2, 2), (3, 4, 2, 0)])
+def test_empty(m, k, nse, n):
+    rng = np.random.default_rng(0)
+    data, indices, dense = random_coo(rng, m, k, nse)
+    x = _x(rng, k, n, np.float64)
+    out = native.coo_matmul(data, indices, x, m)
+    assert out.shape == (m,) + x.shape[1:]
+    np.testing.assert_array_equal(np.asarray(out), dense @ x)
+
+
+@needs_native
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("n", [None, 4])
+def test_jit_traced_indices(index_dtype, n):
+    rng = np.random.default_rng(5)
+    m, k = 11, 7
+    data, indices, dense = random_coo(rng, m, k, 50, np.complex128, index_dtype, padding=4)
+    x = _x(rng, k, n, np.complex128)
+    f = jax.jit(lambda d, i, v: native.coo_matmul(d, i, v, m))
+    np.testing.assert_allclose(np.asarray(f(data, indices, x)), dense @ x, rtol=1e-12)
+    # the dispatcher picks the native kernel for traced indices too
+    g = jax.jit(lambda d, i, v: matmul.spmm(d, i, (m, k), v)[0])
+    assert "bcoo_array_coo_matmul" in g.lower(data, indices, x).as_text()
+    np.testing.assert_allclose(np.asarray(g(data, indices, x)), dense @ x, rtol=1e-12)
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("n", [None, 3])
+def test_grad_matches_xla(dtype, n):
+    """``grad`` w.r.t. data and x equals that of the pure-XLA formulation (padding data NaN)."""
+    rng = np.random.default_rng(7)
+    m, k = 9, 6
+    data, indices, _ = random_coo(rng, m, k, 30, dtype, padding=3)
+    data = np.where(np.isnan(data), 0.5, data).astype(dtype)  # finite padding: XLA's grad would see it
+    x = _x(rng, k, n, dtype)
+    w = _x(rng, m, n, dtype)
+
+    def loss(f):
+        return lambda d, v: jnp.real(jnp.sum(jnp.conj(w) * f(d, indices, v, m)) ** 2)
+
+    g_nat = jax.grad(loss(native.coo_matmul), argnums=(0, 1))(data, x)
+    g_xla = jax.grad(loss(native._xla_matmul), argnums=(0, 1))(data, x)
+    for a, b in zip(g_nat, g_xla):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+    # jvp, and grad under jit with traced indices
+    t = jax.jvp(lambda d, v: native.coo_matmul(d, indices, v, m), (data, x), (data, x))
+    np.testing.assert_allclose(np.asarray(t[1]), 2 * np.asarray(t[0]), rtol=1e-12, atol=1e-12)
+    gj = jax.jit(jax.grad(lambda d, i, v: jnp.real(jnp.sum(native.coo_matmul(d, i, v, m))), argnums=(0, 2)))
+    gx = jax.grad(lambda d, i, v: jnp.real(jnp.sum(native._xla_matmul(d, i, v, m))), argnums=(0, 2))
+    for a, b in zip(gj(data, indices, x), gx(data, jnp.asarray(indices), x)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+
+
+@needs_native
+@pytest.mark.parametrize("n", [None, 3])
+def test_vmap(n):
+    rng = np.random.default_rng(9)
+    m, k, b = 8, 5, 4
+    data, indices, dense = random_coo(rng, m, k, 25, np.float32, padding=2)
+    xs = _values(rng, (b, k) if n is None else (b, k, n), np.float32)
+    out = jax.vmap(lambda v: native.coo_matmul(data, indices, v, m))(xs)
+    np.testing.assert_allclose(np.asarray(out), np.stack([dense @ v for v in xs]), rtol=2e-5, atol=2e-5)
+    # batched data (and indices) too, and a nested vmap
+    ds = _values(rng, (b, data.size), np.float32)
+    ds[:, np.isnan(data)] = np.nan
+    out = jax.vmap(lambda d, v: native.coo_matmul(d, indices, v, m))(ds, xs)
+    ok = (indices[:, 0] < m) & (indices[:, 1] < k)
+    exp = []
+    for d, v in zip(ds, xs):
+        A = np.zeros((m, k), np.float32)
+        np.add.at(A, (indices[ok, 0], indices[ok, 1]), d[ok])
+        exp.append(A @ v)
+    np.testing.assert_allclose(np.asarray(out), np.stack(exp), rtol=2e-5, atol=2e-5)
+    out = jax.vmap(jax.vmap(lambda v: native.coo_matmul(data, indices, v, m)))(xs[None].repeat(2, 0))
+    assert out.shape == (2, b, m) + xs.shape[2:]
+
+
+@needs_native
+def test_spmm_dispatch(monkeypatch):
+    """``matmul.spmm`` tries the native kernel first for supported dtypes, not for integers or with BCOO_ARRAY_NATIVE=0."""
+    calls = []
+    real = native.spmm
+    monkeypatch.setattr(native, "spmm", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(11)
+    data, indices, dense = random_coo(rng, 6, 5, 12, np.float32, padding=1)
+    x = _x(rng, 5, None, np.float32)
+    np.testing.assert_allclose(np.asarray(matmul.spmm(data, jnp.asarray(indices), (6, 5), x)[0]), dense @ x, rtol=2e-5)
+    assert calls == [1]
+    matmul.spmm(np.arange(3, dtype=np.int32), np.array([[0, 0], [1, 1], [2, 2]], np.int32), (3, 3),
+                np.ones(3, np.int32))
+    matmul.spmm(data, jnp.asarray(indices), (6, 5), x.astype(np.float64))  # mixed dtypes
+    assert calls == [1]
+    monkeypatch.setenv("BCOO_ARRAY_NATIVE", "0")
+    assert not native.available()
+    np.testing.assert_allclose(np.asarray(matmul.spmm(data, jnp.asarray(indices), (6, 5), x)[0]), dense @ x, rtol=2e-5)
+    assert calls == [1]
+
+
+_PUBLIC = """
+    import json, sys
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import numpy as np
+    import bcoo_array as xp
+    from bcoo_array import BCOOArray
+    from bcoo_array._kernels import native
+    rng = np.random.default_rng(2)
+    out = {"native": native.available()}
+    for dt in ("float32", "float64", "complex64", "complex128", "int32"):
+        d = rng.standard_normal(40)
+        if dt.startswith("complex"):
+            d = d + 1j * rng.standard_normal(40)
+        d = d.astype(dt) if dt != "int32" else rng.integers(-5, 5, 40).astype(dt)
+        idx = np.stack([rng.integers(0, 11, 40), rng.integers(0, 8, 40)], 1).astype(np.int32)
+        A = BCOOArray((d, idx), shape=(10, 7))          # padding (row 10, col 7) and duplicates
+        x = rng.standard_normal((7, 3)).astype(dt)
+        res = {
+            "vec": np.asarray((A @ x[:, 0]).todense()),
+            "mat": np.asarray((A @ x).todense()),
+            "jit": np.asarray(jax.jit(lambda a, v: (a @ v).todense())(A, x)),
+        }
+        out[dt] = {k: [v.real.tolist(), v.imag.tolist()] for k, v in res.items()}
+    json.dump(out, sys.stdout)
+"""
+
+
+def _public(native_env: str):
+    env = dict(os.environ, BCOO_ARRAY_NATIVE=native_env, JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_PUBLIC)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_public_results_same_with_native_off():
+    """``A @ x`` (vector, matrix, under jit) gives the same values with the XLA kernels (BCOO_ARRAY_NATIVE=0)."""
+    off = _public("0")
+    assert off.pop("native") is False
+    on = _public("1")
+    assert on.pop("native") is HAVE_NATIVE
+    for dt, res in off.items():
+        for key, (re, im) in res.items():
+            tol = 1e-5 if dt in ("float32", "complex64") else 1e-12
+            np.testing.assert_allclose(np.array(on[dt][key][0]), np.array(re), rtol=tol, atol=tol, err_msg=f"{dt} {key}")
+            np.testing.assert_allclose(np.array(on[dt][key][1]), np.array(im), rtol=tol, atol=tol, err_msg=f"{dt} {key}")
+
+
+def test_public_matmul_against_dense():
+    """The public ``A @ x`` in this process (native when available) against NumPy."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((12, 9)) * (rng.random((12, 9)) < 0.3)
+    A = xp.asarray(a)
+    x = rng.standard_normal((9, 4))
+    np.testing.assert_allclose(np.asarray((A @ x).todense()), a @ x, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray((A @ x[:, 0]).todense()), a @ x[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda s, v: (s @ v).todense())(A, x)), a @ x, rtol=1e-12)
