@@ -60,6 +60,8 @@ def same_value_np(a, b) -> bool:
     """Whether two NumPy scalars hold the same value, NaN equal to NaN and -0.0 distinct from 0.0."""
     a = np.asarray(a)
     b = np.asarray(b)
+    if a.dtype == b.dtype and a.tobytes() == b.tobytes():
+        return True  # the common case (is the fill value zero?), without the general comparison below
     if a.dtype.kind in "fc" or b.dtype.kind in "fc":
         ac, bc = np.asarray(a, dtype=complex), np.asarray(b, dtype=complex)
         parts = [(ac.real, bc.real), (ac.imag, bc.imag)]

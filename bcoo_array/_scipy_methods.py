@@ -27,7 +27,9 @@ import numpy as np
 from . import _dtypes
 from ._fill import same_value_np
 from ._foreign import foreign_kind
+from ._kernels.host import host_buffers
 from ._kernels.layout import coo_triplets
+from ._kernels.matmul import host_spmm
 from ._layout import index_dtype_for, is_concrete, prod
 from ._namespace import namespace
 
@@ -55,15 +57,41 @@ def _check_2d(x, name):
 
 
 def _as_dense_operand(other, name):
-    """``other`` as a jax array, refusing a silent 64-bit downcast."""
+    """``other`` as a dense operand: a JAX array stays one, anything else becomes a NumPy array.
 
+    NumPy stays on the host (so that the host kernel can take it without a
+    transfer); a 64-bit dtype with x64 off raises instead of downcasting.
+    """
     if isinstance(other, jax.Array) or isinstance(other, jax.core.Tracer):
         return other
     arr = np.asarray(other)
     if arr.dtype.kind not in "biufc":
         raise TypeError(f"{name}() needs a numeric operand, got dtype {arr.dtype}")
     dt = _dtypes.canonicalize_dtype(arr.dtype, argname=f"{name}() operand dtype")
-    return jnp.asarray(arr.astype(dt, copy=False))
+    return arr.astype(dt, copy=False)
+
+
+def _product(a, v, adjoint: bool = False):
+    """``a @ v`` (or ``a^H @ v``) as a NumPy array for a 2-D BCOOArray ``a`` and a dense ``v``.
+
+    Concrete CPU operands of a zero-filled all-sparse matrix run the native
+    host kernel (:func:`._kernels.matmul.host_spmm`: no XLA dispatch, no
+    transfer), as scipy's own products do; everything else runs one compiled
+    JAX function (:func:`_apply`).
+    """
+    if (a.n_batch == 0 and a.n_dense == 0 and _dtypes.result_type(a.dtype, np.dtype(v.dtype)) == a.dtype
+            and same_value_np(a.fill_value, np.zeros((), a.dtype))):
+        data, indices, shape = a.data, a.indices, a.shape
+        if adjoint:
+            host = host_buffers(data, indices)
+            if host is not None:
+                data, indices = (np.conj(host[0]) if a.dtype.kind == "c" else host[0]), host[1][:, ::-1]
+                shape = shape[::-1]
+        out = host_spmm(data, indices, shape, v.astype(a.dtype, copy=False)) \
+            if (not adjoint or isinstance(indices, np.ndarray)) else None
+        if out is not None:
+            return out
+    return _host(_apply(a, jnp.asarray(v), adjoint=adjoint))
 
 
 def _arg_extreme(rows, cols, vals, nrows: int, ncols: int, fill, op: str) -> np.ndarray:
@@ -296,7 +324,7 @@ class ScipyMethodsMixin:
         v = _as_dense_operand(x, "matvec")
         if v.shape not in ((self.shape[1],), (self.shape[1], 1)):
             raise ValueError(f"matvec(): x has shape {v.shape}; expected ({self.shape[1]},) or ({self.shape[1]}, 1)")
-        return _host(_apply(self, v))
+        return _product(self, v)
 
     def rmatvec(self, x):
         """``A^H @ x`` (conjugate transpose) for a dense vector (LinearOperator protocol).
@@ -308,7 +336,7 @@ class ScipyMethodsMixin:
         v = _as_dense_operand(x, "rmatvec")
         if v.shape not in ((self.shape[0],), (self.shape[0], 1)):
             raise ValueError(f"rmatvec(): x has shape {v.shape}; expected ({self.shape[0]},) or ({self.shape[0]}, 1)")
-        return _host(_apply(self, v, adjoint=True))
+        return _product(self, v, adjoint=True)
 
     def matmat(self, X):
         """``A @ X`` for a dense matrix (LinearOperator protocol).
@@ -320,7 +348,7 @@ class ScipyMethodsMixin:
         v = _as_dense_operand(X, "matmat")
         if v.ndim != 2 or v.shape[0] != self.shape[1]:
             raise ValueError(f"matmat(): X has shape {v.shape}; expected ({self.shape[1]}, k)")
-        return _host(_apply(self, v))
+        return _product(self, v)
 
     def rmatmat(self, X):
         """``A^H @ X`` for a dense matrix (LinearOperator protocol).
@@ -332,7 +360,7 @@ class ScipyMethodsMixin:
         v = _as_dense_operand(X, "rmatmat")
         if v.ndim != 2 or v.shape[0] != self.shape[0]:
             raise ValueError(f"rmatmat(): X has shape {v.shape}; expected ({self.shape[0]}, k)")
-        return _host(_apply(self, v, adjoint=True))
+        return _product(self, v, adjoint=True)
 
     def dot(self, other):
         """Matrix product as scipy's ``dot``.
@@ -364,7 +392,7 @@ class ScipyMethodsMixin:
         if self.ndim == 2 and v.ndim in (1, 2):
             if v.shape[0] != self.shape[1]:
                 raise ValueError(f"dot(): dimension mismatch, {self.shape} @ {v.shape}")
-            return _host(_apply(self, v))
+            return _product(self, v)
         return _host(matmul(self, v).todense())
 
     def multiply(self, other):

@@ -39,6 +39,29 @@ import scipy.sparse as sp
 
 from .._layout import is_concrete, is_tracer
 from . import csr, ell, native
+from .host import host_buffers
+
+
+def host_spmm(data, indices, shape: tuple[int, int], x):
+    """``A @ x`` as a NumPy array computed on the host, or None where that path does not apply.
+
+    For eager callers that want NumPy results (scipy's ``A.dot(x)``, the
+    LinearOperator ``matvec`` that scipy's solvers call): the native loop on
+    zero-copy views of concrete CPU buffers, with no XLA dispatch and no
+    transfer back, so a call costs about what scipy's does. None when the
+    native kernel is not built, the buffers are traced or not on the CPU, or
+    the dtypes are not supported; the caller then uses :func:`spmm`.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``(m,)`` or ``(m, n)``, or None
+    """
+    if not (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype) and native.available()):
+        return None
+    host = host_buffers(data, indices, x)
+    if host is None:
+        return None
+    return native.host_spmm(*host, shape[0])[0]
 
 
 def _on_cpu() -> bool:

@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .host import aligned_empty
+
 #: FFI target name of the kernel.
 TARGET = "bcoo_array_coo_matmul"
 #: Value dtypes the kernel takes (``data`` and ``x`` must share one).
@@ -63,7 +65,10 @@ def available() -> bool:
     """Whether the native kernel can run: built, on the CPU backend, not disabled by ``BCOO_ARRAY_NATIVE=0``."""
     if os.environ.get("BCOO_ARRAY_NATIVE", "1") == "0":
         return False
-    return _load() and jax.default_backend() == "cpu"
+    cpu = _STATE.get("cpu")
+    if cpu is None:
+        cpu = _STATE["cpu"] = jax.default_backend() == "cpu"  # fixed once JAX has started
+    return cpu and _load()
 
 
 def supports(data_dtype, x_dtype, index_dtype) -> bool:
@@ -152,3 +157,28 @@ def spmm(data, indices, x, m: int):
     """:func:`coo_matmul` with a leading axis of one (the convention of :func:`.matmul.spmm`)."""
     _load()
     return _spmm_jit(data, indices, x, int(m))
+
+
+_DTYPE_CODE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.complex64): 2,
+               np.dtype(np.complex128): 3}
+
+
+def host_spmm(data: np.ndarray, indices: np.ndarray, x: np.ndarray, m: int) -> np.ndarray:
+    """The kernel on host NumPy buffers, without XLA: ``(1, m)`` or ``(1, m, n)``, 64-byte aligned.
+
+    The eager path for concrete CPU operands (a call costs microseconds, as
+    scipy's does, instead of an XLA dispatch). ``data``, ``indices`` and
+    ``x`` are C-contiguous NumPy arrays of supported dtypes (see
+    :func:`supports`); the result is a fresh aligned array, so that
+    :func:`.host.to_device` hands it to JAX without a copy.
+    """
+    _load()
+    from .._native import _ffi
+
+    shape = (1, m) + tuple(x.shape[1:])
+    out = aligned_empty(shape, data.dtype)
+    n = x.shape[1] if x.ndim == 2 else 1
+    _ffi.host_coo_matmul(np.ascontiguousarray(data), np.ascontiguousarray(indices), np.ascontiguousarray(x), out,
+                         m, x.shape[0], n, _DTYPE_CODE[np.dtype(data.dtype)], indices.dtype == np.int64,
+                         x.ndim == 1)
+    return out

@@ -30,6 +30,8 @@
 
 #if BCOO_HAVE_AVX2
 namespace bcoo_avx2 {
+bool HostComputeAvx2(int dtype, bool idx64, const void* data, const void* idx, int64_t nse,
+                     const void* x, int64_t k, int64_t n, void* y, int64_t m, bool vec);
 bool Compute(const xla::ffi::AnyBuffer& data, const xla::ffi::AnyBuffer& indices,
              const xla::ffi::AnyBuffer& x, xla::ffi::Result<xla::ffi::AnyBuffer>& out,
              int64_t batch_rank, int64_t nse, int64_t k, int64_t n, int64_t m, bool vec);
@@ -89,6 +91,15 @@ ffi::Error CooMatmulImpl(ffi::AnyBuffer data, ffi::AnyBuffer indices,
 }
 
 }  // namespace
+
+// Entry point of the host path (module.cc): the same loops, no XLA.
+bool BcooArrayHostCooMatmul(int dtype, bool idx64, const void* data, const void* idx, int64_t nse,
+                            const void* x, int64_t k, int64_t n, void* y, int64_t m, bool vec) {
+#if BCOO_HAVE_AVX2
+  if (UseAvx2()) return bcoo_avx2::HostComputeAvx2(dtype, idx64, data, idx, nse, x, k, n, y, m, vec);
+#endif
+  return bcoo_generic::HostCompute(dtype, idx64, data, idx, nse, x, k, n, y, m, vec);
+}
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(BcooArrayCooMatmul, CooMatmulImpl,
                               ffi::Ffi::Bind()

@@ -16,5 +16,12 @@
 #define BCOO_KERNEL_NS bcoo_avx2
 #include "kernels.h"
 #undef BCOO_KERNEL_NS
+
+namespace bcoo_avx2 {
+bool HostComputeAvx2(int dtype, bool idx64, const void* data, const void* idx, int64_t nse,
+                     const void* x, int64_t k, int64_t n, void* y, int64_t m, bool vec) {
+  return HostCompute(dtype, idx64, data, idx, nse, x, k, n, y, m, vec);
+}
+}  // namespace bcoo_avx2
 #pragma GCC pop_options
 #endif

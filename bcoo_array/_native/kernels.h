@@ -166,4 +166,38 @@ bool Compute(const ffi::AnyBuffer& data, const ffi::AnyBuffer& indices,
 #undef BCOO_CASE
 }
 
+// The same loops on plain host pointers (eager calls from Python on NumPy
+// buffers, no XLA dispatch). dtype: 0 float32, 1 float64, 2 complex64,
+// 3 complex128; y (m,) or (m, n) is zeroed here. False for an unknown dtype.
+inline bool HostCompute(int dtype, bool idx64, const void* data, const void* idx, int64_t nse,
+                        const void* x, int64_t k, int64_t n, void* y, int64_t m, bool vec) {
+#define BCOO_HOST(CODE, T)                                                              \
+  case CODE: {                                                                          \
+    T* yp = static_cast<T*>(y);                                                         \
+    if (m * n > 0) std::memset(yp, 0, sizeof(T) * m * n);                               \
+    if (m * n == 0) return true;                                                        \
+    const T* dp = static_cast<const T*>(data);                                          \
+    const T* xp = static_cast<const T*>(x);                                             \
+    if (idx64) {                                                                        \
+      const int64_t* ip = static_cast<const int64_t*>(idx);                             \
+      if (vec || n == 1) SpmvOne<T, int64_t>(dp, ip, nse, xp, k, yp, m);                \
+      else SpmmOne<T, int64_t>(dp, ip, nse, xp, k, n, yp, m);                           \
+    } else {                                                                            \
+      const int32_t* ip = static_cast<const int32_t*>(idx);                             \
+      if (vec || n == 1) SpmvOne<T, int32_t>(dp, ip, nse, xp, k, yp, m);                \
+      else SpmmOne<T, int32_t>(dp, ip, nse, xp, k, n, yp, m);                           \
+    }                                                                                   \
+    return true;                                                                        \
+  }
+  switch (dtype) {
+    BCOO_HOST(0, float)
+    BCOO_HOST(1, double)
+    BCOO_HOST(2, std::complex<float>)
+    BCOO_HOST(3, std::complex<double>)
+    default:
+      return false;
+  }
+#undef BCOO_HOST
+}
+
 }  // namespace BCOO_KERNEL_NS

@@ -8,6 +8,48 @@
 
 XLA_FFI_DECLARE_HANDLER_SYMBOL(BcooArrayCooMatmul);
 
+bool BcooArrayHostCooMatmul(int dtype, bool idx64, const void* data, const void* idx, int64_t nse,
+                            const void* x, int64_t k, int64_t n, void* y, int64_t m, bool vec);
+
+namespace {
+
+// A C-contiguous buffer of an object (a NumPy array), released on scope exit.
+struct Buf {
+  Py_buffer view{};
+  bool ok = false;
+  Buf(PyObject* obj, bool writable) {
+    ok = PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) == 0;
+  }
+  ~Buf() {
+    if (ok) PyBuffer_Release(&view);
+  }
+};
+
+}  // namespace
+
+// host_coo_matmul(data, indices, x, out, m, k, n, dtype_code, idx64, vec): out = A @ x on host
+// buffers (the caller checks shapes and dtypes; see bcoo_array/_kernels/native.py).
+static PyObject* host_coo_matmul(PyObject*, PyObject* args) {
+  PyObject *data, *indices, *x, *out;
+  long long m, k, n;
+  int dtype, idx64, vec;
+  if (!PyArg_ParseTuple(args, "OOOOLLLipp", &data, &indices, &x, &out, &m, &k, &n, &dtype, &idx64, &vec))
+    return nullptr;
+  Buf bd(data, false), bi(indices, false), bx(x, false), bo(out, true);
+  if (!(bd.ok && bi.ok && bx.ok && bo.ok)) return nullptr;
+  const int64_t nse = bi.view.len / (idx64 ? 16 : 8);
+  bool done;
+  Py_BEGIN_ALLOW_THREADS
+  done = BcooArrayHostCooMatmul(dtype, idx64, bd.view.buf, bi.view.buf, nse, bx.view.buf, k, n,
+                                bo.view.buf, m, vec);
+  Py_END_ALLOW_THREADS
+  if (!done) {
+    PyErr_SetString(PyExc_TypeError, "host_coo_matmul: unsupported dtype code");
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyObject* registrations(PyObject*, PyObject*) {
   PyObject* dict = PyDict_New();
   if (dict == nullptr) return nullptr;
@@ -24,6 +66,8 @@ static PyObject* registrations(PyObject*, PyObject*) {
 static PyMethodDef methods[] = {
     {"registrations", registrations, METH_NOARGS,
      "Dict of FFI target name -> PyCapsule holding the XLA FFI handler."},
+    {"host_coo_matmul", host_coo_matmul, METH_VARARGS,
+     "out = A @ x for a COO matrix on C-contiguous host buffers (no XLA)."},
     {nullptr, nullptr, 0, nullptr}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ffi",
