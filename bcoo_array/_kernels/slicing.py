@@ -1,8 +1,8 @@
 """Rows and columns of a 2-D matrix on the host: scipy's CSR / CSC slicing.
 
-For a 2-D matrix whose buffers are concrete and live on the CPU, ``A[i]``
-and ``A[:, j]`` are a slice (rows) or a gather (columns) of zero-copy NumPy
-views of the buffers, guided by cached structures: the CSR row pointer of
+For a 2-D matrix whose buffers are concrete and live on the CPU, ``A[i]``,
+``A[:, j]`` and the canonical transpose are a slice (rows) or a gather
+(columns, transpose) of zero-copy NumPy views of the buffers, guided by cached structures: the CSR row pointer of
 :func:`.csr.csr_arrays` and a column plan (the stable order of the valid
 entries by column, and the column pointer), computed once per index buffer.
 This is the work scipy.sparse does for ``csr[i]`` / ``csc[:, j]``, without
@@ -28,6 +28,7 @@ class ColumnPlan(NamedTuple):
     order: np.ndarray  # (n_valid,) positions of the entries, column by column
     rows: np.ndarray  # (n_valid,) their rows
     colptr: np.ndarray  # (n + 1,) start of each column in ``order``
+    transposed: np.ndarray  # (n_valid, 2) indices of the transpose, canonical order: (column, row)
 
 
 def _column_plan_numpy(indices, shape) -> ColumnPlan | None:
@@ -40,7 +41,11 @@ def _column_plan_numpy(indices, shape) -> ColumnPlan | None:
     rows = np.repeat(np.arange(m, dtype=cols.dtype), np.diff(st.indptr))
     colptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(cols, minlength=n), out=colptr[1:])
-    return ColumnPlan(order, rows[order], colptr)
+    rows = rows[order]
+    transposed = np.empty((order.size, 2), dtype=cols.dtype)
+    transposed[:, 0] = cols[order]
+    transposed[:, 1] = rows
+    return ColumnPlan(order, rows, colptr, transposed)
 
 
 def column_plan(indices, shape: tuple[int, int]) -> ColumnPlan | None:
@@ -88,3 +93,24 @@ def column(data, indices, shape: tuple[int, int], j: int):
         return None
     lo, hi = int(plan.colptr[j]), int(plan.colptr[j + 1])
     return host[0][plan.order[lo:hi]], plan.rows[lo:hi], csr_arrays(indices, shape).canonical
+
+
+def transpose(data, indices, shape: tuple[int, int]):
+    """The transpose of a 2-D COO matrix in canonical order, or None when the host path does not apply.
+
+    Returns
+    -------
+    values : numpy.ndarray, shape ``(n_valid,)``
+        ``data`` gathered column by column (scipy's CSR -> CSC).
+    indices : numpy.ndarray, shape ``(n_valid, 2)``
+        Sorted by (column, row); shared with the cache, do not modify.
+    canonical : bool
+        Whether the matrix has no duplicate entries (then the result is unique too).
+    """
+    host = host_buffers(data, indices)
+    if host is None:
+        return None
+    plan = column_plan(indices, shape)
+    if plan is None:
+        return None
+    return host[0][plan.order], plan.transposed, csr_arrays(indices, shape).canonical

@@ -36,6 +36,8 @@ import numpy as np
 #: Operation names, in report order.
 OPERATIONS = (
     "SpMV A @ x",
+    "SpMV A @ x, NumPy x",
+    "A.dot(x) -> NumPy",
     "SpMM A @ X (16 cols)",
     "SpMM A @ X (64 cols)",
     "A + B (canonical)",
@@ -44,6 +46,8 @@ OPERATIONS = (
     "transpose (canonical)",
     "sum(axis=0)",
     "sum(axis=1)",
+    "row A[i]",
+    "column A[:, j]",
     "from scipy CSR",
     "to scipy CSR",
     "compile SpMV (first call, ms)",
@@ -52,6 +56,8 @@ OPERATIONS = (
 #: Targets of issue 7: the largest acceptable ratio of bcoo_array to scipy.
 TARGETS = {
     "SpMV A @ x": 1.25,
+    "SpMV A @ x, NumPy x": 1.25,
+    "A.dot(x) -> NumPy": 1.25,
     "SpMM A @ X (16 cols)": 1.0,
     "SpMM A @ X (64 cols)": 1.0,
     "A + B (canonical)": 2.0,
@@ -60,6 +66,8 @@ TARGETS = {
     "transpose (canonical)": 3.0,
     "sum(axis=0)": 1.5,
     "sum(axis=1)": 1.5,
+    "row A[i]": 3.0,
+    "column A[:, j]": 3.0,
     "from scipy CSR": 2.0,
     "to scipy CSR": 2.0,
     "compile SpMV (first call, ms)": 300.0,
@@ -256,6 +264,7 @@ def _ops_for(case: Case, lib: str):
     A, B = case.A, case.B
     m, n = A.shape
     rng = np.random.default_rng(1)
+    i, j = m // 2, n // 3
     x = rng.standard_normal(n)
     X16 = rng.standard_normal((n, 16))
     X64 = rng.standard_normal((n, 64))
@@ -263,6 +272,10 @@ def _ops_for(case: Case, lib: str):
     if lib == "scipy":
         At = A.T.tocsr()
         ops["SpMV A @ x"] = lambda: A @ x
+        ops["SpMV A @ x, NumPy x"] = lambda: A @ x
+        ops["A.dot(x) -> NumPy"] = lambda: A.dot(x)
+        ops["row A[i]"] = lambda: A[i]
+        ops["column A[:, j]"] = lambda: A[:, j]
         ops["SpMM A @ X (16 cols)"] = lambda: A @ X16
         ops["SpMM A @ X (64 cols)"] = lambda: A @ X64
         ops["A + B (canonical)"] = lambda: A + B
@@ -283,6 +296,10 @@ def _ops_for(case: Case, lib: str):
         b = xp.from_scipy(B)
         at = xp.from_scipy(A.T.tocsr())
         ops["SpMV A @ x"] = lambda: a @ xj
+        ops["SpMV A @ x, NumPy x"] = lambda: a @ x
+        ops["A.dot(x) -> NumPy"] = lambda: a.dot(x)
+        ops["row A[i]"] = lambda: a[i]
+        ops["column A[:, j]"] = lambda: a[:, j]
         ops["SpMM A @ X (16 cols)"] = lambda: a @ X16j
         ops["SpMM A @ X (64 cols)"] = lambda: a @ X64j
         ops["A + B (canonical)"] = lambda: a + b
@@ -311,6 +328,7 @@ def _ops_for(case: Case, lib: str):
 
         a, b, at = conv(A), conv(B), conv(A.T.tocsr())
         ops["SpMV A @ x"] = lambda: a @ xj
+        ops["SpMV A @ x, NumPy x"] = lambda: a @ x
         ops["SpMM A @ X (16 cols)"] = lambda: a @ X16j
         ops["SpMM A @ X (64 cols)"] = lambda: a @ X64j
         ops["A + B (canonical)"] = lambda: (a + b).sum_duplicates()
@@ -331,6 +349,9 @@ def _ops_for(case: Case, lib: str):
         a, b = sparse.COO.from_scipy_sparse(A), sparse.COO.from_scipy_sparse(B)
         at = sparse.COO.from_scipy_sparse(A.T.tocsr())
         ops["SpMV A @ x"] = lambda: a @ x
+        ops["SpMV A @ x, NumPy x"] = lambda: a @ x
+        ops["row A[i]"] = lambda: a[i]
+        ops["column A[:, j]"] = lambda: a[:, j]
         ops["SpMM A @ X (16 cols)"] = lambda: a @ X16
         ops["SpMM A @ X (64 cols)"] = lambda: a @ X64
         ops["A + B (canonical)"] = lambda: a + b
