@@ -9,7 +9,6 @@ and to int64 otherwise (which needs JAX's x64 mode), so no index wraps.
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import _dtypes
@@ -17,10 +16,11 @@ from .._array_object import BCOOArray
 from .._fill import same_value_np
 from .._kernels.csr import csr_arrays
 from .._layout import index_dtype_for
+from .._kernels.host import aligned_empty, to_device
 from .._relayout import update_layout
 
 
-def from_scipy(mat, *, drop_zeros: bool = False) -> BCOOArray:
+def from_scipy(mat, *, drop_zeros: bool = False, dtype=None) -> BCOOArray:
     """Convert a scipy.sparse array or matrix (any format, 1-D or 2-D) to a BCOOArray.
 
     Parameters
@@ -29,11 +29,14 @@ def from_scipy(mat, *, drop_zeros: bool = False) -> BCOOArray:
         coo, csr, csc, bsr, dia, dok or lil; canonical or not.
     drop_zeros : bool
         Drop explicitly stored zeros (scipy's ``eliminate_zeros``).
+    dtype : dtype, optional
+        Cast the values to this dtype (an explicit request, so a float64
+        matrix can be read as float32 with JAX's x64 mode off).
 
     Returns
     -------
     BCOOArray
-        Same shape and dtype, fill value 0, n_batch = n_dense = 0. Sorted and
+        Same shape and dtype (``dtype`` if given), fill value 0, n_batch = n_dense = 0. Sorted and
         unique flags are set when scipy reports canonical format.
 
     Raises
@@ -48,7 +51,8 @@ def from_scipy(mat, *, drop_zeros: bool = False) -> BCOOArray:
 
     if not sp.issparse(mat):
         raise TypeError(f"from_scipy() needs a scipy.sparse array or matrix, got {type(mat).__name__}")
-    dt = _dtypes.canonicalize_dtype(mat.dtype, argname="mat.dtype")
+    dt = _dtypes.canonicalize_dtype(mat.dtype if dtype is None else dtype,
+                                    argname="mat.dtype" if dtype is None else "dtype")
     shape = tuple(int(s) for s in mat.shape)
     idt = index_dtype_for(shape)
     canonical = False
@@ -68,9 +72,11 @@ def from_scipy(mat, *, drop_zeros: bool = False) -> BCOOArray:
         keep = data != 0
         data = data[keep]
         coords = tuple(c[keep] for c in coords)
-    idx = np.stack(coords, axis=1) if coords else np.zeros((data.size, 0), idt)
+    idx = aligned_empty((data.size, len(coords)), idt)
+    for k, c in enumerate(coords):
+        idx[:, k] = c
     return BCOOArray._from_buffers(
-        jnp.asarray(data.astype(dt, copy=False)), jnp.asarray(idx), shape, n_batch=0, n_dense=0,
+        to_device(data.astype(dt, copy=False)), to_device(idx), shape, n_batch=0, n_dense=0,
         fill_value=np.zeros((), dt)[()], indices_sorted=canonical, unique_indices=canonical,
     )
 
