@@ -1,0 +1,142 @@
+"""The host-side paths of eager calls (row and column slices, the canonical
+transpose, cached pattern unions, scipy-style products on the native host
+kernel, sparse argmax/argmin) against dense NumPy, and against the general
+(traceable) path of the same function under ``jax.jit``.
+
+Every case also runs on layouts and states where the host path must step
+aside (unsorted indices, padding, batch or dense dimensions, traced
+buffers), so the fallbacks are tested too.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import bcoo_array as xp
+
+
+def _matrices():
+    """(name, BCOOArray, dense) over canonical, unsorted, padded, duplicated and non-COO layouts."""
+    S = sp.random(40, 30, density=0.1, format="csr", dtype=np.float64, random_state=3)
+    D = S.toarray()
+    out = [("canonical", xp.from_scipy(S).sum_duplicates(), D)]
+    coo = S.tocoo()
+    perm = np.random.default_rng(0).permutation(coo.nnz)
+    unsorted = xp.BCOOArray((coo.data[perm], np.stack([coo.row[perm], coo.col[perm]], 1)), shape=S.shape)
+    out.append(("unsorted", unsorted, D))
+    padded = unsorted.sum_duplicates(nse=unsorted.nse + 3)
+    out.append(("padded", padded, D))
+    dup_idx = np.concatenate([np.stack([coo.row, coo.col], 1)] * 2)
+    dup = xp.BCOOArray((np.concatenate([coo.data, coo.data]), dup_idx), shape=S.shape)
+    out.append(("duplicates", dup, 2 * D))
+    out.append(("dense dim", xp.BCOOArray.fromdense(D, n_dense=1), D))
+    out.append(("batch dim", xp.BCOOArray.fromdense(D, n_batch=1), D))
+    filled = xp.BCOOArray.fromdense(np.where(D == 0, 7.0, D), fill_value=7.0)
+    out.append(("fill 7", filled, np.where(D == 0, 7.0, D)))
+    return out
+
+
+MATRICES = _matrices()
+IDS = [m[0] for m in MATRICES]
+
+
+@pytest.mark.parametrize("name, A, D", MATRICES, ids=IDS)
+def test_rows_and_columns(name, A, D):
+    for i in (0, 7, -1, D.shape[0] - 1, np.int64(3)):
+        np.testing.assert_array_equal(np.asarray(A[i].todense()), D[i])
+        np.testing.assert_array_equal(np.asarray(A[i, :].todense()), D[i])
+    for j in (0, 5, -2):
+        np.testing.assert_array_equal(np.asarray(A[:, j].todense()), D[:, j])
+    got = jax.jit(lambda a: (a[3], a[:, 4]))(A)
+    np.testing.assert_array_equal(np.asarray(got[0].todense()), D[3])
+    np.testing.assert_array_equal(np.asarray(got[1].todense()), D[:, 4])
+    with pytest.raises(IndexError):
+        A[D.shape[0]]
+    with pytest.raises(IndexError):
+        A[:, -D.shape[1] - 1]
+
+
+@pytest.mark.parametrize("name, A, D", MATRICES, ids=IDS)
+def test_transpose(name, A, D):
+    T = A.T
+    np.testing.assert_array_equal(np.asarray(T.todense()), D.T)
+    c = T.sum_duplicates()
+    np.testing.assert_array_equal(np.asarray(c.todense()), D.T)
+    assert T.fill_value == A.fill_value
+    if name == "canonical":
+        # scipy's CSR -> CSC: already canonical, with the indices of the transpose's own canonical form.
+        assert T.indices_sorted and T.unique_indices
+        want = xp.from_scipy(sp.csr_array(D.T)).sum_duplicates()
+        np.testing.assert_array_equal(np.asarray(T.indices), np.asarray(want.indices))
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda a: a.T.todense())(A)), D.T)
+
+
+def test_cached_union_plan_gives_the_same_values():
+    S1 = sp.random(50, 40, density=0.1, format="csr", random_state=1)
+    S2 = sp.random(50, 40, density=0.1, format="csr", random_state=2)
+    A, B = xp.from_scipy(S1).sum_duplicates(), xp.from_scipy(S2).sum_duplicates()
+    first = np.asarray((A + B).todense())
+    second = np.asarray((A + B).todense())  # the plan of this pair of patterns is cached now
+    np.testing.assert_array_equal(first, (S1 + S2).toarray())
+    np.testing.assert_array_equal(second, first)
+    np.testing.assert_array_equal(np.asarray((A * B).todense()), S1.multiply(S2).toarray())
+    # new values on the same pattern reuse the plan and still give the right answer
+    A2 = A.with_data(A.data * 3)
+    np.testing.assert_array_equal(np.asarray((A2 + B).todense()), (3 * S1 + S2).toarray())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_scipy_products_host_path_match_scipy(dtype):
+    rng = np.random.default_rng(0)
+    S = sp.random(30, 20, density=0.2, format="csr", random_state=4).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        S = S + 1j * sp.random(30, 20, density=0.2, format="csr", random_state=5).astype(dtype)
+    A = xp.from_scipy(S).sum_duplicates()
+    x, y = rng.random(20).astype(dtype), rng.random(30).astype(dtype)
+    X, Y = rng.random((20, 3)).astype(dtype), rng.random((30, 2)).astype(dtype)
+    tol = 1e-5 if np.dtype(dtype).itemsize <= 8 and np.dtype(dtype).kind != "c" or dtype == np.complex64 else 1e-12
+    for got, want in ((A.matvec(x), S @ x), (A.rmatvec(y), S.conj().T @ y), (A.matmat(X), S @ X),
+                      (A.rmatmat(Y), S.conj().T @ Y), (A.dot(x), S @ x), (A.dot(jnp.asarray(x)), S @ x)):
+        assert isinstance(got, np.ndarray) and got.flags.writeable
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    # traced operands take the compiled path and give the same values
+    traced = jax.jit(lambda v: A.matvec(v))(x)
+    np.testing.assert_allclose(np.asarray(traced), S @ x, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name, A, D", MATRICES, ids=IDS)
+def test_matvec_every_layout(name, A, D):
+    x = np.linspace(-1, 1, D.shape[1])
+    np.testing.assert_allclose(A.matvec(x), D @ x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(A.rmatvec(np.ones(D.shape[0])), D.T @ np.ones(D.shape[0]), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("fill", [0.0, np.nan, 1.0, -1.0])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_extreme_is_sparse_and_matches_numpy(fill, op):
+    rng = np.random.default_rng(7)
+    d = rng.integers(-2, 3, size=(6, 5, 4)).astype(np.float64)
+    d[rng.random(d.shape) < 0.1] = np.nan
+    d[rng.random(d.shape) < 0.1] = -0.0
+    d = np.where(rng.random(d.shape) < 0.5, d, fill)
+    A = xp.BCOOArray.fromdense(d, fill_value=fill)
+    for axis in (None, 0, 1, 2, -1):
+        for keepdims in (False, True):
+            got = getattr(xp, op)(A, axis=axis, keepdims=keepdims)
+            want = getattr(np, op)(d, axis=axis, keepdims=keepdims)
+            np.testing.assert_array_equal(np.asarray(got.todense()), want)
+    jitted = jax.jit(lambda a: getattr(xp, op)(a, axis=1))(A)
+    np.testing.assert_array_equal(np.asarray(jitted.todense()), getattr(np, op)(d, axis=1))
+
+
+def test_argmax_of_a_huge_array_does_not_densify():
+    # 1.08e10 positions, 2 stored: the dense array would need 86 GB.
+    A = xp.BCOOArray((np.array([5.0, -1.0]), np.array([[7, 3], [119_999, 89_999]])), shape=(120_000, 90_000))
+    assert int(xp.argmax(A)) == 7 * 90_000 + 3
+    assert int(xp.argmin(A)) == 119_999 * 90_000 + 89_999
+    col = xp.argmax(A, axis=0)
+    assert col.shape == (90_000,) and int(col[3]) == 7 and int(col[4]) == 0
