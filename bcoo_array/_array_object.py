@@ -1,10 +1,11 @@
 """The BCOOArray class: buffers, static metadata, pytree registration and the
 Python operator protocol.
 
-Operators are written in the class body and call the namespace function of
-the same meaning, found at call time through :mod:`._namespace` (the
-namespace sits above the class), so ``A + B`` and ``bcoo_array.add(A, B)``
-run the same code.
+Operators call the namespace function of the same meaning (the shared ones
+are written in :class:`._array_base.ArrayBase`, indexing and the in-place
+ones here), found at call time through :mod:`._namespace` (the namespace
+sits above the class), so ``A + B`` and ``bcoo_array.add(A, B)`` run the
+same code.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _dtypes
-from ._fill import fill_from_key, fill_key, fill_scalar, same_value_np
 from ._array_base import ArrayBase, _is_operand
+from ._fill import fill_from_key, fill_key, fill_scalar, same_value_np
 from ._kernels.coalesce import sum_duplicates as _sum_duplicates
 from ._kernels.coalesce import todense as _todense
 from ._kernels.fromdense import fromdense as _fromdense
@@ -477,58 +478,44 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     def __setitem__(self, key, value):
         self._assign(indexing().setitem(self, key, value))
 
-
     def __iadd__(self, other):
         return self._inplace("add", other)
-
 
     def __isub__(self, other):
         return self._inplace("subtract", other)
 
-
     def __imul__(self, other):
         return self._inplace("multiply", other)
-
 
     def __itruediv__(self, other):
         return self._inplace("divide", other)
 
-
     def __ifloordiv__(self, other):
         return self._inplace("floor_divide", other)
-
 
     def __imod__(self, other):
         return self._inplace("remainder", other)
 
-
     def __ipow__(self, other):
         return self._inplace("pow", other)
-
 
     def __imatmul__(self, other):
         return self._inplace("matmul", other)
 
-
     def __iand__(self, other):
         return self._inplace("bitwise_and", other)
-
 
     def __ior__(self, other):
         return self._inplace("bitwise_or", other)
 
-
     def __ixor__(self, other):
         return self._inplace("bitwise_xor", other)
-
 
     def __ilshift__(self, other):
         return self._inplace("bitwise_left_shift", other)
 
-
     def __irshift__(self, other):
         return self._inplace("bitwise_right_shift", other)
-
 
     def _inplace(self, name: str, other):
         """``self <op>= other``: the result must keep ``self``'s shape and dtype."""

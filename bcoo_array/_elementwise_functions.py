@@ -27,7 +27,7 @@ from ._operands import (
     scalar_dtype,
     scalar_to_array,
 )
-from ._relayout import dense_layout
+from ._relayout import dense_layout, drop_fill_entries
 from ._routing import routed
 
 
@@ -320,13 +320,21 @@ def _unary(name: str):
     return _named(fn, name)
 
 
+#: Comparisons store only the entries that differ from the result's fill value
+#: (scipy stores only True), so that ``.nnz`` counts what scipy counts.
+_COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
+
+
 def _binary(name: str):
     """The namespace function ``name`` of two arguments, built from its :data:`TABLE` entry."""
     spec = TABLE[name]
 
+    prune = name in _COMPARISONS
+
     def fn(x1, x2, /):
         a, b, _ = binary_operands(x1, x2, name, spec.category)
-        return _fill_rule.binary(spec.fn, a, b, annihilator=spec.annihilator)
+        out = _fill_rule.binary(spec.fn, a, b, annihilator=spec.annihilator)
+        return drop_fill_entries(out) if prune else out
 
     fn.__doc__ = _DOC_BINARY.format(summary=spec.summary.capitalize(), name=name, category=spec.category)
     return _named(fn, name)

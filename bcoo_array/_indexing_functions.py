@@ -171,6 +171,8 @@ def _expand(key, ndim: int):
     """Normalise a key to a tuple without Ellipsis (Nones kept); check its length."""
     if not isinstance(key, tuple):
         key = (key,)
+    # A list is an integer (or boolean) array key, as in NumPy: A[[1, 2]] is A[np.array([1, 2])].
+    key = tuple(np.asarray(k) if isinstance(k, list) else k for k in key)
     n_ell = sum(1 for k in key if k is Ellipsis)
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -179,7 +181,7 @@ def _expand(key, ndim: int):
     if consumed > ndim:
         raise IndexError(f"too many indices: the array is {ndim}-d but {consumed} were given")
     if n_ell:
-        i = key.index(Ellipsis)
+        i = next(j for j, k in enumerate(key) if k is Ellipsis)  # not key.index: arrays compare elementwise
         key = key[:i] + (slice(None),) * (ndim - consumed) + key[i + 1:]
     else:
         key = key + (slice(None),) * (ndim - consumed)

@@ -5,7 +5,8 @@
 * :func:`update_layout` moves dimensions between batch, sparse and dense;
 * :func:`to_coo` makes every dimension sparse;
 * :func:`broadcast` broadcasts to a larger shape (new leading dimensions
-  become batch dimensions).
+  become batch dimensions);
+* :func:`drop_fill_entries` removes stored entries equal to the fill value.
 
 All keep the fill value exactly.
 """
@@ -18,6 +19,7 @@ import numpy as np
 from ._array_object import BCOOArray
 from ._fill import same_value_np
 from ._kernels.coalesce import broadcast_batch
+from ._kernels.host import host_buffers, to_device
 from ._kernels.layout import update_layout as _update_layout
 from ._layout import index_dtype_for, normalize_shape, prod
 
@@ -113,3 +115,23 @@ def broadcast(x: BCOOArray, shape) -> BCOOArray:
     return BCOOArray._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=x.n_dense,
                                    fill_value=x.fill_value, indices_sorted=x.indices_sorted and nd >= 0 and n_sparse == 0,
                                    unique_indices=x.unique_indices)
+
+
+def drop_fill_entries(x: BCOOArray) -> BCOOArray:
+    """``x`` without the stored entries that equal its fill value (eager, bool, every dimension sparse).
+
+    A comparison of sparse arrays evaluates the union of their patterns and
+    would store ``False`` wherever the answer equals the fill value; scipy
+    stores only the ``True`` entries, and code counts them with ``.nnz``.
+    The values are unchanged. Under ``jit`` (traced buffers), for other
+    layouts or dtypes, ``x`` is returned as it is.
+    """
+    if x.dtype != np.bool_ or x.n_batch or x.n_dense or x.ndim == 0:
+        return x
+    host = host_buffers(x.data, x.indices)
+    if host is None:
+        return x
+    keep = host[0] != x.fill_value
+    if keep.all():
+        return x
+    return x._replace(data=to_device(host[0][keep]), indices=to_device(host[1][keep]))
