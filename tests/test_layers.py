@@ -38,7 +38,7 @@ LAYERS: dict[str, int] = {
     # 1 layout and fill values
     "_layout": 1, "_fill": 1,
     # 2 kernels (buffers only)
-    "_kernels": 2,
+    "_kernels": 2, "_native": 2,
     # 3 the array class
     "_namespace": 3, "_scipy_methods": 3, "_array_object": 3, "_array_base": 3,
     # 4 operands and the fill rule

@@ -142,10 +142,17 @@ def test_jit_traced_indices(index_dtype, n):
     x = _x(rng, k, n, np.complex128)
     f = jax.jit(lambda d, i, v: native.coo_matmul(d, i, v, m))
     np.testing.assert_allclose(np.asarray(f(data, indices, x)), dense @ x, rtol=1e-12)
-    # the dispatcher picks the native kernel for traced indices too
-    g = jax.jit(lambda d, i, v: matmul.spmm(d, i, (m, k), v)[0])
+    # traced operands: the native kernel only when the caller asks (it cannot be transposed) ...
+    g = jax.jit(lambda d, i, v: matmul.spmm(d, i, (m, k), v, traced_native=True)[0])
     assert "bcoo_array_coo_matmul" in g.lower(data, indices, x).as_text()
     np.testing.assert_allclose(np.asarray(g(data, indices, x)), dense @ x, rtol=1e-12)
+    # ... and by default the XLA kernels, which JAX can transpose
+    h = jax.jit(lambda d, i, v: matmul.spmm(d, i, (m, k), v)[0])
+    assert "bcoo_array_coo_matmul" not in h.lower(data, indices, x).as_text()
+    np.testing.assert_allclose(np.asarray(h(data, indices, x)), dense @ x, rtol=1e-12)
+    if n is None:
+        t = jax.linear_transpose(lambda v: matmul.spmm(jnp.asarray(data), jnp.asarray(indices), (m, k), v)[0], x)
+        np.testing.assert_allclose(np.asarray(t(np.ones(m, np.complex128))[0]), dense.T @ np.ones(m), rtol=1e-12)
 
 
 @needs_native

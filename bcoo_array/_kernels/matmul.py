@@ -4,13 +4,14 @@
 sparse) look at the buffers (concrete or traced indices, backend, dtype,
 number of right-hand columns) and call one named kernel:
 
-* first choice, concrete or traced indices: the native C++ kernel of
-  :mod:`.native` (a ``jax.ffi`` custom call, one loop over the entries that
-  reads the BCOO buffers as they are) when it is built and enabled
-  (``native.available()``: CPU backend, ``BCOO_ARRAY_NATIVE`` not ``0``) and
-  ``data`` and ``x`` share a float32/64 or complex64/128 dtype (int32/int64
-  indices). Measured faster than every kernel below on CPU (see
-  ``docs/performance.md``, "Native kernel"). Otherwise:
+* first choice: the native C++ kernel of :mod:`.native` (a ``jax.ffi``
+  custom call, one loop over the entries that reads the BCOO buffers as
+  they are) when it is built and enabled (``native.available()``: CPU
+  backend, ``BCOO_ARRAY_NATIVE`` not ``0``), ``data`` and ``x`` share a
+  float32/64 or complex64/128 dtype (int32/int64 indices), and the operands
+  are concrete (traced ones only when the caller promises not to transpose
+  the product: see :func:`spmm`). Measured faster than every kernel below
+  on CPU (see ``docs/performance.md``, "Native kernel"). Otherwise:
 * concrete indices, one right-hand column, CPU, many entries: the row-split
   ELL SpMV of :mod:`.ell`;
 * concrete indices, several floating columns, CPU: XLA's native CSR kernel
@@ -68,7 +69,7 @@ def _on_cpu() -> bool:
     return jax.default_backend() == "cpu"
 
 
-def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False):
+def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False, traced_native: bool = False):
     """``A @ x`` for a zero-filled 2-D COO matrix ``A`` (n_batch = n_dense = 0) and a dense ``x``.
 
     Parameters
@@ -83,6 +84,12 @@ def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False)
         Dense operand of ``data``'s dtype (NumPy or JAX, may be traced).
     rows_sorted : bool
         Whether the rows of ``indices`` are sorted (helps the traced kernel).
+    traced_native : bool
+        Use the native kernel under tracing too. Only for callers that never
+        transpose the product (``jax.linear_transpose``, a non-symmetric
+        ``lax.custom_linear_solve``): an FFI call has no transpose rule in
+        JAX's public API, so traced products otherwise take the XLA kernels,
+        which JAX can transpose. ``grad``, ``jvp`` and ``vmap`` work either way.
 
     Returns
     -------
@@ -91,8 +98,8 @@ def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False)
         dense-layout BCOOArray. Duplicate entries add up.
     """
     m, k = shape
-    if (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype)
-            and native.available()):
+    if (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype) and native.available()
+            and (traced_native or is_concrete(data, indices, x))):
         return native.spmm(data, indices, x, m)
     if is_tracer(indices):
         out = coo_matmat(data, indices[:, 0], indices[:, 1], x, m, rows_sorted)
@@ -163,12 +170,16 @@ def coo_matmat(data, rows, cols, x, m: int, rows_sorted: bool = False):
     """``A @ x`` for a 2-D COO matrix ``A`` given by ``(data, rows, cols)`` with ``m`` rows.
 
     Padding entries (row index ``m`` or column index ``x.shape[0]``) add
-    nothing, whatever garbage (even NaN) they hold.
+    nothing, whatever garbage (even NaN) they hold, in the product and in its
+    transpose (``jax.grad`` with respect to ``x``), since they are masked
+    before the segment sum.
     """
     xv = jnp.take(x, cols, axis=0, mode="clip") if x.shape[0] else jnp.zeros((cols.shape[0],) + x.shape[1:], x.dtype)
-    prod = (data.reshape(data.shape + (1,) * (x.ndim - 1)) * xv)
-    col_ok = (cols < x.shape[0]).reshape(cols.shape + (1,) * (x.ndim - 1))
-    prod = jnp.where(col_ok, prod, jnp.zeros((), prod.dtype))
+    # Mask the values, not the products: the transpose of ``where(ok, d * xv, 0)`` would still
+    # multiply the cotangent by the garbage ``d`` of a padding entry (0 * NaN).
+    ok = (cols < x.shape[0]) & (rows < m)
+    safe = jnp.where(ok, data, jnp.zeros((), data.dtype))
+    prod = safe.reshape(safe.shape + (1,) * (x.ndim - 1)) * xv
     return jax.ops.segment_sum(prod, rows, num_segments=m, indices_are_sorted=rows_sorted)
 
 

@@ -19,6 +19,7 @@ from .._array_object import BCOOArray
 from .._fill import same_value_np
 from .._linear_algebra_functions import matmul
 from .._relayout import update_layout
+from .._kernels.matmul import spmm
 from .._routing import routed
 
 __all__ = ["cg", "gmres", "bicgstab", "lobpcg", "spsolve"]
@@ -34,11 +35,21 @@ def _square(A, name) -> BCOOArray:
     return A
 
 
-def _operator(A: BCOOArray):
-    """``v -> A @ v`` as a function of dense vectors (or blocks of vectors)."""
+def _operator(A: BCOOArray, *, transposed_never: bool = False):
+    """``v -> A @ v`` as a function of dense vectors (or blocks of vectors).
+
+    ``transposed_never``: the solver never transposes the operator (JAX's
+    ``cg`` on real data: a symmetric ``custom_linear_solve``), so a plain
+    zero-filled matrix can run the native kernel inside the solver's trace
+    (see :func:`bcoo_array._kernels.matmul.spmm`).
+    """
     src = A if same_value_np(A.fill_value, np.zeros((), A.dtype)) else A._canonical()
+    plain = transposed_never and src.n_batch == 0 and src.n_dense == 0 and same_value_np(
+        src.fill_value, np.zeros((), src.dtype))
 
     def apply(v):
+        if plain and v.dtype == src.dtype and v.ndim in (1, 2):
+            return spmm(src.data, src.indices, src.shape, v, rows_sorted=src.indices_sorted, traced_native=True)[0]
         return matmul(src, v).todense()
 
     return apply
@@ -61,10 +72,12 @@ def _rhs(A, b, name):
     return b
 
 
-def _krylov(fn, name, A, b, x0, tol, atol, maxiter, M, **extra):
+def _krylov(fn, name, A, b, x0, tol, atol, maxiter, M, *, symmetric: bool = False, **extra):
     A = _square(A, name)
     b = _rhs(A, b, name)
-    return fn(_operator(A), b, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=_precond(M, A.shape[0], name),
+    # JAX's cg solves real systems as symmetric: it never transposes the operator then.
+    op = _operator(A, transposed_never=symmetric and A.dtype.kind == "f" and jnp.result_type(b) == A.dtype)
+    return fn(op, b, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=_precond(M, A.shape[0], name),
               **extra)
 
 
@@ -105,7 +118,7 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | No
     """
     from jax.scipy.sparse.linalg import cg as _cg
 
-    return _krylov(_cg, "cg", A, b, x0, tol, atol, maxiter, M)
+    return _krylov(_cg, "cg", A, b, x0, tol, atol, maxiter, M, symmetric=True)
 
 
 @routed
