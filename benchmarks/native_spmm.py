@@ -15,7 +15,7 @@ round by round (a change of machine load hits every column alike):
   SpMV for >= 150 000 entries, XLA's CSR kernel for several columns, the
   segment-sum plan otherwise), concrete indices, eager, jax ``x``;
 * ``native jit`` / ``xla jit``: ``jax.jit`` of the native kernel / of the
-  traced-index XLA kernel (``matmul.coo_matmat``), the matrix buffers
+  traced-index XLA kernel (``coo.coo_matmat``), the matrix buffers
   passed as (traced) arguments;
 * ``public`` / ``public xla``: ``(A @ x).data`` on the BCOOArray, with the native
   kernel and with ``BCOO_ARRAY_NATIVE=0``.
@@ -48,7 +48,7 @@ import scipy.io  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 import bcoo_array as xp  # noqa: E402
-from bcoo_array._kernels import csr, ell, matmul, native  # noqa: E402
+from bcoo_array._kernels import coo, csr, ell, native  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "matrices"
 
@@ -93,7 +93,7 @@ def cases(A: sp.csr_array, ncols: int):
     xn = rng.standard_normal((k,) if ncols == 1 else (k, ncols))
     xj = jnp.asarray(xn)
     native_jit = jax.jit(lambda d, i, v: native.coo_matmul(d, i, v, m))
-    xla_jit = jax.jit(lambda d, i, v: matmul.coo_matmat(d, i[:, 0], i[:, 1], v, m, True))
+    xla_jit = jax.jit(lambda d, i, v: coo.coo_matmat(d, i[:, 0], i[:, 1], v, m, True))
 
     def public(env):
         def f():

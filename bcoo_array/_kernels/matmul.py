@@ -18,7 +18,7 @@ number of right-hand columns) and call one named kernel:
   (:func:`.csr.matmat_bcsr`);
 * concrete indices otherwise: gather + sorted segment sum over a cached row
   plan (:func:`.csr.matmat_segments`);
-* traced indices: :func:`coo_matmat`, a gather of the dense rows and a
+* traced indices: :func:`.coo.coo_matmat`, a gather of the dense rows and a
   segment sum over the output rows (no nse x nse temporaries).
 
 :func:`spgemm` runs scipy's SMMP (Bank & Douglas) on the host when
@@ -40,6 +40,7 @@ import scipy.sparse as sp
 
 from .._layout import is_concrete, is_tracer
 from . import csr, ell, native
+from .coo import coo_matmat
 from .host import host_buffers
 
 
@@ -164,23 +165,6 @@ def spgemm(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int):
     prods = a_data[jnp.asarray(va[a_pos])] * b_data[jnp.asarray(vb[b_pos])]
     data = jax.ops.segment_sum(prods, jnp.asarray(seg), num_segments=rows.size, indices_are_sorted=False)
     return data, np.stack([rows, cols], axis=1), True
-
-
-def coo_matmat(data, rows, cols, x, m: int, rows_sorted: bool = False):
-    """``A @ x`` for a 2-D COO matrix ``A`` given by ``(data, rows, cols)`` with ``m`` rows.
-
-    Padding entries (row index ``m`` or column index ``x.shape[0]``) add
-    nothing, whatever garbage (even NaN) they hold, in the product and in its
-    transpose (``jax.grad`` with respect to ``x``), since they are masked
-    before the segment sum.
-    """
-    xv = jnp.take(x, cols, axis=0, mode="clip") if x.shape[0] else jnp.zeros((cols.shape[0],) + x.shape[1:], x.dtype)
-    # Mask the values, not the products: the transpose of ``where(ok, d * xv, 0)`` would still
-    # multiply the cotangent by the garbage ``d`` of a padding entry (0 * NaN).
-    ok = (cols < x.shape[0]) & (rows < m)
-    safe = jnp.where(ok, data, jnp.zeros((), data.dtype))
-    prod = safe.reshape(safe.shape + (1,) * (x.ndim - 1)) * xv
-    return jax.ops.segment_sum(prod, rows, num_segments=m, indices_are_sorted=rows_sorted)
 
 
 def spgemm_plan(a_rows, a_cols, b_rows, b_cols, shape_b_rows: int, n_cols: int):

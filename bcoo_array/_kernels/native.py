@@ -12,7 +12,7 @@ dtype in storage order (a serial scatter-add).
 
 :func:`coo_matmul` wraps it in :func:`jax.custom_jvp`: the primal is the
 native call, the tangent the pure-XLA gather + segment sum
-(:func:`.matmul.coo_matmat`) of ``(d_data, x)`` and ``(data, d_x)``, so
+(:func:`.coo.coo_matmat`) of ``(d_data, x)`` and ``(data, d_x)``, so
 ``jax.jvp`` works and ``jax.grad`` (w.r.t. ``data`` and ``x``) transposes
 the XLA tangent. ``jax.vmap`` adds leading batch dimensions that the kernel
 loops over (``vmap_method="expand_dims"``: an unbatched operand is read once,
@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .coo import coo_matmat
 from .host import aligned_empty
 
 #: FFI target name of the kernel.
@@ -85,8 +86,6 @@ def _ffi_matmul(data, indices, x, m: int):
 
 def _xla_matmul(data, indices, x, m: int):
     """The pure-XLA product (gather + segment sum), with the kernel's padding rule."""
-    from .matmul import coo_matmat
-
     k = x.shape[0]
     rows, cols = indices[:, 0], indices[:, 1]
     cols = jnp.where(cols < 0, k, cols)  # negative columns add nothing, as in the kernel
