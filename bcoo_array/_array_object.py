@@ -21,6 +21,7 @@ from ._array_base import ArrayBase, _is_operand
 from ._fill import fill_from_key, fill_key, fill_scalar, same_value_np
 from ._kernels.coalesce import sum_duplicates as _sum_duplicates
 from ._kernels.coalesce import todense as _todense
+from ._kernels.csr import csr_arrays
 from ._kernels.fromdense import fromdense as _fromdense
 from ._layout import (
     check_buffers,
@@ -432,13 +433,22 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         result's nse is the largest per-batch number of distinct indices (or
         ``nse`` if given, padding); while tracing it stays ``self.nse``.
         """
-        if self.unique_indices and self.indices_sorted and nse is None and not remove_padding:
+        if self.unique_indices and self.indices_sorted and nse is None and (
+                not remove_padding or self._without_padding()):
             return self
         data, indices = _sum_duplicates(self.data, self.indices, self.shape, self.n_batch, self.n_dense)
         out = self._replace(data=data, indices=indices, indices_sorted=True, unique_indices=True)
         if nse is not None:
             out = out._with_nse(nse)
         return out
+
+    def _without_padding(self) -> bool:
+        """True when a 2-D all-sparse matrix with concrete indices is known to store no padding
+        (from its cached CSR structure, :func:`._kernels.csr.csr_arrays`); False when unknown."""
+        if self.ndim != 2 or self.n_batch or self.n_dense or not is_concrete(self.indices):
+            return False
+        st = csr_arrays(self.indices, self.shape)
+        return st is not None and st.n_valid == self.nse
 
     def _canonical(self) -> "BCOOArray":
         """Self if already unique and sorted, else its canonical form."""

@@ -22,7 +22,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._fill import same_value_np
-from ._kernels import host, slicing
+from ._kernels import slicing
 from ._kernels.coalesce import broadcast_batch
 from ._layout import (
     index_dtype_for,
@@ -120,9 +120,9 @@ def permute_dims(x, /, axes) -> BCOOArray:
     if axes == (1, 0) and x.n_batch == 0 and x.n_dense == 0:
         got = slicing.transpose(x.data, x.indices, x.shape)
         if got is not None:
-            # scipy's CSR -> CSC on the host: the result is already in canonical order.
+            # scipy's CSR -> CSC with a cached plan: the result is already in canonical order.
             values, indices, canonical = got
-            return BCOOArray._from_buffers(host.to_device(values), host.to_device(indices), x.shape[::-1],
+            return BCOOArray._from_buffers(values, indices, x.shape[::-1],
                                            n_batch=0, n_dense=0, fill_value=x.fill_value, indices_sorted=True,
                                            unique_indices=canonical)
     nb, ns = x.n_batch, x.n_sparse

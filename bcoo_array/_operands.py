@@ -30,12 +30,19 @@ def is_array(x) -> bool:
 
 
 def as_operand(x, argname: str):
-    """Return a BCOOArray unchanged, a JAX array for anything array-like.
+    """``x`` as an operand: a BCOOArray, a JAX array or a NumPy array.
+
+    BCOOArrays and JAX arrays pass through; NumPy arrays and scalars stay
+    NumPy (concrete under ``jax.jit``); scipy.sparse, pydata-sparse and
+    jax.experimental.sparse arrays are converted to BCOOArrays.
 
     Raises
     ------
     TypeError
-        For objects that are not arrays (lists, strings, None, ...).
+        For objects that are not arrays (lists, strings, None, ...); the
+        message names ``argname``.
+    ValueError
+        For a 64-bit NumPy dtype with JAX's x64 mode off.
     """
     if isinstance(x, BCOOArray):
         return x

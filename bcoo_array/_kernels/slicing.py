@@ -1,4 +1,4 @@
-"""Rows and columns of a 2-D matrix on the host: scipy's CSR / CSC slicing.
+"""Rows, columns and the transpose of a 2-D matrix: scipy's CSR / CSC slicing.
 
 For a 2-D matrix whose buffers are concrete and live on the CPU, ``A[i]``,
 ``A[:, j]`` and the canonical transpose are a slice (rows) or a gather
@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import numpy as np
 
+from .._layout import is_concrete
 from .cache import PLANS
 from .csr import csr_arrays
-from .host import host_buffers
+from .host import host_buffers, to_device
 
 
 class ColumnPlan(NamedTuple):
@@ -96,21 +98,35 @@ def column(data, indices, shape: tuple[int, int], j: int):
 
 
 def transpose(data, indices, shape: tuple[int, int]):
-    """The transpose of a 2-D COO matrix in canonical order, or None when the host path does not apply.
+    """The transpose of a 2-D COO matrix in canonical order, or None when the indices are traced or unsorted.
+
+    Parameters
+    ----------
+    data : array, shape ``(nse,)``
+        Values (may be traced: only the indices must be concrete).
+    indices : concrete integer array, shape ``(nse, 2)``
+        Rows sorted, valid entries first (canonical form, say).
 
     Returns
     -------
-    values : numpy.ndarray, shape ``(n_valid,)``
-        ``data`` gathered column by column (scipy's CSR -> CSC).
-    indices : numpy.ndarray, shape ``(n_valid, 2)``
-        Sorted by (column, row); shared with the cache, do not modify.
+    values : jax.Array, shape ``(n_valid,)``
+        ``data`` gathered column by column (scipy's CSR -> CSC), one compiled gather.
+    indices : jax.Array, shape ``(n_valid, 2)``
+        Sorted by (column, row); cached on the device with the plan.
     canonical : bool
         Whether the matrix has no duplicate entries (then the result is unique too).
     """
-    host = host_buffers(data, indices)
-    if host is None:
+    if not is_concrete(indices):
         return None
     plan = column_plan(indices, shape)
     if plan is None:
         return None
-    return host[0][plan.order], plan.transposed, csr_arrays(indices, shape).canonical
+    order, transposed = PLANS.get((indices,), ("csc-dev", *shape),
+                                  lambda: (to_device(plan.order.astype(np.int32 if plan.order.size < 2**31 else
+                                                                       np.int64)), to_device(plan.transposed)))
+    return _gather(data, order), transposed, csr_arrays(indices, shape).canonical
+
+
+@jax.jit
+def _gather(data, order):
+    return data.at[order].get(mode="promise_in_bounds")

@@ -46,8 +46,8 @@ OPERATIONS = (
     "transpose (canonical)",
     "sum(axis=0)",
     "sum(axis=1)",
-    "row A[i]",
-    "column A[:, j]",
+    "row slice A(i, :)",
+    "column slice A(:, j)",
     "from scipy CSR",
     "to scipy CSR",
     "compile SpMV (first call, ms)",
@@ -66,8 +66,8 @@ TARGETS = {
     "transpose (canonical)": 3.0,
     "sum(axis=0)": 1.5,
     "sum(axis=1)": 1.5,
-    "row A[i]": 3.0,
-    "column A[:, j]": 3.0,
+    "row slice A(i, :)": 3.0,
+    "column slice A(:, j)": 3.0,
     "from scipy CSR": 2.0,
     "to scipy CSR": 2.0,
     "compile SpMV (first call, ms)": 300.0,
@@ -274,8 +274,8 @@ def _ops_for(case: Case, lib: str):
         ops["SpMV A @ x"] = lambda: A @ x
         ops["SpMV A @ x, NumPy x"] = lambda: A @ x
         ops["A.dot(x) -> NumPy"] = lambda: A.dot(x)
-        ops["row A[i]"] = lambda: A[i]
-        ops["column A[:, j]"] = lambda: A[:, j]
+        ops["row slice A(i, :)"] = lambda: A[i]
+        ops["column slice A(:, j)"] = lambda: A[:, j]
         ops["SpMM A @ X (16 cols)"] = lambda: A @ X16
         ops["SpMM A @ X (64 cols)"] = lambda: A @ X64
         ops["A + B (canonical)"] = lambda: A + B
@@ -298,8 +298,8 @@ def _ops_for(case: Case, lib: str):
         ops["SpMV A @ x"] = lambda: a @ xj
         ops["SpMV A @ x, NumPy x"] = lambda: a @ x
         ops["A.dot(x) -> NumPy"] = lambda: a.dot(x)
-        ops["row A[i]"] = lambda: a[i]
-        ops["column A[:, j]"] = lambda: a[:, j]
+        ops["row slice A(i, :)"] = lambda: a[i]
+        ops["column slice A(:, j)"] = lambda: a[:, j]
         ops["SpMM A @ X (16 cols)"] = lambda: a @ X16j
         ops["SpMM A @ X (64 cols)"] = lambda: a @ X64j
         ops["A + B (canonical)"] = lambda: a + b
@@ -350,8 +350,8 @@ def _ops_for(case: Case, lib: str):
         at = sparse.COO.from_scipy_sparse(A.T.tocsr())
         ops["SpMV A @ x"] = lambda: a @ x
         ops["SpMV A @ x, NumPy x"] = lambda: a @ x
-        ops["row A[i]"] = lambda: a[i]
-        ops["column A[:, j]"] = lambda: a[:, j]
+        ops["row slice A(i, :)"] = lambda: a[i]
+        ops["column slice A(:, j)"] = lambda: a[:, j]
         ops["SpMM A @ X (16 cols)"] = lambda: a @ X16
         ops["SpMM A @ X (64 cols)"] = lambda: a @ X64
         ops["A + B (canonical)"] = lambda: a + b
