@@ -181,3 +181,22 @@ def host_spmm(data: np.ndarray, indices: np.ndarray, x: np.ndarray, m: int) -> n
                          m, x.shape[0], n, _DTYPE_CODE[np.dtype(data.dtype)], indices.dtype == np.int64,
                          x.ndim == 1)
     return out
+
+
+def host_csr_spmv(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, x: np.ndarray, m: int) -> np.ndarray:
+    """``A @ x`` for a CSR matrix on host buffers, without XLA: ``(1, m)``, 64-byte aligned.
+
+    ``indptr`` ``(m + 1,)`` and ``cols`` ``(n_valid,)`` share int32 or int64;
+    ``data`` holds at least ``n_valid`` values in the same order, of a
+    supported dtype (:data:`DTYPES`), as ``x`` ``(k,)``. The same additions
+    in the same order as :func:`host_spmm` on row-sorted entries (equal bits),
+    with scipy's memory traffic (one column index per entry).
+    """
+    _load()
+    from .._native import _ffi
+
+    out = aligned_empty((1, m), data.dtype)
+    _ffi.host_csr_spmv(np.ascontiguousarray(indptr), np.ascontiguousarray(cols), np.ascontiguousarray(data),
+                       np.ascontiguousarray(x), out, m, _DTYPE_CODE[np.dtype(data.dtype)],
+                       indptr.dtype == np.int64)
+    return out

@@ -32,6 +32,8 @@
 namespace bcoo_avx2 {
 bool HostComputeAvx2(int dtype, bool idx64, const void* data, const void* idx, int64_t nse,
                      const void* x, int64_t k, int64_t n, void* y, int64_t m, bool vec);
+bool HostCsrSpmvAvx2(int dtype, bool idx64, const void* indptr, const void* cols, const void* data,
+                     const void* x, void* y, int64_t m);
 bool Compute(const xla::ffi::AnyBuffer& data, const xla::ffi::AnyBuffer& indices,
              const xla::ffi::AnyBuffer& x, xla::ffi::Result<xla::ffi::AnyBuffer>& out,
              int64_t batch_rank, int64_t nse, int64_t k, int64_t n, int64_t m, bool vec);
@@ -99,6 +101,15 @@ bool BcooArrayHostCooMatmul(int dtype, bool idx64, const void* data, const void*
   if (UseAvx2()) return bcoo_avx2::HostComputeAvx2(dtype, idx64, data, idx, nse, x, k, n, y, m, vec);
 #endif
   return bcoo_generic::HostCompute(dtype, idx64, data, idx, nse, x, k, n, y, m, vec);
+}
+
+// Entry point of the host CSR SpMV (module.cc).
+bool BcooArrayHostCsrSpmv(int dtype, bool idx64, const void* indptr, const void* cols, const void* data,
+                          const void* x, void* y, int64_t m) {
+#if BCOO_HAVE_AVX2
+  if (UseAvx2()) return bcoo_avx2::HostCsrSpmvAvx2(dtype, idx64, indptr, cols, data, x, y, m);
+#endif
+  return bcoo_generic::HostCsrSpmv(dtype, idx64, indptr, cols, data, x, y, m);
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(BcooArrayCooMatmul, CooMatmulImpl,

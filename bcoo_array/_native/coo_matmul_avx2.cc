@@ -22,6 +22,10 @@ bool HostComputeAvx2(int dtype, bool idx64, const void* data, const void* idx, i
                      const void* x, int64_t k, int64_t n, void* y, int64_t m, bool vec) {
   return HostCompute(dtype, idx64, data, idx, nse, x, k, n, y, m, vec);
 }
+bool HostCsrSpmvAvx2(int dtype, bool idx64, const void* indptr, const void* cols, const void* data,
+                     const void* x, void* y, int64_t m) {
+  return HostCsrSpmv(dtype, idx64, indptr, cols, data, x, y, m);
+}
 }  // namespace bcoo_avx2
 #pragma GCC pop_options
 #endif

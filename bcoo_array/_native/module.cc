@@ -11,6 +11,9 @@ XLA_FFI_DECLARE_HANDLER_SYMBOL(BcooArrayCooMatmul);
 bool BcooArrayHostCooMatmul(int dtype, bool idx64, const void* data, const void* idx, int64_t nse,
                             const void* x, int64_t k, int64_t n, void* y, int64_t m, bool vec);
 
+bool BcooArrayHostCsrSpmv(int dtype, bool idx64, const void* indptr, const void* cols, const void* data,
+                          const void* x, void* y, int64_t m);
+
 namespace {
 
 // A C-contiguous buffer of an object (a NumPy array), released on scope exit.
@@ -63,11 +66,33 @@ static PyObject* registrations(PyObject*, PyObject*) {
   return dict;
 }
 
+// host_csr_spmv(indptr, cols, data, x, out, m, dtype_code, idx64): out = A @ x for a CSR matrix
+// on host buffers (the caller checks shapes and dtypes).
+static PyObject* host_csr_spmv(PyObject*, PyObject* args) {
+  PyObject *indptr, *cols, *data, *x, *out;
+  long long m;
+  int dtype, idx64;
+  if (!PyArg_ParseTuple(args, "OOOOOLip", &indptr, &cols, &data, &x, &out, &m, &dtype, &idx64)) return nullptr;
+  Buf bp(indptr, false), bc(cols, false), bd(data, false), bx(x, false), bo(out, true);
+  if (!(bp.ok && bc.ok && bd.ok && bx.ok && bo.ok)) return nullptr;
+  bool done;
+  Py_BEGIN_ALLOW_THREADS
+  done = BcooArrayHostCsrSpmv(dtype, idx64, bp.view.buf, bc.view.buf, bd.view.buf, bx.view.buf, bo.view.buf, m);
+  Py_END_ALLOW_THREADS
+  if (!done) {
+    PyErr_SetString(PyExc_TypeError, "host_csr_spmv: unsupported dtype code");
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"registrations", registrations, METH_NOARGS,
      "Dict of FFI target name -> PyCapsule holding the XLA FFI handler."},
     {"host_coo_matmul", host_coo_matmul, METH_VARARGS,
      "out = A @ x for a COO matrix on C-contiguous host buffers (no XLA)."},
+    {"host_csr_spmv", host_csr_spmv, METH_VARARGS,
+     "out = A @ x for a CSR matrix on C-contiguous host buffers (no XLA)."},
     {nullptr, nullptr, 0, nullptr}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ffi",
