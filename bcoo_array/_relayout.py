@@ -124,10 +124,10 @@ def drop_fill_entries(x: BCOOArray) -> BCOOArray:
     would store ``False`` wherever the answer equals the fill value; scipy
     stores only the ``True`` entries, and code counts them with ``.nnz``.
     The values are unchanged. Under ``jit`` (traced buffers), for other
-    layouts or dtypes, ``x`` is returned as it is.
+    layouts or dtypes, or with duplicate entries, ``x`` is returned as it is.
     """
-    if x.dtype != np.bool_ or x.n_batch or x.n_dense or x.ndim == 0:
-        return x
+    if x.dtype != np.bool_ or x.n_batch or x.n_dense or x.ndim == 0 or not x.unique_indices:
+        return x  # (with duplicates, an entry equal to the fill may be needed: True | False)
     host = host_buffers(x.data, x.indices)
     if host is None:
         return x

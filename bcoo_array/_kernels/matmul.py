@@ -63,8 +63,8 @@ def host_spmm(data, indices, shape: tuple[int, int], x):
     host = host_buffers(data, indices, x)
     if host is None:
         return None
-    if x.ndim == 1:
-        st = csr.csr_arrays(indices, shape)  # cached: row-sorted, valid entries first (canonical form)
+    if x.ndim == 1 and not isinstance(indices, np.ndarray):  # a JAX buffer: its CSR structure is cached
+        st = csr.csr_arrays(indices, shape)  # None unless row-sorted with valid entries first (canonical form)
         if st is not None and st.indptr.dtype == st.cols.dtype:
             return native.host_csr_spmv(st.indptr, st.cols, host[0], host[2], shape[0])[0]
     return native.host_spmm(*host, shape[0])[0]
