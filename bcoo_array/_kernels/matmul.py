@@ -60,6 +60,8 @@ def host_spmm(data, indices, shape: tuple[int, int], x):
     """
     if not (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype) and native.available()):
         return None
+    if x.shape[0] != shape[1]:  # the loops read x[col] unchecked on the CSR path
+        raise ValueError(f"host_spmm: x has {x.shape[0]} rows for a matrix of shape {tuple(shape)}")
     host = host_buffers(data, indices, x)
     if host is None:
         return None
