@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 import bcoo_array as xp
-from bcoo_array._dtypes import sum_dtype
+from bcoo_array._dtypes import CATEGORIES, sum_dtype
 from bcoo_array._elementwise_functions import TABLE as _ELEMENTWISE
 from bcoo_array._layout import normalize_axes
 
@@ -25,7 +25,7 @@ from ._array import ShardedBCOOArray
 
 
 def _prep(x, axis, name, category):
-    if x.dtype not in xp._dtypes.CATEGORIES[category]:
+    if x.dtype not in CATEGORIES[category]:
         raise TypeError(f"{name}() needs x of a {category} dtype, got {x.dtype}")
     return normalize_axes(axis, x.ndim)
 
