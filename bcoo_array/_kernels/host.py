@@ -3,9 +3,11 @@
 Structural work (merging patterns, slicing rows, planning products) runs in
 NumPy and scipy on the host. :func:`host_buffers` gives zero-copy NumPy
 views of concrete CPU buffers; :func:`to_device` hands NumPy results to JAX
-from a 64-byte aligned buffer, which JAX's CPU client can take without a
-second copy (an unaligned NumPy array is copied, and NumPy's default
-alignment is 16 bytes).
+from a 64-byte aligned buffer. JAX copies host data into its own buffer
+either way (checked: a later write to the NumPy array does not reach the
+JAX array, so a user's scipy matrix is never aliased), but from an aligned
+source the copy is about 2-3x faster here than from NumPy's default
+16-byte alignment (40k int32: 89 us against 250 us).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def aligned_empty(shape, dtype) -> np.ndarray:
 
 
 def to_device(x: np.ndarray) -> jax.Array:
-    """``x`` as a JAX array, copied once from a 64-byte aligned buffer (JAX's CPU client then aliases it)."""
+    """``x`` as a JAX array (a copy), made from a 64-byte aligned buffer, which JAX copies fastest."""
     if _address(x) % 64:
         y = aligned_empty(x.shape, x.dtype)
         y[...] = x
