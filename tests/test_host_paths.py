@@ -140,3 +140,18 @@ def test_argmax_of_a_huge_array_does_not_densify():
     assert int(xp.argmin(A)) == 119_999 * 90_000 + 89_999
     col = xp.argmax(A, axis=0)
     assert col.shape == (90_000,) and int(col[3]) == 7 and int(col[4]) == 0
+
+
+def test_from_scipy_copies_the_values():
+    # The hand-off to JAX goes through aligned host buffers; a later write to the scipy matrix must not reach the array.
+    S = sp.random(30, 20, density=0.2, format="csr", random_state=9)
+    A = xp.from_scipy(S)
+    before = np.asarray(A.todense()).copy()
+    S.data *= 2
+    S.indices[:] = 0
+    np.testing.assert_array_equal(np.asarray(A.todense()), before)
+    row = A[3]
+    col = A[:, 2]
+    S.data[:] = -1
+    np.testing.assert_array_equal(np.asarray(row.todense()), before[3])
+    np.testing.assert_array_equal(np.asarray(col.todense()), before[:, 2])
