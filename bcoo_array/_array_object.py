@@ -320,6 +320,27 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             raise TypeError(f"round() needs a 0-d array; use bcoo_array.round for shape {self.shape}")
         return round(np.asarray(self.todense()).item(), ndigits)
 
+    def item(self):
+        """The value of a one-element array as a Python scalar (as ``numpy.ndarray.item``).
+
+        Returns
+        -------
+        bool, int, float or complex
+            The single element (stored or the fill value).
+
+        Raises
+        ------
+        ValueError
+            If the array has more or fewer than one element.
+        jax.errors.ConcretizationTypeError
+            Under ``jax.jit`` (the value is not known while tracing).
+        """
+        if self.size != 1:
+            raise ValueError(f"item() needs an array of one element; this one has shape {self.shape}")
+        if not is_concrete(self.data, self.indices):
+            raise jax.errors.ConcretizationTypeError(self.data, "item() of a traced BCOOArray")
+        return np.asarray(self.todense()).reshape(()).item()
+
     def __bool__(self) -> bool:
         return self._scalar(bool, "bool")
 

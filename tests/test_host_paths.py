@@ -155,3 +155,12 @@ def test_from_scipy_copies_the_values():
     S.data[:] = -1
     np.testing.assert_array_equal(np.asarray(row.todense()), before[3])
     np.testing.assert_array_equal(np.asarray(col.todense()), before[:, 2])
+
+
+def test_item_of_one_element():
+    A = xp.asarray(np.array([[0.0, 2.5], [0.0, 0.0]]))
+    assert A[0, 1].item() == 2.5 and isinstance(A[0, 1].item(), float)
+    assert A[1, 0].item() == 0.0
+    assert xp.asarray(np.array([7], np.int64)).item() == 7
+    with pytest.raises(ValueError, match="one element"):
+        A.item()
