@@ -12,8 +12,7 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._fill import eval_fill
-from ._operands import PY_SCALARS, as_operand, scalar_dtype
+from ._operands import PY_SCALARS, as_operand, cast, scalar_dtype
 from ._relayout import dense_layout
 from ._routing import routed
 
@@ -58,8 +57,7 @@ def astype(x, dtype, /, *, copy: bool = True, device=None) -> BCOOArray:
     elif x.dtype == dt:
         out = x._replace()
     else:
-        src = x._canonical()
-        out = src._replace(data=src.data.astype(dt), fill_value=eval_fill(lambda f: f.astype(dt), src.fill_value))
+        out = cast(x, dt)
     if device is not None:
         out = out.to_device(device)
     return out

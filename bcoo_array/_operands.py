@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 
@@ -141,8 +143,14 @@ def cast(x, dtype: np.dtype):
     if isinstance(x, BCOOArray):
         # Duplicates are summed first: casting does not commute with summation.
         src = x._canonical()
-        return src._replace(data=src.data.astype(dtype), fill_value=eval_fill(lambda f: f.astype(dtype), src.fill_value))
+        return src._replace(data=src.data.astype(dtype), fill_value=eval_fill(_caster(np.dtype(dtype)), src.fill_value))
     return x.astype(dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _caster(dtype: np.dtype):
+    """One stable function per dtype, so :func:`eval_fill` remembers cast fill values."""
+    return lambda f: f.astype(dtype)
 
 
 def as_sparse(x, argname: str = "x") -> BCOOArray:
