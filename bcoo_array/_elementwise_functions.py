@@ -28,7 +28,7 @@ from ._operands import (
     scalar_to_array,
 )
 from ._relayout import dense_layout, drop_fill_entries
-from ._routing import routed
+from ._routing import public, routed
 
 
 class Spec(NamedTuple):
@@ -317,7 +317,7 @@ def _unary(name: str):
         return dense_layout(spec.fn(x))
 
     fn.__doc__ = _DOC_UNARY.format(summary=spec.summary.capitalize(), name=name, category=spec.category)
-    return _named(fn, name)
+    return public(fn, name, "bcoo_array")
 
 
 #: Comparisons store only the entries that differ from the result's fill value
@@ -337,17 +337,11 @@ def _binary(name: str):
         return drop_fill_entries(out) if prune else out
 
     fn.__doc__ = _DOC_BINARY.format(summary=spec.summary.capitalize(), name=name, category=spec.category)
-    return _named(fn, name)
-
-
-def _named(fn, name: str):
-    fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = "bcoo_array"
-    return routed(fn)
+    return public(fn, name, "bcoo_array")
 
 
 # The functions of the table, bound to static names (so that docs, IDEs and
-# type checkers see them); tests/test_elementwise.py checks that these
+# type checkers see them); tests/test_namespace.py checks that these
 # names and TABLE agree.
 abs = _unary("abs")
 acos = _unary("acos")

@@ -64,3 +64,11 @@ def routed(fn):
         return getattr(type(other), _PROTOCOL)(other, wrapper, args, kwargs)
 
     return wrapper
+
+
+def public(fn, name: str, module: str):
+    """A function built by a factory, named ``module.name`` and :func:`routed` (the generated
+    element-wise and FFT functions)."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = module
+    return routed(fn)

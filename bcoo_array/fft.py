@@ -22,7 +22,7 @@ from ._layout import normalize_axis
 from ._manipulation_functions import roll
 from ._operands import as_sparse, check_category
 from ._relayout import dense_layout
-from ._routing import routed
+from ._routing import public, routed
 
 _NORMS = ("backward", "ortho", "forward")
 
@@ -168,7 +168,7 @@ def _make_1d(name: str):
 
     fn.__doc__ = _DOC_1D.format(summary=_SUMMARY[name], name=name, category=category, result=result,
                                 nwhat=nwhat, ndefault=ndefault)
-    return _named(fn, name)
+    return public(fn, name, "bcoo_array.fft")
 
 
 def _make_nd(name: str):
@@ -198,13 +198,7 @@ def _make_nd(name: str):
 
     fn.__doc__ = _DOC_ND.format(summary=_SUMMARY[name], name=name, category=category, result=result,
                                 nwhat=nwhat, sdefault=sdefault)
-    return _named(fn, name)
-
-
-def _named(fn, name: str):
-    fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = "bcoo_array.fft"
-    return routed(fn)
+    return public(fn, name, "bcoo_array.fft")
 
 
 # The transforms of the tables, bound to static names (docs, IDEs and type checkers see them).
