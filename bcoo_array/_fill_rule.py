@@ -27,7 +27,7 @@ from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.union import take_or_fill, union, union_apply_2d
 from ._layout import is_concrete
-from ._relayout import broadcast, dense_layout, is_dense_layout, update_layout
+from ._relayout import broadcast, dense_layout, dense_values, update_layout
 
 
 def unary(fn: Callable, x: BCOOArray, *, linear: bool = False) -> BCOOArray:
@@ -51,8 +51,8 @@ def binary(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
     """
     # A dense-layout operand is a dense array: the sparse-dense rule keeps the result sparse
     # where it can, and no entry-by-entry union with a full pattern is built.
-    x = x.data[0] if is_dense_layout(x) else x
-    y = y.data[0] if is_dense_layout(y) else y
+    x = dense_values(x)
+    y = dense_values(y)
     xs = isinstance(x, BCOOArray) and x.ndim > 0
     ys = isinstance(y, BCOOArray) and y.ndim > 0
     if not xs and not ys:

@@ -26,7 +26,7 @@ from ._kernels.matmul import batched_spmm, spgemm, spmm
 from ._layout import index_dtype_for, is_concrete, is_tracer, prod
 from ._manipulation_functions import permute_dims, reshape
 from ._operands import as_operand, as_sparse, cast, check_category
-from ._relayout import broadcast, dense_layout, is_dense_layout, update_layout
+from ._relayout import broadcast, dense_layout, dense_values, update_layout
 from ._statistical_functions import sum as _sum
 from ._routing import routed
 
@@ -153,8 +153,8 @@ def matmul(x1, x2, /) -> BCOOArray:
     if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
         raise ValueError(f"matmul(): contracted dimensions differ: x1.shape={a.shape}, x2.shape={b.shape}")
     # A dense-layout operand (a product's result, say) is a dense array.
-    a = a.data[0] if is_dense_layout(a) else a
-    b = b.data[0] if is_dense_layout(b) else b
+    a = dense_values(a)
+    b = dense_values(b)
     if _is_plain_matrix(a) and not isinstance(b, BCOOArray) and b.ndim <= 2:
         # The common case (scipy's A @ x, A @ X): one kernel call on the buffers.
         return _dense_result(spmm(a.data, a.indices, a.shape, b, rows_sorted=a.indices_sorted))

@@ -45,6 +45,15 @@ def is_dense_layout(x) -> bool:
             and x.data.shape[0] == 1)
 
 
+def dense_values(x):
+    """The dense array of a dense-layout BCOOArray (its one stored block); any other ``x`` unchanged.
+
+    Operations that take dense operands call this first, so a product's
+    dense result takes the dense path instead of a union with a full pattern.
+    """
+    return x.data[0] if is_dense_layout(x) else x
+
+
 def update_layout(x: BCOOArray, n_batch: int, n_dense: int) -> BCOOArray:
     """Return ``x`` with ``n_batch`` batch and ``n_dense`` dense dimensions.
 
