@@ -21,7 +21,7 @@ import numpy as np
 from .._layout import is_concrete
 from .cache import PLANS
 from .csr import csr_arrays
-from .host import host_buffers, to_device
+from .host import aligned_empty, host_buffers, to_device
 
 
 class ColumnPlan(NamedTuple):
@@ -30,7 +30,9 @@ class ColumnPlan(NamedTuple):
     order: np.ndarray  # (n_valid,) positions of the entries, column by column
     rows: np.ndarray  # (n_valid,) their rows
     colptr: np.ndarray  # (n + 1,) start of each column in ``order``
-    transposed: np.ndarray  # (n_valid, 2) indices of the transpose, canonical order: (column, row)
+    canonical: bool  # no duplicate entries
+    order_device: jax.Array  # ``order`` on the device (the gather of the transpose)
+    transposed: jax.Array  # (n_valid, 2) indices of the transpose on the device, canonical order: (column, row)
 
 
 def _column_plan_numpy(indices, shape) -> ColumnPlan | None:
@@ -44,10 +46,11 @@ def _column_plan_numpy(indices, shape) -> ColumnPlan | None:
     colptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(cols, minlength=n), out=colptr[1:])
     rows = rows[order]
-    transposed = np.empty((order.size, 2), dtype=cols.dtype)
+    transposed = aligned_empty((order.size, 2), cols.dtype)
     transposed[:, 0] = cols[order]
     transposed[:, 1] = rows
-    return ColumnPlan(order, rows, colptr, transposed)
+    order_device = to_device(order.astype(np.int32 if order.size < 2**31 else np.int64))
+    return ColumnPlan(order, rows, colptr, st.canonical, order_device, to_device(transposed))
 
 
 def column_plan(indices, shape: tuple[int, int]) -> ColumnPlan | None:
@@ -94,7 +97,7 @@ def column(data, indices, shape: tuple[int, int], j: int):
     if plan is None:
         return None
     lo, hi = int(plan.colptr[j]), int(plan.colptr[j + 1])
-    return host[0][plan.order[lo:hi]], plan.rows[lo:hi], csr_arrays(indices, shape).canonical
+    return host[0][plan.order[lo:hi]], plan.rows[lo:hi], plan.canonical
 
 
 def transpose(data, indices, shape: tuple[int, int]):
@@ -112,7 +115,7 @@ def transpose(data, indices, shape: tuple[int, int]):
     values : jax.Array, shape ``(n_valid,)``
         ``data`` gathered column by column (scipy's CSR -> CSC), one compiled gather.
     indices : jax.Array, shape ``(n_valid, 2)``
-        Sorted by (column, row); cached on the device with the plan.
+        Sorted by (column, row); part of the cached plan.
     canonical : bool
         Whether the matrix has no duplicate entries (then the result is unique too).
     """
@@ -121,10 +124,7 @@ def transpose(data, indices, shape: tuple[int, int]):
     plan = column_plan(indices, shape)
     if plan is None:
         return None
-    order, transposed = PLANS.get((indices,), ("csc-dev", *shape),
-                                  lambda: (to_device(plan.order.astype(np.int32 if plan.order.size < 2**31 else
-                                                                       np.int64)), to_device(plan.transposed)))
-    return _gather(data, order), transposed, csr_arrays(indices, shape).canonical
+    return _gather(data, plan.order_device), plan.transposed, plan.canonical
 
 
 @jax.jit
