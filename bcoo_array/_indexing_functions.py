@@ -268,7 +268,7 @@ def _matrix_row_or_column(x: BCOOArray, key):
         return None
     values, positions, canonical = got
     indices = positions.astype(index_dtype_for((length,)))[:, None]
-    return BCOOArray._from_buffers(host.to_device(values), host.to_device(indices), (length,),
+    return BCOOArray._from_buffers(host.to_device(values), host.to_device(indices, owned=True), (length,),
                                    n_batch=0, n_dense=0, fill_value=x.fill_value,
                                    indices_sorted=canonical, unique_indices=canonical)
 

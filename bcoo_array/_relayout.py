@@ -143,4 +143,4 @@ def drop_fill_entries(x: BCOOArray) -> BCOOArray:
     keep = host[0] != x.fill_value
     if keep.all():
         return x
-    return x._replace(data=to_device(host[0][keep]), indices=to_device(host[1][keep]))
+    return x._replace(data=to_device(host[0][keep], owned=True), indices=to_device(host[1][keep], owned=True))

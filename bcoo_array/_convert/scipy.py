@@ -76,7 +76,7 @@ def from_scipy(mat, *, drop_zeros: bool = False, dtype=None) -> BCOOArray:
     for k, c in enumerate(coords):
         idx[:, k] = c
     return BCOOArray._from_buffers(
-        to_device(data.astype(dt, copy=False)), to_device(idx), shape, n_batch=0, n_dense=0,
+        to_device(data.astype(dt, copy=False)), to_device(idx, owned=True), shape, n_batch=0, n_dense=0,
         fill_value=np.zeros((), dt)[()], indices_sorted=canonical, unique_indices=canonical,
     )
 

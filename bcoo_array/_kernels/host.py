@@ -48,9 +48,25 @@ def aligned_empty(shape, dtype) -> np.ndarray:
     return buf[off:off + nbytes].view(dtype).reshape(shape)
 
 
-def to_device(x: np.ndarray) -> jax.Array:
-    """``x`` as a JAX array (a copy), made from a 64-byte aligned buffer, which JAX copies fastest."""
-    if _address(x) % 64:
+def to_device(x: np.ndarray, *, owned: bool = False) -> jax.Array:
+    """``x`` as a JAX array on the default CPU device.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Host buffer of any shape and dtype.
+    owned : bool
+        True only when ``x`` was just made by this package and nothing writes
+        to it again: JAX may then keep ``x``'s memory without a copy. When
+        False (the default; a user's buffer, or a view of one) the result is
+        always a copy, so later writes to ``x`` never reach it.
+
+    Returns
+    -------
+    jax.Array
+        Same shape and dtype as ``x``.
+    """
+    if not owned or _address(x) % 64:
         y = aligned_empty(x.shape, x.dtype)
         y[...] = x
         x = y

@@ -49,8 +49,8 @@ def _column_plan_numpy(indices, shape) -> ColumnPlan | None:
     transposed = aligned_empty((order.size, 2), cols.dtype)
     transposed[:, 0] = cols[order]
     transposed[:, 1] = rows
-    order_device = to_device(order.astype(np.int32 if order.size < 2**31 else np.int64))
-    return ColumnPlan(order, rows, colptr, st.canonical, order_device, to_device(transposed))
+    order_device = to_device(order.astype(np.int32 if order.size < 2**31 else np.int64), owned=True)
+    return ColumnPlan(order, rows, colptr, st.canonical, order_device, to_device(transposed, owned=True))
 
 
 def column_plan(indices, shape: tuple[int, int]) -> ColumnPlan | None:

@@ -120,7 +120,7 @@ def _union_plan_2d(ix, iy, shape):
             or max(sx.n_valid, sy.n_valid) >= 2**31 - 1):  # entry numbers must fit 32 bits
         return None
     idx, pos_x, pos_y = _merge_csr(sx, sy, shape, np.dtype(ix.dtype))
-    return to_device(idx), to_device(pos_x), to_device(pos_y)
+    return to_device(idx, owned=True), to_device(pos_x, owned=True), to_device(pos_y, owned=True)
 
 
 def _merge_csr(sx, sy, shape, index_dtype):
