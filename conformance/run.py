@@ -11,13 +11,18 @@ pinned at revision ``PINNED_REVISION`` below. It is not vendored: get a checkout
     pip install -r requirements.txt
 
     python conformance/run.py PATH_TO_CHECKOUT [--max-examples N] [--module NAME]
-                              [extra pytest args...]
+                              [--x64 on|off] [--seed N] [extra pytest args...]
 
 What it does:
 
 * sets ``ARRAY_API_TESTS_MODULE`` (``--module``, default ``bcoo_array``),
-  ``ARRAY_API_TESTS_VERSION=2025.12`` and ``JAX_ENABLE_X64=1``, and puts this
-  repository on ``PYTHONPATH`` so ``bcoo_array`` imports without installing;
+  ``ARRAY_API_TESTS_VERSION=2025.12`` and ``JAX_ENABLE_X64`` (``--x64``:
+  ``on``, the default, or ``off``, JAX's own default, in which the namespace's
+  default dtypes are 32-bit), and puts this repository on ``PYTHONPATH`` so
+  ``bcoo_array`` imports without installing;
+* draws a fresh Hypothesis seed for every run (or takes ``--seed N``), prints
+  it first and last, and passes it as ``--hypothesis-seed``: a failure is
+  reproduced by running again with the printed seed;
 * runs ``python -m pytest PATH/array_api_tests`` from inside the checkout, with
   ``-c PATH/pytest.ini --rootdir PATH`` so the suite's own pytest configuration
   is used and this project's ``[tool.pytest.ini_options]`` (``filterwarnings =
@@ -42,6 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -101,7 +107,7 @@ def check_checkout(path: Path, api_version: str) -> None:
 
 
 def build_command(
-    path: Path, max_examples: int, json_report: Path, extra: list[str]
+    path: Path, max_examples: int, json_report: Path, extra: list[str], seed: int | None = None
 ) -> list[str]:
     ini = path / "pytest.ini"
     # The suite's own config file if it has one; an empty one otherwise. Either
@@ -118,25 +124,28 @@ def build_command(
         str(path),
         "-p",
         "no:cacheprovider",
-        "--xfails-file",
-        str(XFAILS_FILE),
-        "--skips-file",
-        str(SKIPS_FILE),
+        # "--opt=value", never "--opt value": these options are defined by the
+        # suite's conftest.py, so pytest's early argument pass does not know them
+        # and would take a separate value for a path to collect, loading this
+        # directory's conftest.py (which turns JAX's 64-bit mode on) into the run.
+        f"--xfails-file={XFAILS_FILE}",
+        f"--skips-file={SKIPS_FILE}",
         "--max-examples",
         str(max_examples),
         "--disable-deadline",
         "--json-report",
         "--json-report-summary",
         f"--json-report-file={json_report}",
+        *([] if seed is None else [f"--hypothesis-seed={seed}"]),
         *extra,
     ]
 
 
-def build_env(module: str, api_version: str) -> dict[str, str]:
+def build_env(module: str, api_version: str, x64: bool = True) -> dict[str, str]:
     env = dict(os.environ)
     env["ARRAY_API_TESTS_MODULE"] = module
     env["ARRAY_API_TESTS_VERSION"] = api_version
-    env["JAX_ENABLE_X64"] = "1"
+    env["JAX_ENABLE_X64"] = "1" if x64 else "0"
     pythonpath = [str(REPO_ROOT)]
     if env.get("PYTHONPATH"):
         pythonpath.append(env["PYTHONPATH"])
@@ -146,14 +155,15 @@ def build_env(module: str, api_version: str) -> dict[str, str]:
     return env
 
 
-def print_summary(json_report: Path, returncode: int) -> None:
+def print_summary(json_report: Path, returncode: int, settings: str = "") -> None:
     try:
         summary = json.loads(json_report.read_text())["summary"]
     except (OSError, ValueError, KeyError):
-        print(f"conformance: no report written (pytest exit status {returncode})")
+        print(f"conformance: no report written (pytest exit status {returncode}){settings}")
         return
     counts = ", ".join(f"{summary.get(k, 0)} {k}" for k in OUTCOMES)
-    print(f"conformance: {counts} (collected {summary.get('collected', 0)}, pytest exit status {returncode})")
+    print(f"conformance: {counts} (collected {summary.get('collected', 0)}, "
+          f"pytest exit status {returncode}){settings}")
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
@@ -176,6 +186,18 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         default=API_VERSION,
         help=f"ARRAY_API_TESTS_VERSION (default {API_VERSION})",
     )
+    parser.add_argument(
+        "--x64",
+        choices=("on", "off"),
+        default="on",
+        help="JAX's 64-bit mode (JAX_ENABLE_X64): on (default) or off, JAX's own default",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="Hypothesis seed (default: a fresh random one, printed; pass it again to reproduce)",
+    )
     args, extra = parser.parse_known_args(argv)
     if "--" in extra:
         extra.remove("--")
@@ -186,12 +208,20 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parse_args(argv)
     path = args.checkout.expanduser().resolve()
     check_checkout(path, args.api_version)
+    derandomized = any(a in ("--derandomize", "--hypothesis-derandomize") for a in extra)
+    explicit = any(a.startswith("--hypothesis-seed") for a in extra)
+    seed = args.seed
+    if seed is None and not (derandomized or explicit):
+        seed = secrets.randbelow(2**32)
+    settings = f"; x64 {args.x64}" + ("" if seed is None else f", --seed {seed}")
+    print(f"conformance: max_examples {args.max_examples}{settings}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bcoo-conformance-") as tmp:
         json_report = Path(tmp) / "report.json"
-        cmd = build_command(path, args.max_examples, json_report, extra)
+        cmd = build_command(path, args.max_examples, json_report, extra, seed)
         print("conformance:", " ".join(cmd), flush=True)
-        proc = subprocess.run(cmd, cwd=path, env=build_env(args.module, args.api_version))
-        print_summary(json_report, proc.returncode)
+        env = build_env(args.module, args.api_version, x64=args.x64 == "on")
+        proc = subprocess.run(cmd, check=False, cwd=path, env=env)
+        print_summary(json_report, proc.returncode, settings)
     return proc.returncode
 
 
