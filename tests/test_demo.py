@@ -27,7 +27,7 @@ def test_demo_cli_rejects_non_matrix_market(tmp_path):
     bad.write_text("not a matrix\n")
     result = CliRunner().invoke(main, ["demo", str(bad)])
     assert result.exit_code != 0
-    assert "not a Matrix Market coordinate file" in result.output
+    assert "not a Matrix Market file" in result.output
 
 
 @pytest.mark.skipif(not FILES, reason="../shared/data/matrices is absent")

@@ -72,6 +72,26 @@ def available() -> bool:
     return cpu and _load()
 
 
+def describe() -> dict:
+    """What the native kernels' state is, for ``bcoo-array info`` and bug reports.
+
+    Returns
+    -------
+    dict
+        ``built`` (the extension imports), ``error`` (why it does not, or
+        None), ``disabled`` (``BCOO_ARRAY_NATIVE=0`` is set), ``backend``
+        (JAX's default backend) and ``in_use`` (:func:`available`).
+    """
+    built = _load()
+    return {
+        "built": built,
+        "error": None if built else str(_STATE.get("error")),
+        "disabled": os.environ.get("BCOO_ARRAY_NATIVE", "1") == "0",
+        "backend": jax.default_backend(),
+        "in_use": available(),
+    }
+
+
 def supports(data_dtype, x_dtype, index_dtype) -> bool:
     """Whether the kernel takes these dtypes (values float32/64 or complex64/128, equal; int32/int64 indices)."""
     dt = np.dtype(data_dtype)

@@ -1,4 +1,4 @@
-"""The ``bcoo-array`` command line: ``demo`` (the main job) and ``bench``.
+"""The ``bcoo-array`` command line: ``demo`` (the main job), ``bench`` and ``info``.
 
 The command line sits above the public namespace: it uses ``bcoo_array``'s
 public names only, and it is the only part of the package that imports
@@ -13,6 +13,8 @@ from __future__ import annotations
 import click
 
 import bcoo_array as xp
+
+from .data import MATRICES_ENV, default_matrices, matrix_dirs
 
 
 @click.group()
@@ -47,7 +49,7 @@ def _ensure_devices(n: int, args: list) -> None:
 
 
 @main.command("demo")
-@click.argument("matrix", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.argument("matrix", required=False)
 @click.option("--repeat", default=5, show_default=True, help="Timed repetitions per operation (median reported).")
 @click.option("--devices", default=1, show_default=True, type=click.IntRange(min=1),
               help="Shard the matrix by row blocks over N devices (bcoo_array.sharded); on CPU, N simulated "
@@ -55,7 +57,9 @@ def _ensure_devices(n: int, args: list) -> None:
 def demo_command(matrix: str | None, repeat: int, devices: int) -> None:
     """Run a short workload on MATRIX (.mtx or .mtx.gz) beside scipy.sparse.
 
-    Without MATRIX, the embedded 2-D Poisson matrix (64 x 64 grid) is used.
+    MATRIX is a path or the name of a file in a matrix folder ($BCOO_ARRAY_MATRICES,
+    or shared/data/matrices in this directory or a parent). Without MATRIX, the
+    embedded 2-D Poisson matrix (64 x 64 grid) is used.
     """
     if devices > 1:
         _ensure_devices(devices, ["demo"] + ([matrix] if matrix else []) + ["--repeat", str(repeat)])
@@ -89,6 +93,58 @@ def demo_command(matrix: str | None, repeat: int, devices: int) -> None:
         table.add_row(r.operation, f"{r.difference:.2e}", f"{r.bcoo_ms:.3f}", f"{r.scipy_ms:.3f}",
                       f"{r.bcoo_ms / r.scipy_ms:.2f}x" if r.scipy_ms else "-", r.note)
     console.print(table)
+
+
+@main.command("info")
+def info_command() -> None:
+    """Print versions, JAX's set-up (x64, devices) and whether the native kernels are in use.
+
+    Paste its output into bug reports.
+    """
+    import importlib.metadata as md
+    import platform
+
+    import jax
+
+    from .._kernels import native
+
+    def version(dist: str) -> str:
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            return "not installed"
+
+    rows = [
+        ("bcoo_array", f"{xp.__version__} (array API {xp.__array_api_version__})"),
+        ("python", platform.python_version()),
+    ]
+    rows += [(d, version(d)) for d in ("jax", "jaxlib", "numpy", "scipy")]
+    extras = {"sparse": "pydata", "matplotlib": "bench", "scikit-learn": "test", "array-api-strict": "test"}
+    rows += [(d, version(d) + ("" if version(d) != "not installed" else f" (extra: bcoo-array[{e}])"))
+             for d, e in extras.items()]
+    x64 = bool(jax.config.jax_enable_x64)
+    rows.append(("JAX 64-bit mode", "on" if x64 else
+                 "off (64-bit dtypes refused; JAX_ENABLE_X64=1 or jax.config.update('jax_enable_x64', True))"))
+    defaults = xp.__array_namespace_info__().default_dtypes()
+    rows.append(("default dtypes", ", ".join(f"{k}: {v}" for k, v in defaults.items())))
+    devices = jax.devices()
+    rows.append(("JAX backend", f"{jax.default_backend()}, {len(devices)} device(s): "
+                                + ", ".join(str(d) for d in devices[:8]) + (" ..." if len(devices) > 8 else "")))
+    state = native.describe()
+    if state["in_use"]:
+        kernels = "in use (C++ via jax.ffi)"
+    elif not state["built"]:
+        kernels = f"not built, XLA path in use ({state['error']})"
+    elif state["disabled"]:
+        kernels = "built, disabled by BCOO_ARRAY_NATIVE=0; XLA path in use"
+    else:
+        kernels = f"built, not used on the {state['backend']} backend; XLA path in use"
+    rows.append(("native kernels", kernels))
+    dirs = matrix_dirs()
+    rows.append(("matrix folders", ", ".join(str(d) for d in dirs) if dirs else f"none (set {MATRICES_ENV})"))
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        click.echo(f"{k:<{width}}  {v}")
 
 
 @main.command("bench")
@@ -143,10 +199,15 @@ def bench_command(matrices, random_specs, large, repeat, libraries, plot_path, m
     operations = tuple(op for op in _bench.OPERATIONS if not any(t in op for t in skip))
     specs = list(matrices)
     if not specs:
-        specs = [m for m in ("cage11", "bcsstk16") if (_bench.matrices_dir() / f"{m}.mtx.gz").exists()]
+        specs = [str(p) for p in default_matrices()]
     specs += [f"random:{r}" for r in random_specs if r]
     if large:
         specs.append("random:1e6:1e7")
+    if not specs:
+        dirs = ", ".join(str(d) for d in matrix_dirs()) or "none found"
+        raise click.UsageError(
+            f"nothing to run: no MATRICES given, cage11/bcsstk16 not found in the matrix folders ({dirs}), and no "
+            f"--random matrix; pass a .mtx file, set {MATRICES_ENV}, or give --random N:NNZ (e.g. --random 1e4:1e5)")
     cases = {}
     results = []
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

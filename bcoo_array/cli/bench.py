@@ -33,6 +33,8 @@ from typing import Callable
 
 import numpy as np
 
+from .data import find_matrix
+
 #: Operation names, in report order.
 OPERATIONS = (
     "SpMV A @ x",
@@ -113,12 +115,6 @@ class Result:
         return t / ref if ref else None
 
 
-def matrices_dir() -> Path:
-    """The shared real matrices (``../shared/data/matrices`` beside the repository)."""
-    # This file is bcoo_array/cli/bench.py: parents[2] is the repository root.
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "matrices"
-
-
 def _import_sparse():
     """pydata-sparse, or an ImportError that names the extra to install."""
     try:
@@ -165,7 +161,7 @@ def load_case(spec: str, seed: int = 0) -> Case:
     Raises
     ------
     FileNotFoundError
-        If ``spec`` names no file here nor in :func:`matrices_dir`.
+        If ``spec`` is neither a file nor a name in :func:`.data.matrix_dirs`.
     ValueError
         For a malformed ``random:`` spec.
     """
@@ -180,16 +176,9 @@ def load_case(spec: str, seed: int = 0) -> Case:
             raise ValueError(f"random spec {spec!r} must be random:N:NNZ, e.g. random:1e4:1e5") from None
         A = _random_csr(n, n, nnz, seed)
         return Case(f"random {n:.0e} x {n:.0e}, nnz {nnz:.0e}".replace("e+0", "e"), A, _random_csr(n, n, nnz, seed + 1))
-    path = Path(spec)
-    if not path.exists():
-        for cand in (matrices_dir() / spec, matrices_dir() / f"{spec}.mtx", matrices_dir() / f"{spec}.mtx.gz"):
-            if cand.exists():
-                path = cand
-                break
-        else:
-            raise FileNotFoundError(f"no matrix {spec!r} here or in {matrices_dir()}")
+    path = find_matrix(spec)
     M = scipy.io.mmread(path)
-    A = sp.csr_array(M).astype(np.float64)
+    A = sp.csr_array(M).astype(np.float64)  # array-format files come back dense; CSR keeps their non-zeros
     A.sum_duplicates()
     name = path.name.split(".")[0]
     # B: the same shape and number of entries, a different (random) pattern.

@@ -23,6 +23,8 @@ from typing import Callable
 
 import numpy as np
 
+from .data import find_matrix
+
 
 @dataclass
 class Row:
@@ -37,7 +39,7 @@ class Row:
 
 
 def read_matrix(path: str | Path | None):
-    """Read a Matrix Market file (``.mtx`` or ``.mtx.gz``) as a scipy CSR array.
+    """Read a Matrix Market file (``.mtx`` or ``.mtx.gz``, coordinate or array format) as a scipy CSR array.
 
     With ``path=None`` build the default: the 2-D Poisson matrix of a 64 x 64
     grid (4096 x 4096, 20224 entries), ``kron(I, T) + kron(T, I)`` with ``T``
@@ -53,9 +55,10 @@ def read_matrix(path: str | Path | None):
     Raises
     ------
     FileNotFoundError
-        If ``path`` does not exist.
+        If ``path`` is neither a file nor a matrix name found by
+        :func:`bcoo_array.cli.data.find_matrix`.
     ValueError
-        If the file is not a Matrix Market coordinate matrix.
+        If the file is not a Matrix Market file, or its matrix is not 2-D.
     """
     import scipy.io
     import scipy.sparse as sp
@@ -65,15 +68,17 @@ def read_matrix(path: str | Path | None):
         t = sp.diags_array([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], offsets=[-1, 0, 1])
         eye = sp.eye_array(n)
         return "poisson2d-64 (default)", sp.csr_array(sp.kron(eye, t) + sp.kron(t, eye)), True
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no such matrix file: {path}")
+    path = find_matrix(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
         header = fh.readline().decode("ascii", "replace").lower()
-    if not header.startswith("%%matrixmarket") or "coordinate" not in header:
-        raise ValueError(f"{path} is not a Matrix Market coordinate file (header: {header.strip()!r})")
+    if not header.startswith("%%matrixmarket") or not ("coordinate" in header or "array" in header):
+        raise ValueError(f"{path} is not a Matrix Market file (coordinate or array format; "
+                         f"header: {header.strip()!r})")
+    # An array-format file comes back as a dense ndarray; CSR keeps its non-zeros.
     mat = scipy.io.mmread(str(path))
+    if np.ndim(mat) != 2:
+        raise ValueError(f"{path} holds a {np.ndim(mat)}-D array; the demo needs a matrix")
     name = path.name.removesuffix(".gz").removesuffix(".mtx")
     return name, sp.csr_array(mat), ("symmetric" in header or "hermitian" in header)
 

@@ -1,0 +1,88 @@
+"""The command line beyond the demo's numbers: ``info``, finding matrices, and clear refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+from click.testing import CliRunner
+
+from bcoo_array.cli import main
+from bcoo_array.cli.data import MATRICES_ENV, find_matrix, matrix_dirs
+from bcoo_array.cli.demo import read_matrix
+
+
+def test_info_reports_versions_x64_devices_and_kernels():
+    result = CliRunner().invoke(main, ["info"])
+    assert result.exit_code == 0, result.output
+    for key in ("bcoo_array", "jax", "numpy", "scipy", "JAX 64-bit mode", "JAX backend", "native kernels",
+                "default dtypes"):
+        assert key in result.output
+    assert "2025.12" in result.output
+
+
+def test_info_says_when_native_kernels_are_disabled(monkeypatch):
+    monkeypatch.setenv("BCOO_ARRAY_NATIVE", "0")
+    result = CliRunner().invoke(main, ["info"])
+    assert result.exit_code == 0, result.output
+    assert "XLA path in use" in result.output
+
+
+def _write(folder, name, mat):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.mtx"
+    scipy.io.mmwrite(str(path), mat)
+    return path
+
+
+def test_names_are_found_in_the_env_folder_and_under_the_working_directory(tmp_path, monkeypatch):
+    S = sp.random_array((6, 5), density=0.4, format="coo", random_state=1)
+    env_dir = tmp_path / "mine"
+    path = _write(env_dir, "small", S)
+    monkeypatch.setenv(MATRICES_ENV, str(env_dir))
+    assert find_matrix("small") == path
+    assert find_matrix("small.mtx") == path
+    assert find_matrix(str(path)) == path
+    monkeypatch.delenv(MATRICES_ENV)
+    project = tmp_path / "checkout" / "src"
+    project.mkdir(parents=True)
+    shared = tmp_path / "checkout" / "shared" / "data" / "matrices"
+    other = _write(shared, "other", S)
+    monkeypatch.chdir(project)  # ../shared/data/matrices from inside a checkout
+    assert shared.resolve() in matrix_dirs()
+    assert find_matrix("other") == other
+
+
+def test_unknown_name_names_the_folders_and_the_setting(tmp_path, monkeypatch):
+    monkeypatch.setenv(MATRICES_ENV, str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=MATRICES_ENV):
+        find_matrix("no_such_matrix")
+    result = CliRunner().invoke(main, ["demo", "no_such_matrix"])
+    assert result.exit_code != 0 and MATRICES_ENV in result.output
+
+
+def test_demo_reads_an_array_format_file(tmp_path):
+    dense = np.zeros((5, 5))
+    dense[0, 1], dense[3, 3], dense[4, 0] = 2.0, -1.0, 0.5
+    path = tmp_path / "dense.mtx"
+    scipy.io.mmwrite(str(path), dense)  # a dense ndarray is written in array format
+    assert "array" in path.read_text().splitlines()[0]
+    name, S, _ = read_matrix(path)
+    assert name == "dense" and S.nnz == 3
+    np.testing.assert_array_equal(S.toarray(), dense)
+    result = CliRunner().invoke(main, ["demo", str(path), "--repeat", "1"])
+    assert result.exit_code == 0, result.output
+
+
+def test_bench_with_nothing_to_run_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv(MATRICES_ENV, str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    import bcoo_array.cli.data as data
+
+    monkeypatch.setattr(data, "default_matrices", lambda names=(): [])
+    monkeypatch.setattr("bcoo_array.cli.default_matrices", lambda names=(): [])
+    result = CliRunner().invoke(main, ["bench", "--random", "", "--plot", str(tmp_path / "b.png")])
+    assert result.exit_code != 0
+    assert "nothing to run" in result.output and "--random" in result.output
+    assert not (tmp_path / "b.png").exists()
