@@ -78,9 +78,6 @@ def test_demo_reads_an_array_format_file(tmp_path):
 def test_bench_with_nothing_to_run_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv(MATRICES_ENV, str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    import bcoo_array.cli.data as data
-
-    monkeypatch.setattr(data, "default_matrices", lambda names=(): [])
     monkeypatch.setattr("bcoo_array.cli.default_matrices", lambda names=(): [])
     result = CliRunner().invoke(main, ["bench", "--random", "", "--plot", str(tmp_path / "b.png")])
     assert result.exit_code != 0
