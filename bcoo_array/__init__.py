@@ -304,6 +304,15 @@ __all__ += [
     "from_jax_sparse", "from_pydata_sparse", "from_scipy", "to_jax_sparse", "to_pydata_sparse", "to_scipy",
 ]
 
+# Storage layout (beyond the standard; jax.experimental.sparse's bcoo_update_layout).
+from ._relayout import (
+    update_layout,
+)
+
+__all__ += [
+    "update_layout",
+]
+
 # File input and output (beyond the standard).
 from .io import (
     save_npz,

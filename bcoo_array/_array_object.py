@@ -239,6 +239,12 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             elif delta < 0 and n_batch + delta >= 0:
                 shape = tuple(shape)[-delta:]
                 n_batch += delta
+            elif delta < 0:
+                raise ValueError(
+                    f"jax.vmap (or a map over the pytree's leaves) took {-delta} leading axis off the buffers of a "
+                    f"BCOOArray of shape {tuple(shape)} with n_batch={n_batch}: vmap maps batch dimensions only. "
+                    f"Give the array batch dimensions first, e.g. bcoo_array.update_layout(x, n_batch=1) "
+                    f"(an array from xp.stack has every dimension sparse).")
         obj._set(data, indices, shape, n_batch, n_dense, fill_from_key(fkey), srt, uniq)
         return obj
 

@@ -54,13 +54,54 @@ def dense_values(x):
     return x.data[0] if is_dense_layout(x) else x
 
 
-def update_layout(x: BCOOArray, n_batch: int, n_dense: int) -> BCOOArray:
-    """Return ``x`` with ``n_batch`` batch and ``n_dense`` dense dimensions.
+def update_layout(x: BCOOArray, n_batch: int | None = None, n_dense: int | None = None) -> BCOOArray:
+    """The same array stored with ``n_batch`` batch and ``n_dense`` dense dimensions.
 
-    Batch dimensions become sparse (or the reverse), dense dimensions become
-    sparse (or the reverse); values and fill value are unchanged (see
-    :func:`._kernels.layout.update_layout`).
+    The public relayout (``jax.experimental.sparse.bcoo_update_layout``):
+    batch dimensions become sparse or the reverse, dense dimensions become
+    sparse or the reverse; values, shape and fill value are unchanged. Its
+    main use is ``jax.vmap``, which maps the leading *batch* dimensions of a
+    BCOOArray's buffers: an array built by ``xp.stack`` has every dimension
+    sparse, so give it a batch dimension first::
+
+        S = xp.update_layout(xp.stack([A, 2 * A]), n_batch=1)
+        jax.vmap(lambda a: xp.sum(a * a))(S)
+
+    Parameters
+    ----------
+    x : BCOOArray
+        Any shape and layout.
+    n_batch : int, optional
+        Number of leading batch dimensions of the result (default: ``x.n_batch``).
+    n_dense : int, optional
+        Number of trailing dense dimensions of the result (default: ``x.n_dense``).
+
+    Returns
+    -------
+    BCOOArray
+        Same shape, dtype, values and fill value; ``x`` itself when the layout
+        does not change. Each batch element stores as many entries as the
+        fullest one did (padding the others); a new dense dimension stores
+        whole blocks (the fill value where nothing was stored).
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not a BCOOArray, or ``n_batch`` / ``n_dense`` is not an int.
+    ValueError
+        If ``n_batch`` or ``n_dense`` is negative or ``n_batch + n_dense > x.ndim``.
     """
+    if not isinstance(x, BCOOArray):
+        raise TypeError(f"update_layout(): x must be a BCOOArray, got {type(x).__name__}")
+    n_batch = x.n_batch if n_batch is None else n_batch
+    n_dense = x.n_dense if n_dense is None else n_dense
+    for name, v in (("n_batch", n_batch), ("n_dense", n_dense)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"update_layout(): {name} must be an int, got {type(v).__name__}")
+    n_batch, n_dense = int(n_batch), int(n_dense)
+    if n_batch < 0 or n_dense < 0 or n_batch + n_dense > x.ndim:
+        raise ValueError(f"update_layout(): n_batch={n_batch} and n_dense={n_dense} must be >= 0 with "
+                         f"n_batch + n_dense <= x.ndim = {x.ndim}")
     if (n_batch, n_dense) == (x.n_batch, x.n_dense):
         return x
     data, indices = _update_layout(x.data, x.indices, x.shape, x.n_batch, x.n_dense, x.fill_value,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -136,3 +137,59 @@ def test_jit_caches_on_fill_value():
     np.testing.assert_array_equal(np.asarray(f(a)), [1.0, 0.0])
     np.testing.assert_array_equal(np.asarray(f(b)), [1.0, 5.0])
     np.testing.assert_array_equal(np.asarray(f(n)), [1.0, np.nan])
+
+
+def test_vmap_over_a_stack_needs_and_takes_a_batch_dimension():
+    rng = np.random.default_rng(3)
+    dense = [np.where(rng.random((4, 5)) < 0.4, rng.standard_normal((4, 5)), 0.0) for _ in range(3)]
+    S = xp.stack([xp.asarray(d) for d in dense])
+    assert S.n_batch == 0
+    with pytest.raises(ValueError, match=r"update_layout\(x, n_batch=1\)"):
+        jax.vmap(lambda a: xp.sum(a))(S)
+    B = xp.update_layout(S, n_batch=1)
+    assert (B.n_batch, B.n_dense, B.shape) == (1, 0, (3, 4, 5))
+    np.testing.assert_array_equal(to_np(B), np.stack(dense))
+    got = jax.vmap(lambda a: xp.sum(a * a, axis=1))(B)
+    np.testing.assert_allclose(to_np(got), np.stack([(d * d).sum(axis=1) for d in dense]), rtol=1e-12)
+    back = jax.jit(lambda a: xp.update_layout(a, n_batch=0))(B)
+    assert back.n_batch == 0
+    np.testing.assert_array_equal(to_np(back), np.stack(dense))
+
+
+@given(cases(max_ndim=3), st.data())
+def test_update_layout_keeps_values_and_fill(c, data):
+    x = c.arr
+    n_batch = data.draw(st.integers(0, x.ndim))
+    n_dense = data.draw(st.integers(0, x.ndim - n_batch))
+    y = xp.update_layout(x, n_batch=n_batch, n_dense=n_dense)
+    assert (y.n_batch, y.n_dense, y.shape, y.dtype) == (n_batch, n_dense, x.shape, x.dtype)
+    assert_matches(y, c.dense)
+    np.testing.assert_array_equal(np.asarray(y.fill_value), np.asarray(x.fill_value))
+
+
+def test_update_layout_rejects_bad_arguments():
+    x = xp.asarray(np.eye(3))
+    with pytest.raises(ValueError, match="n_batch \\+ n_dense <= x.ndim"):
+        xp.update_layout(x, n_batch=2, n_dense=1)
+    with pytest.raises(ValueError, match=">= 0"):
+        xp.update_layout(x, n_batch=-1)
+    with pytest.raises(TypeError, match="n_dense must be an int"):
+        xp.update_layout(x, n_dense=1.0)
+    with pytest.raises(TypeError, match="x must be a BCOOArray"):
+        xp.update_layout(np.eye(3), n_batch=1)
+    assert xp.update_layout(x) is x
+
+
+def test_update_layout_to_dense_with_a_nonzero_fill_writes_the_fill_once():
+    # Entries of one row become parts of one dense block; the fill was written into each part and then added up.
+    d = np.array([[5.0, 1.0, 7.0], [1.0, 1.0, 1.0]])
+    x = xp.BCOOArray.fromdense(d, fill_value=1.0)
+    for f in (lambda a: xp.update_layout(a, n_dense=1), jax.jit(lambda a: xp.update_layout(a, n_dense=1))):
+        y = f(x)
+        np.testing.assert_array_equal(to_np(y), d)
+    b = xp.BCOOArray((np.array([[True], [False], [True]]), np.zeros((3, 1, 0), np.int32)), shape=(3,),
+                     fill_value=True)
+    assert b.n_batch == 1
+    np.testing.assert_array_equal(to_np(xp.update_layout(b, n_batch=0, n_dense=1)), [True, False, True])
+    empty = xp.update_layout(xp.asarray(np.zeros((0, 3))), n_dense=1)
+    assert empty.shape == (0, 3) and empty.nse == 0

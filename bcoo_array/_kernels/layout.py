@@ -38,17 +38,28 @@ def update_layout(data, indices, shape, n_batch: int, n_dense: int, fill, fill_i
         sparse as jsparse,  # deferred: jax.experimental.sparse is slow to import
     )
 
+    if 0 in tuple(shape):
+        # An empty array stores nothing in any layout (bcoo_update_layout fails on zero-size dimensions).
+        ndim = len(shape)
+        batch, dense = tuple(shape[:new_n_batch]), tuple(shape[ndim - new_n_dense:])
+        return (jnp.zeros(batch + (0,) + dense, data.dtype),
+                jnp.zeros(batch + (0, ndim - new_n_batch - new_n_dense), indices.dtype))
     if new_n_dense > n_dense and not canonical:
         data, indices = sum_duplicates(data, indices, shape, n_batch, n_dense)
     mat = jsparse.BCOO((data, indices), shape=tuple(shape))
     out = jsparse.bcoo_update_layout(mat, n_batch=new_n_batch, n_dense=new_n_dense, on_inefficient=None)
-    new_data = out.data
+    new_data, new_indices = out.data, out.indices
     if new_n_dense > n_dense and not fill_is_zero:
         pattern = jsparse.BCOO((jnp.ones(data.shape, bool), indices), shape=tuple(shape))
         stored = jsparse.bcoo_update_layout(pattern, n_batch=new_n_batch, n_dense=new_n_dense,
                                             on_inefficient=None).data
+        # Entries that now share an index hold disjoint parts of one dense block (zeros
+        # elsewhere): merge them first, or the fill written into each part adds up.
+        new_data, merged = sum_duplicates(new_data, new_indices, shape, new_n_batch, new_n_dense)
+        stored, _ = sum_duplicates(stored, new_indices, shape, new_n_batch, new_n_dense)
+        new_indices = merged
         new_data = jnp.where(stored, new_data, jnp.asarray(fill, new_data.dtype))
-    return new_data, out.indices
+    return new_data, new_indices
 
 
 def coo_triplets(data, indices, shape, n_batch: int, n_dense: int, canonical: bool) -> tuple[np.ndarray, np.ndarray]:
