@@ -110,11 +110,20 @@ def _save_with_bcoo_array(M):
     return sp.load_npz(buf)
 
 
-def _edges(M):
+def _edges(G):
+    return np.array(sorted((u, v, d["weight"]) for u, v, d in G.edges(data=True)))
+
+
+def _from_scipy_sparse_array(M):
     import networkx as nx
 
-    G = nx.from_scipy_sparse_array(M)
-    return np.array(sorted((u, v, d["weight"]) for u, v, d in G.edges(data=True)))
+    return _edges(nx.from_scipy_sparse_array(M))
+
+
+def _digraph(M):
+    import networkx as nx
+
+    return _edges(nx.DiGraph(M))
 
 
 def _sklearn(name):
@@ -213,8 +222,10 @@ ENTRY_POINTS = [
     *[Entry(SK, f"{name}", ".tocsr()", _sklearn(name), "counts", RuntimeError, OURS, module="sklearn")
       for name in ["TfidfTransformer", "normalize", "MaxAbsScaler", "StandardScaler", "LogisticRegression",
                    "TruncatedSVD", "NearestNeighbors", "KMeans"]],
-    # networkx: from_scipy_sparse_array reads A.format and A.tocoo() (duck typing).
-    Entry("networkx", "from_scipy_sparse_array(A)", "direct", _edges, "graph", module="networkx"),
+    # networkx: from_scipy_sparse_array reads A.format and A.tocoo() (duck typing); the graph
+    # constructors call it for anything with a ``format`` attribute.
+    Entry("networkx", "from_scipy_sparse_array(A)", "direct", _from_scipy_sparse_array, "graph", module="networkx"),
+    Entry("networkx", "DiGraph(A)", "direct", _digraph, "spd", module="networkx"),
 ]
 
 
