@@ -36,6 +36,14 @@ from ._scipy_methods import ScipyMethodsMixin
 #: Environment variable that lets ``numpy.asarray(A)`` densify a BCOOArray.
 AUTO_DENSIFY_ENV = "BCOO_ARRAY_AUTO_DENSIFY"
 
+#: Why ``numpy.asarray(A)`` is refused, and the conversions that work instead.
+DENSIFY_REFUSED = (
+    "converting a BCOOArray to a NumPy array would densify it. scipy.sparse (csgraph, spsolve/splu, "
+    "csr_array(A), kron, hstack, S @ A) and scikit-learn take A.tocsr() (or A.to_scipy(format)) and keep it "
+    "sparse; for S @ A with a scipy sparse S, bcoo_array.matmul(S, A) returns a BCOOArray. To densify on "
+    f"purpose: A.toarray() (NumPy), A.todense() (JAX), or set {AUTO_DENSIFY_ENV}=1"
+)
+
 
 @jax.tree_util.register_pytree_node_class
 class BCOOArray(ArrayBase, ScipyMethodsMixin):
@@ -279,13 +287,23 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
 
     def __array__(self, dtype=None, copy=None):
+        """Refuse ``numpy.asarray(A)``, the densifying path of NumPy, scipy and scikit-learn.
+
+        scipy.sparse (constructors, ``csgraph``, direct solvers, ``S @ A``,
+        ``kron``, ``hstack``) and scikit-learn treat any object that is not
+        one of scipy's own sparse classes as dense and call
+        ``numpy.asarray`` on it; the error names the conversion that keeps
+        the data sparse (``A.tocsr()``). With ``BCOO_ARRAY_AUTO_DENSIFY=1``
+        the result is a fresh writable array (scipy writes into its dense
+        inputs, e.g. ``csgraph.laplacian``); ``copy=False`` returns the
+        densified buffer itself, read-only.
+        """
         if os.environ.get(AUTO_DENSIFY_ENV, "0") != "1":
-            raise RuntimeError(
-                "converting a BCOOArray to a NumPy array would densify it; call A.todense() "
-                f"(a JAX array) or np.asarray(A.todense()), or set {AUTO_DENSIFY_ENV}=1 to allow it"
-            )
-        out = np.asarray(self.todense())
-        return out.astype(dtype) if dtype is not None else out
+            raise RuntimeError(DENSIFY_REFUSED)
+        dense = self.todense()
+        if copy is False:
+            return np.asarray(dense, dtype=dtype)
+        return np.array(dense, dtype=dtype, copy=True)
 
     def _scalar(self, kind, name):
         if self.ndim != 0 and self.size != 1:
@@ -295,11 +313,13 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return kind(np.asarray(self.todense()).reshape(()).item())
 
     def __call__(self, x):
-        """``A(x)``: the product ``A @ x`` as a dense :class:`jax.Array`.
+        """``A(x)``: the product ``A @ x`` as a dense array of the kind of ``x``.
 
-        This makes a BCOOArray a matvec function for JAX code that wants
-        ``jax.Array`` results, e.g. ``jax.scipy.sparse.linalg.cg(A, b)``
-        (JAX's solvers call a callable operator rather than using ``@``).
+        This makes a BCOOArray a matvec function for code that calls a
+        callable operator rather than using ``@``: JAX's solvers
+        (``jax.scipy.sparse.linalg.cg(A, b)``) call it with JAX arrays and
+        get JAX arrays; scipy's ``lobpcg(A, X)`` calls it with NumPy
+        arrays and gets NumPy arrays.
 
         Parameters
         ----------
@@ -308,9 +328,16 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
         Returns
         -------
-        jax.Array
-            ``(self @ x).todense()``.
+        jax.Array or numpy.ndarray
+            ``(self @ x).todense()`` for a JAX array (or tracer) or a
+            BCOOArray ``x``; a fresh writable NumPy array for anything else
+            (NumPy arrays, lists).
         """
+        if not isinstance(x, (jax.Array, jax.core.Tracer, ArrayBase)):
+            x = np.asarray(x)
+            if self.ndim == 2 and x.ndim in (1, 2):
+                return self.matvec(x) if x.ndim == 1 else self.matmat(x)
+            return np.array(namespace().matmul(self, x).todense())
         out = namespace().matmul(self, x)
         return out.todense() if isinstance(out, BCOOArray) else out
 

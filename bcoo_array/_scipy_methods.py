@@ -183,7 +183,7 @@ class ScipyMethodsMixin:
         ValueError
             If ``out`` has another shape or dtype.
         """
-        d = np.asarray(self.todense(), order=order or "C")
+        d = np.array(self.todense(), order=order or "C")  # a fresh writable array, as scipy's
         if out is not None:
             if out.shape != d.shape or out.dtype != d.dtype:
                 raise ValueError(f"out must have shape {d.shape} and dtype {d.dtype}; got {out.shape}, {out.dtype}")
@@ -566,6 +566,36 @@ class ScipyMethodsMixin:
         nz = xp.not_equal(self, xp.zeros((), dtype=self.dtype)) if self.dtype.kind != "b" else self
         res = xp.sum(nz.astype(_dtypes.default_int()), axis=self._axis(axis, "count_nonzero"), dtype=_dtypes.default_int())
         return _host(res.todense())
+
+    def any(self, axis=None, keepdims: bool = False):
+        """Whether any entry is true (the ``any`` method of NumPy and pydata-sparse arrays).
+
+        Duck-typed code calls it: scipy's ``expm`` tests triangularity with
+        ``np.tril(A, -1).any()``.
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            Axes reduced; all when None.
+        keepdims : bool
+            Keep the reduced axes with size 1.
+
+        Returns
+        -------
+        numpy.bool or BCOOArray
+            A NumPy bool when every axis is reduced without ``keepdims`` (as
+            :meth:`sum`), else a BCOOArray (:func:`bcoo_array.any`).
+        """
+        out = namespace().any(self, axis=axis, keepdims=keepdims)
+        return _host(out.todense()) if axis is None and not keepdims else out
+
+    def all(self, axis=None, keepdims: bool = False):
+        """Whether every entry is true (the ``all`` method of NumPy and pydata-sparse arrays).
+
+        Parameters and result as :meth:`any` (:func:`bcoo_array.all`).
+        """
+        out = namespace().all(self, axis=axis, keepdims=keepdims)
+        return _host(out.todense()) if axis is None and not keepdims else out
 
     def _triplets(self, what: str) -> tuple[np.ndarray, np.ndarray]:
         """``(values, coords)`` on the host, canonical and without padding (see :func:`._kernels.layout.coo_triplets`)."""

@@ -198,6 +198,23 @@ def test_fill_value_surface():
         A.tocsr()
 
 
+@pytest.mark.parametrize("fill", [0.0, 1.0])
+def test_any_all_methods_and_writable_toarray(fill):
+    # any()/all() as on NumPy and pydata-sparse arrays (scipy's expm calls
+    # np.tril(A, -1).any()); toarray() is a fresh writable array, as scipy's.
+    d = np.array([[0.0, 2.0, 0.0], [1.0, 1.0, 0.0]])
+    A = xp.BCOOArray.fromdense(d, fill_value=fill)
+    for op in ("any", "all"):
+        got = getattr(A, op)()
+        assert isinstance(got, np.bool_) and got == getattr(d, op)()
+        for axis in (0, 1, (0, 1)):
+            np.testing.assert_array_equal(getattr(A, op)(axis=axis).toarray(), getattr(d, op)(axis=axis))
+        np.testing.assert_array_equal(getattr(A, op)(keepdims=True).toarray(), getattr(d, op)(keepdims=True))
+    out = A.toarray()
+    out[0, 0] = 5.0
+    np.testing.assert_array_equal(A.toarray(), d)
+
+
 def test_linear_operator_protocol_with_scipy_solvers():
     rng = np.random.default_rng(3)
     n = 40
