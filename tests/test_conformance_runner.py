@@ -40,6 +40,8 @@ def test_suite_options_are_single_arguments(run, tmp_path):
 def test_x64_mode_reaches_jax_through_the_environment(run, x64, want):
     env = run.build_env("bcoo_array", "2025.12", x64=x64)
     assert env["JAX_ENABLE_X64"] == want
+    skipped = env.get("ARRAY_API_TESTS_SKIP_DTYPES", "")
+    assert set(skipped.split(",")) == ({"int64", "uint64", "float64", "complex128"} if not x64 else {""})
     assert env["ARRAY_API_TESTS_MODULE"] == "bcoo_array"
 
 
