@@ -196,8 +196,9 @@ def random_array(shape, *, density: float = 0.01, format=None, dtype=None, rng=N
         Fraction of stored entries.
     format : None or "bcoo"
     dtype : dtype, optional
-        Default float64 (scipy's default; needs x64) -- pass
-        ``dtype=bcoo_array.float32`` with x64 off.
+        Default: the namespace's default real floating dtype
+        (``__array_namespace_info__().default_dtypes()``): float64 with JAX's
+        x64 mode on (scipy's default), float32 with it off.
     rng : numpy.random.Generator, int or None
     data_sampler : callable, optional
         ``data_sampler(size=...)`` returning the values, as in scipy.
@@ -217,7 +218,7 @@ def random_array(shape, *, density: float = 0.01, format=None, dtype=None, rng=N
     _check_format(format, "random_array")
     if not 0 <= density <= 1:
         raise ValueError(f"density={density} must lie in [0, 1]")
-    dt = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
+    dt = np.dtype(dtype) if dtype is not None else _dtypes.default_float()
     _dtypes.canonicalize_dtype(dt, argname="dtype")
     mat = sp.random_array(normalize_shape(shape), density=density, format="coo", dtype=dt, rng=rng,
                           data_sampler=data_sampler)

@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _run_x64_off(code: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, JAX_ENABLE_X64="0", JAX_PLATFORMS="cpu")
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, text=True)
 
 
 def test_x64_off_refuses_64_bit_dtypes():
@@ -55,6 +55,9 @@ def test_x64_off_refuses_64_bit_dtypes():
         assert a.dtype == np.float32 and a.indices.dtype == np.int32
         assert xp.asarray([1, 2]).dtype == np.int32
         assert float(xp.sum(a)) == 3.0
+        # constructors without a dtype follow default_dtypes(), as scipy-style ones must too
+        assert xp.random_array((4, 5), density=0.5, rng=0).dtype == np.float32
+        assert xp.random_array((4, 5), density=0.5, rng=0, dtype=xp.int32).dtype == np.int32
         print("ok")
     """
     out = _run_x64_off(code)

@@ -350,6 +350,6 @@ def test_identity_cache_buffer_dying_while_lock_held_does_not_deadlock():
 
     t = threading.Thread(target=scenario, daemon=True)
     t.start()
-    t.join(timeout=30)
+    t.join(timeout=600)  # a deadlock guard, not a timing: the scenario takes milliseconds
     assert not t.is_alive(), "weakref callback blocked on the cache lock"
     assert len(cache) == 0
