@@ -23,6 +23,8 @@ from ._kernels.coalesce import sum_duplicates as _sum_duplicates
 from ._kernels.coalesce import todense as _todense
 from ._kernels.csr import csr_arrays
 from ._kernels.fromdense import fromdense as _fromdense
+from ._kernels.fromdense import fromdense_host
+from ._kernels.host import host_buffers, to_device
 from ._layout import (
     check_buffers,
     check_index_values,
@@ -215,13 +217,20 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             If ``nse`` is missing under ``jit`` or too small, or the layout does
             not fit ``x.ndim``.
         """
-        x = _as_jax(x, None, "x")
-        shape = tuple(x.shape)
+        host = _as_host(x, "x")
+        if host is None:
+            x = _as_jax(x, None, "x")
+        shape = tuple(x.shape if host is None else host.shape)
         if not (0 <= n_batch and 0 <= n_dense and n_batch + n_dense <= len(shape)):
             raise ValueError(f"n_batch={n_batch}, n_dense={n_dense} do not fit a {len(shape)}-d array")
-        fill = fill_scalar(fill_value, x.dtype)
+        fill = fill_scalar(fill_value, x.dtype if host is None else host.dtype)
         idt = np.dtype(index_dtype) if index_dtype is not None else index_dtype_for(shape[n_batch: len(shape) - n_dense])
-        data, indices = _fromdense(x, shape, n_batch, n_dense, fill, nse, idt)
+        if host is not None:
+            # Eager: NumPy on the host, no XLA dispatch nor a compilation per shape.
+            data, indices = fromdense_host(host, shape, n_batch, n_dense, fill, nse, idt)
+            data, indices = to_device(data, owned=True), to_device(indices, owned=True)
+        else:
+            data, indices = _fromdense(x, shape, n_batch, n_dense, fill, nse, idt)
         return cls._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=n_dense, fill_value=fill,
                                  indices_sorted=True, unique_indices=True)
 
@@ -597,6 +606,23 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """Take over ``other``'s buffers and metadata (in-place operations)."""
         self._set(other.data, other.indices, other.shape, other.n_batch, other.n_dense, other._fill,
                   other.indices_sorted, other.unique_indices)
+
+
+def _as_host(x, argname):
+    """``x`` as a NumPy array when it is concrete and on the CPU (a zero-copy view of a JAX buffer), else None.
+
+    Non-array input (nested sequences, NumPy arrays, scalars) is read by NumPy
+    with the same dtype checks as :func:`_as_jax`.
+    """
+    if isinstance(x, jax.core.Tracer):
+        return None
+    if isinstance(x, jax.Array):
+        got = host_buffers(x)
+        return None if got is None else got[0]
+    arr = np.asarray(x)
+    if arr.dtype.kind in "OSUV":
+        raise TypeError(f"{argname} has dtype {arr.dtype}; expected numbers or booleans")
+    return arr.astype(_dtypes.canonicalize_dtype(arr.dtype, argname=f"{argname}.dtype"), copy=False)
 
 
 def _as_jax(x, dtype, argname):

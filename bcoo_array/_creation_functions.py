@@ -106,7 +106,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCO
         x = obj if dt is None else obj.astype(dt)
     elif isinstance(obj, (np.ndarray, np.generic)):
         src = _dtypes.canonicalize_dtype(obj.dtype, argname="obj.dtype") if dt is None else dt
-        x = jnp.asarray(np.asarray(obj).astype(src, copy=False))
+        x = np.asarray(obj).astype(src, copy=False)  # BCOOArray.fromdense reads NumPy on the host
     elif hasattr(obj, "__dlpack__") and not isinstance(obj, PY_SCALARS):
         x = jnp.from_dlpack(obj)
         if dt is not None:
@@ -119,7 +119,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCO
             info = np.iinfo(target)
             if arr.size and (arr.min() < info.min or arr.max() > info.max):
                 raise OverflowError(f"integer values out of range for {target}")
-        x = jnp.asarray(arr.astype(target))
+        x = arr.astype(target)
     return _device_put(BCOOArray.fromdense(x), device)
 
 

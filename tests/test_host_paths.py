@@ -15,9 +15,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
 
 import bcoo_array as xp
 from bcoo_array._kernels.host import aligned_empty, to_device
+from _oracle import cases
 
 
 def _matrices():
@@ -183,3 +186,31 @@ def test_item_of_one_element():
     assert xp.asarray(np.array([7], np.int64)).item() == 7
     with pytest.raises(ValueError, match="one element"):
         A.item()
+
+
+@given(cases(max_ndim=3), st.integers(0, 2))
+def test_fromdense_on_the_host_equals_the_traced_kernel(c, extra):
+    # Eager fromdense / asarray of NumPy or concrete CPU input runs in NumPy; the buffers must be the traced kernel's.
+    from bcoo_array._kernels.fromdense import fromdense as traced_fromdense
+
+    nb, nd = c.n_batch, c.n_dense
+    a = xp.BCOOArray.fromdense(c.dense, n_batch=nb, n_dense=nd, fill_value=c.fill)
+    nse = a.nse + extra
+    jitted = jax.jit(lambda d: traced_fromdense(d, c.dense.shape, nb, nd, a.fill_value, nse, a.indices.dtype))
+    want_data, want_idx = jitted(jnp.asarray(c.dense))
+    got = xp.BCOOArray.fromdense(jnp.asarray(c.dense), n_batch=nb, n_dense=nd, fill_value=c.fill, nse=nse)
+    np.testing.assert_array_equal(np.asarray(got.indices), np.asarray(want_idx))
+    np.testing.assert_array_equal(np.asarray(got.data), np.asarray(want_data))
+    assert got.indices_sorted and got.unique_indices
+    np.testing.assert_array_equal(np.asarray(a.todense()), c.dense)
+
+
+def test_fromdense_on_the_host_checks_nse():
+    d = np.array([[1.0, 0.0], [2.0, 3.0]])
+    with pytest.raises(ValueError, match="nse=2 is smaller than the 3 entries"):
+        xp.BCOOArray.fromdense(d, nse=2)
+    with pytest.raises(ValueError, match="nse=1 is smaller than the 2 entries"):
+        xp.BCOOArray.fromdense(d, n_batch=1, nse=1)
+    padded = xp.BCOOArray.fromdense(d, nse=5)
+    assert padded.nse == 5 and np.asarray(padded.indices)[3:].tolist() == [[2, 2], [2, 2]]
+    np.testing.assert_array_equal(np.asarray(padded.todense()), d)

@@ -92,3 +92,69 @@ def gather(x, indices, shape, n_batch: int, n_dense: int):
 
     out = jax.vmap(one)(xb, ib)
     return out.reshape(batch + out.shape[1:])
+
+
+def _same_value_host(x: np.ndarray, fill) -> np.ndarray:
+    """NumPy twin of :func:`.._fill.same_value` (NaN matches NaN, ``-0.0`` differs from ``0.0``)."""
+    f = np.asarray(fill, dtype=x.dtype)
+    if x.dtype.kind == "c":
+        return _same_value_host(x.real, f.real) & _same_value_host(x.imag, f.imag)
+    if x.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            same = (x == f) & (np.signbit(x) == np.signbit(f))
+        return same | (np.isnan(x) & np.isnan(f)) if np.isnan(f) else same
+    return x == f
+
+
+def fromdense_host(x: np.ndarray, shape, n_batch: int, n_dense: int, fill, nse: int | None, index_dtype):
+    """:func:`fromdense` of a NumPy array, on the host: NumPy ``(data, indices)`` in 64-byte aligned buffers.
+
+    The same result as :func:`fromdense` (entries in row-major order per batch
+    element, padding last with indices equal to the dimension sizes), without
+    an XLA dispatch or a compilation per shape: the eager path of ``asarray``
+    and ``fromdense`` for NumPy input and concrete CPU buffers.
+
+    Raises
+    ------
+    ValueError
+        If ``nse`` is smaller than the number of entries to store.
+    """
+    from .host import aligned_empty
+
+    ndim = len(shape)
+    batch, sizes, dense = tuple(shape[:n_batch]), tuple(shape[n_batch:ndim - n_dense]), tuple(shape[ndim - n_dense:])
+    B = prod(batch)
+    xb = x.reshape((B,) + sizes + dense)
+    mask = ~_same_value_host(xb, fill)
+    if n_dense:
+        mask = mask.any(axis=tuple(range(1 + len(sizes), mask.ndim)))
+    flat = mask.reshape(B, prod(sizes))
+    counts = flat.sum(axis=1) if B else np.zeros(0, np.int64)
+    need = int(counts.max()) if B and flat.shape[1] else 0
+    if not sizes:
+        # Entries at the single position () are summed: store x once, then zeros.
+        if nse is None:
+            nse = 1
+        if nse == 0 and need:
+            raise ValueError("nse=0 is smaller than the 1 entry that differs from fill_value")
+        need = 0
+    if nse is None:
+        nse = need
+    elif need > nse:
+        raise ValueError(f"nse={nse} is smaller than the {need} entries that differ from fill_value")
+    data = aligned_empty((B, nse) + dense, x.dtype)
+    data[...] = 0
+    indices = aligned_empty((B, nse, len(sizes)), index_dtype)
+    if not sizes:
+        if nse:
+            data[:, 0] = xb
+    else:
+        indices[...] = np.asarray(sizes, dtype=index_dtype)  # padding: an index equal to its dimension
+        b, pos = np.nonzero(flat)  # row-major: by batch element, then position
+        starts = np.zeros(B + 1, np.int64)
+        np.cumsum(counts, out=starts[1:])
+        slot = np.arange(b.size) - starts[b]
+        for j, c in enumerate(np.unravel_index(pos, sizes)):
+            indices[b, slot, j] = c
+        data[b, slot] = xb.reshape((B, prod(sizes)) + dense)[b, pos]
+    return data.reshape(batch + (nse,) + dense), indices.reshape(batch + (nse, len(sizes)))
