@@ -19,6 +19,7 @@ from . import _dtypes
 from ._array_object import BCOOArray
 from ._convert import from_foreign
 from ._fill import same_value_np
+from ._kernels.host import to_device
 from ._layout import index_dtype_for, is_concrete, normalize_shape
 from ._operands import PY_SCALARS
 from ._relayout import dense_layout, is_dense_layout, update_layout
@@ -252,7 +253,8 @@ def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> BCOOA
     r = np.arange(start_r, start_r + length)
     idt = index_dtype_for((n_rows, n_cols))
     idx = np.stack([r, r + k], axis=1).astype(idt)
-    out = BCOOArray._from_buffers(jnp.ones(length, dt), jnp.asarray(idx), (n_rows, n_cols), n_batch=0, n_dense=0,
+    out = BCOOArray._from_buffers(to_device(np.ones(length, dt), owned=True), to_device(idx, owned=True),
+                                  (n_rows, n_cols), n_batch=0, n_dense=0,
                                   fill_value=0, indices_sorted=True, unique_indices=True)
     return _device_put(out, device)
 
@@ -278,7 +280,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> BCOOArray
     vals = np.arange(start, stop, step)
     if dt.kind in "iu" and vals.dtype.kind == "f":
         vals = start + step * np.arange(vals.size)
-    return _device_put(BCOOArray.fromdense(jnp.asarray(vals.astype(dt))), device)
+    return _device_put(BCOOArray.fromdense(vals.astype(dt)), device)
 
 
 @routed
@@ -294,7 +296,8 @@ def linspace(start, stop, /, num: int, *, dtype=None, device=None, endpoint: boo
         dtype = _dtypes.default_complex() if isinstance(start, complex) or isinstance(stop, complex) \
             else _dtypes.default_float()
     dt = _dtypes.canonicalize_dtype(dtype)
-    vals = jnp.linspace(start, stop, num, endpoint=endpoint, dtype=dt)
+    # NumPy computes in float64 (complex128) and rounds once to dt; no compilation per num.
+    vals = np.linspace(start, stop, num, endpoint=endpoint).astype(dt)
     return _device_put(BCOOArray.fromdense(vals), device)
 
 
