@@ -243,7 +243,7 @@ def _int_key(k, size: int):
 
 
 def _matrix_row_or_column(x: BCOOArray, key):
-    """``A[i]``, ``A[i, :]`` or ``A[:, j]`` of a 2-D matrix by scipy's CSR / CSC slicing on the host, or None.
+    """``A[i]``, ``A[i, :]``, ``A[:, j]`` or ``A[i:j]`` of a 2-D matrix by CSR / CSC slicing on the host, or None.
 
     Taken for a 2-D array with every dimension sparse and concrete CPU
     buffers (:mod:`._kernels.slicing`); other arrays and keys take the
@@ -254,6 +254,18 @@ def _matrix_row_or_column(x: BCOOArray, key):
     if not isinstance(key, tuple):
         key = (key,)
     is_full = [isinstance(k, slice) and k == slice(None) for k in key]
+    if isinstance(key[0], slice) and not is_full[0] and (len(key) == 1 or (len(key) == 2 and is_full[1])):
+        start, stop, step = key[0].indices(x.shape[0])
+        if step != 1:
+            return None
+        stop = max(start, stop)
+        got = slicing.row_range(x.data, x.indices, x.shape, start, stop)
+        if got is None:
+            return None
+        values, indices, canonical = got
+        return BCOOArray._from_buffers(host.to_device(values), host.to_device(indices, owned=True),
+                                       (stop - start, x.shape[1]), n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                       indices_sorted=canonical, unique_indices=canonical)
     if len(key) == 1 or (len(key) == 2 and is_full[1]):
         i = _int_key(key[0], x.shape[0])
         got = None if i is None else slicing.row(x.data, x.indices, x.shape, i)

@@ -75,11 +75,29 @@ def test_demo_reads_an_array_format_file(tmp_path):
     assert result.exit_code == 0, result.output
 
 
-def test_bench_with_nothing_to_run_says_so(tmp_path, monkeypatch):
+def test_bench_without_matrices_runs_the_small_poisson_case(tmp_path, monkeypatch):
+    # No matrix folder and --random '': the embedded Poisson matrix still gives a table (not an empty one).
+    from bcoo_array.cli import bench as _bench
+
     monkeypatch.setenv(MATRICES_ENV, str(tmp_path))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("bcoo_array.cli.default_matrices", lambda names=(): [])
-    result = CliRunner().invoke(main, ["bench", "--random", "", "--plot", str(tmp_path / "b.png")])
-    assert result.exit_code != 0
-    assert "nothing to run" in result.output and "--random" in result.output
-    assert not (tmp_path / "b.png").exists()
+    skip = [arg for op in _bench.OPERATIONS if op != "sum(axis=0)" for arg in ("--skip", op)]
+    result = CliRunner().invoke(main, ["bench", "--random", "", "--repeat", "1", "--libraries", "bcoo_array,scipy",
+                                       "--plot", str(tmp_path / "b.png"), *skip])
+    assert result.exit_code == 0, result.output
+    assert "poisson2d 4096" in result.output and "sum(axis=0)" in result.output
+    assert (tmp_path / "b.png").exists()
+
+
+def test_bench_targets_follow_the_size_class():
+    from bcoo_array.cli import bench as _bench
+
+    small = _bench.load_case("poisson:8")
+    assert small.shape == (64, 64) and small.nnz == 64 * 5 - 4 * 8
+    assert _bench.target("SpMV A @ x", small) == 1.5
+    big = _bench.Case("big", small.A, small.B)
+    assert _bench.size_class(10_000_000, 10**6) == "large" and _bench.size_class(560_000, 39_082) == "medium"
+    assert _bench.target("A @ A.T", big) == 2.0 and _bench.target("no such op", big) is None
+    with pytest.raises(ValueError, match="poisson:K"):
+        _bench.load_case("poisson:x")

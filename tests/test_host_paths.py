@@ -214,3 +214,30 @@ def test_fromdense_on_the_host_checks_nse():
     padded = xp.BCOOArray.fromdense(d, nse=5)
     assert padded.nse == 5 and np.asarray(padded.indices)[3:].tolist() == [[2, 2], [2, 2]]
     np.testing.assert_array_equal(np.asarray(padded.todense()), d)
+
+
+@pytest.mark.parametrize("key", [slice(3, 20), slice(None, 7), slice(45, 100), slice(10, 5), slice(-5, None),
+                                 (slice(2, 9), slice(None)), slice(0, 50, 2), slice(None, None, -1)])
+@pytest.mark.parametrize("fill", [0.0, 1.0, np.nan])
+def test_row_ranges_match_numpy(key, fill):
+    S = sp.random_array((50, 40), density=0.2, format="csr", rng=1)
+    D = S.toarray()
+    D = np.where(D == 0, fill, D)
+    A = xp.BCOOArray.fromdense(D, fill_value=fill)
+    got = A[key]
+    np.testing.assert_array_equal(np.asarray(got.todense()), D[key])
+    assert np.asarray(got.fill_value).tobytes() == np.asarray(A.fill_value).tobytes()
+    jitted = jax.jit(lambda a: a[key])(A)
+    np.testing.assert_array_equal(np.asarray(jitted.todense()), D[key])
+
+
+def test_row_range_of_a_non_canonical_matrix():
+    # Duplicates (summed) and unsorted rows: the range still holds the right values.
+    rows = np.array([4, 1, 4, 0, 2, 4])
+    cols = np.array([1, 0, 1, 3, 2, 0])
+    vals = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    A = xp.BCOOArray((vals, (rows, cols)), shape=(6, 4))
+    D = np.zeros((6, 4))
+    np.add.at(D, (rows, cols), vals)
+    for key in (slice(1, 5), slice(4, 6), slice(0, 6)):
+        np.testing.assert_array_equal(np.asarray(A[key].todense()), D[key])

@@ -80,6 +80,34 @@ def row(data, indices, shape: tuple[int, int], i: int):
     return host[0][lo:hi], st.cols[lo:hi], st.canonical
 
 
+def row_range(data, indices, shape: tuple[int, int], start: int, stop: int):
+    """Rows ``start:stop`` (``0 <= start <= stop <= m``) of a zero-filled 2-D COO matrix, or None.
+
+    None when the host path does not apply (traced or non-CPU buffers, rows
+    not sorted). The entries of a row range are contiguous in CSR order.
+
+    Returns
+    -------
+    values : numpy.ndarray, shape ``(nnz,)``
+        A view of ``data``'s host buffer.
+    indices : numpy.ndarray, shape ``(nnz, 2)``
+        Fresh, 64-byte aligned: rows relative to ``start``, and columns.
+    canonical : bool
+        Whether the matrix is canonical (then so is the range).
+    """
+    host = host_buffers(data, indices)
+    if host is None:
+        return None
+    st = csr_arrays(indices, shape)
+    if st is None:
+        return None
+    lo, hi = int(st.indptr[start]), int(st.indptr[stop])
+    out = aligned_empty((hi - lo, 2), st.cols.dtype)
+    out[:, 0] = np.repeat(np.arange(stop - start, dtype=st.cols.dtype), np.diff(st.indptr[start:stop + 1]))
+    out[:, 1] = st.cols[lo:hi]
+    return host[0][lo:hi], out, st.canonical
+
+
 def column(data, indices, shape: tuple[int, int], j: int):
     """Column ``j`` (``0 <= j < n``) of a 2-D COO matrix, or None when the host path does not apply.
 
