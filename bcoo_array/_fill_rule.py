@@ -10,7 +10,10 @@ is the same value for every dense entry ``d`` (checked on concrete values;
 while tracing, assumed only for annihilating operations such as ``0 * d``,
 which then treat ``d`` as finite, as :mod:`jax.experimental.sparse` does);
 otherwise the result is a BCOOArray in *dense layout* (no sparse dimension,
-every entry stored).
+every entry stored). A small sparse operand that broadcasts against a larger
+one (a row of column scales in ``A / s``) is read as dense first, so
+``A / s`` keeps ``A``'s pattern when ``0 / s`` is 0 everywhere (eagerly;
+under ``jit`` the union of the broadcast patterns is stored).
 """
 
 from __future__ import annotations
@@ -65,7 +68,11 @@ def binary(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
     return _sparse_dense(lambda a, b: fn(b, a), y, _dense_operand(x), out_shape, annihilator)
 
 
-def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator) -> BCOOArray:
+def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool = False) -> BCOOArray | None:
+    """``fn(a, d)`` for sparse ``a`` and dense ``d``: ``a``'s pattern when ``fn(fill, d)`` is one value, else dense.
+
+    With ``or_none``, None instead of the dense result (the caller has a sparser way).
+    """
     fa = a.fill_value
     if d.ndim == 0 and is_concrete(d):
         src = a._canonical()
@@ -85,6 +92,8 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator) -> BCOOArray:
         keep_sparse = True
         fill = eval_fill(fn, fa, np.zeros((), d.dtype))
     if not keep_sparse:
+        if or_none:
+            return None
         return dense_layout(fn(broadcast(a, out_shape).todense(), jnp.broadcast_to(d, out_shape)))
     src = broadcast(a, out_shape)._canonical()
     vals = gather(jnp.broadcast_to(d, out_shape), src.indices, src.shape, src.n_batch, src.n_dense)
@@ -92,7 +101,27 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator) -> BCOOArray:
     return src._replace(data=data, fill_value=fill)
 
 
+#: A sparse operand that broadcasts against the other (a row or column of scales, say) and has at
+#: most this many entries is read as a dense operand first, so the result can keep the other's pattern.
+SMALL_BROADCAST_OPERAND = 1 << 20
+
+
+def _small_broadcast(v: BCOOArray, out_shape) -> bool:
+    return (tuple(v.shape) != tuple(out_shape) and v.size <= SMALL_BROADCAST_OPERAND
+            and is_concrete(v.data, v.indices))
+
+
 def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
+    # A broadcast operand (A / s with s a row of column scales): when fn(fill, s) is one value
+    # wherever the other stores nothing, the result keeps the other's pattern, as scipy's would.
+    if _small_broadcast(y, out_shape) and not _small_broadcast(x, out_shape):
+        got = _sparse_dense(fn, x, y.todense(), out_shape, None, or_none=True)
+        if got is not None:
+            return got
+    elif _small_broadcast(x, out_shape) and not _small_broadcast(y, out_shape):
+        got = _sparse_dense(lambda a, b: fn(b, a), y, x.todense(), out_shape, None, or_none=True)
+        if got is not None:
+            return got
     x = broadcast(x, out_shape)
     y = broadcast(y, out_shape)
     n_batch = min(x.n_batch, y.n_batch)

@@ -215,3 +215,29 @@ def test_sparse_sparse_union_memory():
     assert abs(got - expected).max() == 0
     got.eliminate_zeros()
     assert got.nnz == expected.nnz >= 1000
+
+
+def test_column_scaling_keeps_the_pattern():
+    # MaxAbsScaler's step: A / s with s the column scales (zeros replaced by 1) stores only A's entries.
+    import scipy.sparse as sp
+
+    S = sp.random_array((40, 16), density=0.1, format="csr", rng=2)
+    D = S.toarray()
+    A = xp.from_scipy(S)
+    s = xp.max(xp.abs(A), axis=0)
+    s1 = xp.where(s == 0, 1.0, s)
+    want_s = np.abs(D).max(axis=0)
+    want_s1 = np.where(want_s == 0, 1.0, want_s)
+    for got, want in ((A / s1, D / want_s1), (A * s1, D * want_s1), (s1 * A, D * want_s1),
+                      (A / xp.reshape(s1, (1, 16)), D / want_s1)):
+        assert got.nse == A.nse and float(got.fill_value) == 0.0
+        np.testing.assert_allclose(np.asarray(got.todense()), want, rtol=1e-15)
+    # Where 0 / s is not one value (a zero scale gives NaN), the entries that differ are stored.
+    s0 = xp.asarray(np.where(np.arange(16) == 3, 0.0, want_s1))
+    got = A / s0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = D / np.where(np.arange(16) == 3, 0.0, want_s1)
+    np.testing.assert_array_equal(np.isnan(np.asarray(got.todense())), np.isnan(want))
+    # Under jit the union of the broadcast patterns is stored: same values.
+    jitted = jax.jit(lambda a, v: a / v)(A, s1)
+    np.testing.assert_allclose(np.asarray(jitted.todense()), D / want_s1, rtol=1e-15)
