@@ -298,6 +298,9 @@ def _basic(x: BCOOArray, key) -> BCOOArray:
     if all(k is not None and not isinstance(k, slice) for k in key):
         # A 0-d result keeps a single entry (below): merge duplicates first.
         c = c._canonical()
+    fast = _basic_host(c, key)
+    if fast is not None:
+        return fast
     idx = c.indices
     data = c.data
     keep_cols = []
@@ -369,6 +372,62 @@ def _basic(x: BCOOArray, key) -> BCOOArray:
         return BCOOArray._from_buffers(data, new_idx, (), n_batch=0, n_dense=0, fill_value=c.fill_value,
                                        indices_sorted=True, unique_indices=True)
     return BCOOArray._from_buffers(data, new_idx, out_shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                   indices_sorted=c.indices_sorted and all(
+                                       not isinstance(k, slice) or (k.step or 1) > 0 for k in key),
+                                   unique_indices=c.unique_indices)
+
+
+def _basic_host(c: BCOOArray, key) -> BCOOArray | None:
+    """:func:`_basic` on the host for concrete CPU buffers of an all-sparse ``c``: NumPy, no compilation per shape.
+
+    The same entries, order and flags as the traced code in :func:`_basic`;
+    None when the buffers are traced or not on the CPU.
+    """
+    got = host.host_buffers(c.data, c.indices)
+    if got is None:
+        return None
+    data, idx = got
+    shape = c.shape
+    valid = np.all(idx < np.asarray(shape, idx.dtype), axis=1) if c.ndim else np.ones(idx.shape[0], bool)
+    new_cols = {}
+    ax = 0
+    for k in key:
+        if k is None:
+            continue
+        n = shape[ax]
+        col = idx[:, ax].astype(np.int64)
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            off = col - start
+            inside = ((off >= 0) & (col < stop)) if step > 0 else ((off <= 0) & (col > stop))
+            valid &= inside & (off % step == 0)
+            new_cols[ax] = (off // step, len(range(start, stop, step)))
+        else:
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+            valid &= col == i % n
+        ax += 1
+    out_shape, cols, ax = [], [], 0
+    for k in key:
+        if k is None:
+            out_shape.append(1)
+            cols.append(None)
+            continue
+        if isinstance(k, slice):
+            newcol, length = new_cols[ax]
+            out_shape.append(length)
+            cols.append(newcol)
+        ax += 1
+    out_shape = tuple(out_shape)
+    keep = np.nonzero(valid)[0]
+    if not out_shape:
+        keep = keep[:1]
+    new_idx = host.aligned_empty((keep.size, len(out_shape)), index_dtype_for(out_shape))
+    for j, col in enumerate(cols):
+        new_idx[:, j] = 0 if col is None else col[keep]
+    return BCOOArray._from_buffers(host.to_device(data[keep], owned=True), host.to_device(new_idx, owned=True),
+                                   out_shape, n_batch=0, n_dense=0, fill_value=c.fill_value,
                                    indices_sorted=c.indices_sorted and all(
                                        not isinstance(k, slice) or (k.step or 1) > 0 for k in key),
                                    unique_indices=c.unique_indices)

@@ -241,3 +241,26 @@ def test_row_range_of_a_non_canonical_matrix():
     np.add.at(D, (rows, cols), vals)
     for key in (slice(1, 5), slice(4, 6), slice(0, 6)):
         np.testing.assert_array_equal(np.asarray(A[key].todense()), D[key])
+
+
+def _basic_keys(shape):
+    parts = []
+    for n in shape:
+        parts.append(st.one_of(
+            st.integers(-n, n - 1) if n else st.just(slice(None)),
+            st.builds(slice, st.none() | st.integers(-n - 1, n + 1), st.none() | st.integers(-n - 1, n + 1),
+                      st.none() | st.sampled_from([1, 2, -1, -2])),
+        ))
+    return st.tuples(*parts).flatmap(
+        lambda t: st.integers(0, len(t)).map(lambda i: t[:i] + (None,) + t[i:]) | st.just(t))
+
+
+@given(cases(max_ndim=3), st.data())
+def test_basic_indexing_on_the_host_equals_numpy_and_jit(c, data):
+    key = data.draw(_basic_keys(c.dense.shape))
+    want = c.dense[key]
+    got = c.arr[key]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got.todense()), want)
+    jitted = jax.jit(lambda a: a[key])(c.arr)
+    np.testing.assert_array_equal(np.asarray(jitted.todense()), want)
