@@ -1,8 +1,10 @@
 """Linear algebra functions of the array API standard: ``matmul``,
 ``matrix_transpose``, ``tensordot``, ``vecdot``.
 
-``sparse @ dense`` and ``dense @ sparse`` give dense results (stored as a
-BCOOArray in dense layout). ``sparse @ sparse`` of 2-D zero-filled arrays
+``sparse @ dense`` and ``dense @ sparse`` give dense results: a ``jax.Array``
+with a JAX operand, a NumPy array with a NumPy one (the mixed-type rule of
+scipy.sparse and pydata-sparse), a BCOOArray in dense layout when every
+operand is sparse. ``sparse @ sparse`` of 2-D zero-filled arrays
 stays sparse, computed with memory proportional to the number of products
 (Gustavson / expand-sort-compress), never nse_A x nse_B; while tracing, or
 for batched or non-zero-filled operands, it goes through a dense right-hand
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import operator
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -22,7 +25,8 @@ from . import _dtypes
 from ._array_object import BCOOArray
 from ._elementwise_functions import conj, multiply
 from ._fill import same_value_np
-from ._kernels.matmul import batched_spmm, spgemm, spmm
+from ._kernels.host import host_buffers
+from ._kernels.matmul import batched_spmm, host_spmm, spgemm, spmm
 from ._layout import index_dtype_for, is_concrete, is_tracer, prod
 from ._manipulation_functions import permute_dims, reshape
 from ._operands import as_operand, as_sparse, cast, check_category
@@ -105,8 +109,53 @@ def _is_plain_matrix(x) -> bool:
             and x.dtype.kind in "iufc" and _zero_fill(x))
 
 
+def _dense_kind(x1, x2) -> str | None:
+    """The type of a product's dense result: "jax" with a JAX operand, "numpy" with a NumPy one, else None."""
+    if any(isinstance(x, (jax.Array, jax.core.Tracer)) for x in (x1, x2)):
+        return "jax"
+    if any(isinstance(x, (np.ndarray, np.generic)) for x in (x1, x2)):
+        return "numpy"
+    return None
+
+
+def _as_kind(out: BCOOArray, kind: str | None):
+    """``out`` as the mixed-type rule wants it: itself, a jax.Array, or (eagerly) a writable NumPy array."""
+    if kind is None:
+        return out
+    dense = dense_values(out)
+    if isinstance(dense, BCOOArray):
+        dense = dense.todense()
+    if kind == "numpy" and not is_tracer(dense):
+        arr = np.array(dense)
+        return arr[()] if arr.ndim == 0 else arr
+    return dense
+
+
+def _host_matvec(a, b):
+    """``a @ b`` for a plain matrix ``a`` and a NumPy ``b`` on the host kernel (a NumPy result), or None."""
+    if not (_is_plain_matrix(a) and isinstance(b, np.ndarray) and b.ndim in (1, 2) and b.shape[0] == a.shape[1]):
+        return None
+    data = a.data
+    if b.dtype != a.dtype:
+        if b.dtype.kind not in "fc" or a.dtype.kind not in "fc":
+            return None
+        try:
+            want = _dtypes.result_type(a.dtype, b.dtype)
+        except ValueError:
+            # A 64-bit NumPy operand with JAX's x64 mode off: the NumPy result needs no 64-bit JAX
+            # array, so it is computed in the promoted dtype on the host (scipy's result exactly).
+            want = np.result_type(a.dtype, b.dtype)
+        if want != a.dtype:
+            got = host_buffers(a.data)
+            if got is None:
+                return None
+            data = got[0].astype(want)
+        b = b.astype(want, copy=False)
+    return host_spmm(data, a.indices, a.shape, b)
+
+
 @routed
-def matmul(x1, x2, /) -> BCOOArray:
+def matmul(x1, x2, /):
     """Matrix product with the standard's broadcasting and 1-D rules (array API ``matmul``).
 
     Parameters
@@ -119,11 +168,17 @@ def matmul(x1, x2, /) -> BCOOArray:
 
     Returns
     -------
-    BCOOArray
-        Shape ``(..., m, n)`` with 1-D operands' dimensions removed. Sparse @
-        sparse (2-D, zero fill, concrete indices) is sparse; any product with
-        a dense operand or a non-zero fill value is dense (dense layout), the
-        fill value entering as ``fill * sum`` of the other operand.
+    BCOOArray, jax.Array or numpy.ndarray
+        Shape ``(..., m, n)`` with 1-D operands' dimensions removed. The type
+        follows the mixed-type rule of scipy.sparse and pydata-sparse: with a
+        dense JAX operand the (dense) product is a ``jax.Array`` (so
+        ``jnp.sum(A @ x)`` and ``jax.grad`` through it work); with a dense
+        NumPy operand, a NumPy array (eagerly; a ``jax.Array`` under
+        ``jax.jit``); with sparse operands only (BCOOArrays, or scipy /
+        pydata-sparse / jax.experimental.sparse arrays), a BCOOArray, as the
+        array API's closure asks: sparse @ sparse (2-D, zero fill, concrete
+        indices) is sparse, other products are dense (dense layout), the fill
+        value entering as ``fill * sum`` of the other operand.
 
     Raises
     ------
@@ -140,6 +195,17 @@ def matmul(x1, x2, /) -> BCOOArray:
     exact zeros: ``S @ d`` ignores ``inf`` / ``nan`` of ``d`` where ``S``
     stores nothing, as scipy.sparse and jax.experimental.sparse do.
     """
+    kind = _dense_kind(x1, x2)
+    if kind == "numpy":
+        # scipy's A @ x: the host kernel writes the NumPy result directly.
+        got = _host_matvec(x1, x2) if isinstance(x2, np.ndarray) else None
+        if got is not None:
+            return got
+    return _as_kind(_matmul(x1, x2), kind)
+
+
+def _matmul(x1, x2) -> BCOOArray:
+    """:func:`matmul` with the result always a BCOOArray (dense layout for dense products)."""
     a = as_operand(x1, "x1")
     b = as_operand(x2, "x2")
     da, db = np.dtype(a.dtype), np.dtype(b.dtype)
@@ -210,7 +276,7 @@ def matrix_transpose(x, /) -> BCOOArray:
 
 
 @routed
-def tensordot(x1, x2, /, *, axes=2) -> BCOOArray:
+def tensordot(x1, x2, /, *, axes=2):
     """Contract ``x1`` and ``x2`` over the given axes (array API ``tensordot``).
 
     Parameters
@@ -223,10 +289,10 @@ def tensordot(x1, x2, /, *, axes=2) -> BCOOArray:
 
     Returns
     -------
-    BCOOArray
+    BCOOArray, jax.Array or numpy.ndarray
         Shape: ``x1``'s free axes then ``x2``'s. Computed as one matrix
-        product of the operands reshaped to 2-D, so sparsity follows
-        :func:`matmul`.
+        product of the operands reshaped to 2-D, so sparsity and the result's
+        type (the mixed-type rule) follow :func:`matmul`.
 
     Raises
     ------
@@ -260,8 +326,9 @@ def tensordot(x1, x2, /, *, axes=2) -> BCOOArray:
 
     a2 = as2d(a, free_a + ax_a, (ma, kdim))
     b2 = as2d(b, ax_b + free_b, (kdim, nb))
-    out = matmul(a2, b2)
-    return reshape(out, tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b))
+    out = _matmul(a2, b2)
+    out = reshape(out, tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b))
+    return _as_kind(out, _dense_kind(x1, x2))
 
 
 @routed

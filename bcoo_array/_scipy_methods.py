@@ -48,7 +48,8 @@ def _apply(a, v, adjoint: bool = False):
     xp = namespace()
     if adjoint:
         a = xp.matrix_transpose(xp.conj(a) if a.dtype.kind == "c" else a)
-    return xp.matmul(a, v).todense()
+    out = xp.matmul(a, v)  # a jax.Array: v is one (the mixed-type rule)
+    return out.todense() if hasattr(out, "todense") else out
 
 
 def _check_2d(x, name):
@@ -393,7 +394,8 @@ class ScipyMethodsMixin:
             if v.shape[0] != self.shape[1]:
                 raise ValueError(f"dot(): dimension mismatch, {self.shape} @ {v.shape}")
             return _product(self, v)
-        return _host(matmul(self, v).todense())
+        out = matmul(self, v)  # dense v: a NumPy or JAX result (the mixed-type rule)
+        return _host(out.todense() if hasattr(out, "todense") else out)
 
     def multiply(self, other):
         """Elementwise product with broadcasting (scipy's ``multiply``).

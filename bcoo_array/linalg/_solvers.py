@@ -50,7 +50,8 @@ def _operator(A: BCOOArray, *, transposed_never: bool = False):
     def apply(v):
         if plain and v.dtype == src.dtype and v.ndim in (1, 2):
             return spmm(src.data, src.indices, src.shape, v, rows_sorted=src.indices_sorted, traced_native=True)[0]
-        return matmul(src, v).todense()
+        out = matmul(src, v)  # a jax.Array for a JAX v (the mixed-type rule)
+        return out.todense() if hasattr(out, "todense") else out
 
     return apply
 
