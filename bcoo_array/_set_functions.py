@@ -28,7 +28,7 @@ from ._kernels.sorting import unique_entries
 from ._layout import index_dtype_for, is_concrete
 from ._limits import check_dense
 from ._operands import PY_SCALARS, as_operand, as_sparse, scalar_dtype, scalar_to_array
-from ._relayout import dense_layout, is_dense_layout
+from ._relayout import dense_layout, dense_values, is_dense_layout, to_coo
 from ._routing import routed
 
 
@@ -280,12 +280,19 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
         Boolean, ``x1``'s shape (0-d for a scalar ``x1``). Sparse when
         ``x1`` is: stored entries tested one by one, fill value
         ``x1.fill_value in x2``. Equality is :func:`equal` after type
-        promotion (so NaN is in nothing).
+        promotion (so NaN is in nothing). A sparse ``x2`` is read as its
+        stored values plus its fill value (never densified). Under
+        ``jax.jit`` with a traced ``x2`` the fill value of the result is
+        unknown, so a sparse ``x1`` gives a dense-layout result, checked by
+        the densification guard.
 
     Raises
     ------
     TypeError
         If both are Python scalars, or an operand is not an array or int.
+    MemoryError
+        If a sparse ``x1`` must be densified (traced ``x2`` under ``jit``)
+        and would take more than :func:`bcoo_array.get_max_dense_bytes`.
     """
     s1, s2 = isinstance(x1, PY_SCALARS), isinstance(x2, PY_SCALARS)
     if s1 and s2:
@@ -299,7 +306,7 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
     else:
         a, b = as_operand(x1, "x1"), as_operand(x2, "x2")
     dt = _dtypes.result_type(np.dtype(a.dtype), np.dtype(b.dtype))
-    test = (b.todense() if isinstance(b, BCOOArray) else jnp.asarray(b)).astype(dt).reshape(-1)
+    test = _test_values(b, dt)
 
     def fn(v):
         return jnp.isin(v.astype(dt), test, invert=invert)
@@ -307,8 +314,41 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
     if isinstance(a, BCOOArray) and a.ndim > 0 and is_concrete(test):
         src = a._canonical()
         return src._replace(data=fn(src.data), fill_value=eval_fill(fn, src.fill_value))
-    dense = a.todense() if isinstance(a, BCOOArray) else jnp.asarray(a)
+    if isinstance(a, BCOOArray) and a.ndim > 0 and not is_dense_layout(a):
+        check_dense("isin", a.shape, a.dtype, np.bool_, what="x1 densified (x2 is traced, so the result's fill "
+                    "value is unknown) and the result", alternative="isin(x1.todense(), x2)")
+    dense = dense_values(a)
+    dense = dense.todense() if isinstance(dense, BCOOArray) else jnp.asarray(dense)
     return dense_layout(fn(dense))
+
+
+def _test_values(b, dt):
+    """A 1-D array holding every value of ``b`` (cast to ``dt``), never ``b.todense()`` for a sparse ``b``.
+
+    A sparse ``b`` gives its stored values (duplicates summed) plus its fill
+    value when some position is unstored; padding entries are replaced by a
+    value already in the set, so this works on traced buffers too (static
+    length ``nse + 1``).
+    """
+    if not isinstance(b, BCOOArray):
+        return jnp.asarray(b).astype(dt).reshape(-1)
+    if b.ndim == 0:
+        return b.todense().astype(dt).reshape(-1)
+    if is_dense_layout(b):
+        return b.data[0].astype(dt).reshape(-1)
+    if b.size == 0:
+        return jnp.zeros((0,), dt)
+    c = to_coo(b)._canonical()
+    fill = jnp.asarray(np.asarray(b.fill_value).astype(dt))
+    if c.nse == 0:
+        return fill.reshape(1)
+    vals = c.data.astype(dt)
+    valid = jnp.all(c.indices < jnp.asarray(b.shape, c.indices.dtype), axis=1)
+    # More positions than stored entries: some is unstored, statically; else count the valid entries.
+    has_gap = True if b.size > c.nse else jnp.sum(valid.astype(jnp.int32)) < b.size
+    # Some position is unstored (the fill is a value of b), or every one is stored (an entry is valid).
+    stand_in = jnp.where(has_gap, fill, vals[jnp.argmax(valid)])
+    return jnp.concatenate([jnp.where(valid, vals, stand_in), stand_in.reshape(1)])
 
 
 __all__ = ["isin", "unique_all", "unique_counts", "unique_inverse", "unique_values"]
