@@ -13,6 +13,8 @@ Spec: https://data-apis.org/array-api/2025.12/API_specification/searching_functi
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -286,24 +288,28 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
             raise ValueError(f"searchsorted(): sorter has shape {tuple(s.shape)}, x1 has {tuple(a.shape)}")
         if not jnp.issubdtype(s.dtype, jnp.integer):
             raise TypeError(f"searchsorted(): sorter must have an integer dtype, got {s.dtype}")
-    if _is_sparse(a):
-        # Counting needs no order: sorted(x1) is x1[sorter] when that is sorted.
-        c = to_coo(a)._canonical()
-        stored = c.data.astype(dt)
-        valid = c.indices[:, 0] < a.shape[0]
+    sparse_a = _is_sparse(a)
+    concrete = is_concrete(a.data, a.indices) if isinstance(a, BCOOArray) else is_concrete(a)
+    concrete = concrete and (s is None or sparse_a or is_concrete(s))
+    # A concrete x1 (eager, or closed over under jit) stays concrete, so the result's fill value is static.
+    with jax.ensure_compile_time_eval() if concrete else contextlib.nullcontext():
+        if sparse_a:
+            # Counting needs no order: sorted(x1) is x1[sorter] when that is sorted.
+            c = to_coo(a)._canonical()
+            stored = c.data.astype(dt)
+            valid = c.indices[:, 0] < a.shape[0]
+        else:
+            da = dense_values(a)
+            da = (da.todense() if isinstance(da, BCOOArray) else jnp.asarray(da)).astype(dt)
+            if s is not None:
+                da = da[s]
+    if sparse_a:
         fill1 = np.asarray(a.fill_value).astype(dt)[()]
         length = a.shape[0]
-        concrete = is_concrete(c.data, c.indices)
 
         def fn(v):
             return count_before(stored, valid, length, fill1, v.astype(dt), side).astype(idt)
     else:
-        da = dense_values(a)
-        da = (da.todense() if isinstance(da, BCOOArray) else jnp.asarray(da)).astype(dt)
-        if s is not None:
-            da = da[s]
-        concrete = is_concrete(da)
-
         def fn(v):
             return jnp.searchsorted(da, v.astype(dt), side=side).astype(idt)
     if _is_sparse(b) and concrete:

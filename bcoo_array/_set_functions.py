@@ -14,6 +14,7 @@ Spec: https://data-apis.org/array-api/2025.12/API_specification/set_functions.ht
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import jax
@@ -306,7 +307,10 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
     else:
         a, b = as_operand(x1, "x1"), as_operand(x2, "x2")
     dt = _dtypes.result_type(np.dtype(a.dtype), np.dtype(b.dtype))
-    test = _test_values(b, dt)
+    b_concrete = is_concrete(b.data, b.indices) if isinstance(b, BCOOArray) else is_concrete(b)
+    # A concrete x2 (eager, or closed over under jit) stays concrete, so the result's fill value is static.
+    with jax.ensure_compile_time_eval() if b_concrete else contextlib.nullcontext():
+        test = _test_values(b, dt)
 
     def fn(v):
         return jnp.isin(v.astype(dt), test, invert=invert)
