@@ -19,6 +19,7 @@ NumPy and array-api-strict.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -34,6 +35,7 @@ def lt(a, b):
     return (a < b) | (~jnp.isnan(a) & jnp.isnan(b))
 
 
+@partial(jax.jit, static_argnames=("shape", "axis", "descending"))
 def sort_lanes(data, indices, shape, axis: int, fill, descending: bool):
     """Sort every lane along ``axis`` of a COO array (n_batch = n_dense = 0), unstored entries = ``fill``.
 
@@ -59,7 +61,8 @@ def sort_lanes(data, indices, shape, axis: int, fill, descending: bool):
         The sorted array's stored entries, unique, padding last (lane-major
         order, so not sorted lexicographically unless ``axis`` is the last
         and the order ascending). The stored values are permuted (a gather),
-        so gradients flow through ``data``.
+        so gradients flow through ``data``. One compiled call (``fill``
+        travels as a 0-d array, so NaN fill values hit the cache too).
     """
     nse, ndim = indices.shape
     if nse == 0:
@@ -163,6 +166,7 @@ def unique_entries(vals: np.ndarray, flat: np.ndarray, size: int, fill) -> Uniqu
                   int(inverse[n]) if n_unstored else -1)
 
 
+@partial(jax.jit, static_argnames=("length", "side"))
 def count_before(stored, valid, length: int, fill, v, side: str):
     """Insertion points of ``v`` into a sorted 1-D array given by its stored entries and fill value.
 
