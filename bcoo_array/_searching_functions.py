@@ -281,20 +281,23 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
     dt = _dtypes.result_type(np.dtype(a.dtype), np.dtype(b.dtype))
     idt = _dtypes.default_int()
     s = None
+    sparse_a = _is_sparse(a)
     if sorter is not None:
         s = dense_values(as_operand(sorter, "sorter"))
-        s = s.todense() if isinstance(s, BCOOArray) else jnp.asarray(s)
         if tuple(s.shape) != tuple(a.shape):
             raise ValueError(f"searchsorted(): sorter has shape {tuple(s.shape)}, x1 has {tuple(a.shape)}")
         if not jnp.issubdtype(s.dtype, jnp.integer):
             raise TypeError(f"searchsorted(): sorter must have an integer dtype, got {s.dtype}")
-    sparse_a = _is_sparse(a)
+        if sparse_a:
+            s = None  # counting does not need the order
+        else:
+            s = s.todense() if isinstance(s, BCOOArray) else jnp.asarray(s)
     concrete = is_concrete(a.data, a.indices) if isinstance(a, BCOOArray) else is_concrete(a)
-    concrete = concrete and (s is None or sparse_a or is_concrete(s))
+    concrete = concrete and (s is None or is_concrete(s))
     # A concrete x1 (eager, or closed over under jit) stays concrete, so the result's fill value is static.
     with jax.ensure_compile_time_eval() if concrete else contextlib.nullcontext():
         if sparse_a:
-            # Counting needs no order: sorted(x1) is x1[sorter] when that is sorted.
+            # Counting needs no order (the sorter is not read): sorted(x1) is x1[sorter] when that is sorted.
             c = to_coo(a)._canonical()
             stored = c.data.astype(dt)
             valid = c.indices[:, 0] < a.shape[0]
