@@ -99,9 +99,11 @@ Returns
 BCOOArray
     Dense layout, the default index dtype (int64 with x64, else int32): the
     first occurrence of the {what} value (a NaN counts as the {what}, as in
-    NumPy). Unstored entries take part with the value ``x.fill_value``. The
-    search runs on ``x.todense()`` (as :func:`jax.numpy.{name}`), so it needs
-    memory for ``x.size`` entries.
+    NumPy). Unstored entries take part with the value ``x.fill_value``. A
+    sparse ``x`` is searched over its stored entries plus the fill value
+    (:func:`._kernels.reduce.arg_extreme_rows`: memory O(nse + number of
+    results), never ``x.size``); a dense-layout ``x`` with
+    :func:`jax.numpy.{name}`.
 
 Raises
 ------
