@@ -346,6 +346,16 @@ __all__ += [
     "kron", "kronsum", "find", "issparse",
 ]
 
+# Settings (beyond the standard): the limit on implicit densification.
+from ._limits import (
+    get_max_dense_bytes,
+    set_max_dense_bytes,
+)
+
+__all__ += [
+    "get_max_dense_bytes", "set_max_dense_bytes",
+]
+
 
 def __getattr__(name: str):
     """``bcoo_array.sharded``, imported on first use (it sits above the namespace)."""

@@ -1,14 +1,19 @@
 """Searching functions of the array API standard: ``argmax``, ``argmin``,
 ``count_nonzero``, ``nonzero``, ``searchsorted``, ``where``.
 
-``count_nonzero`` and ``where`` keep sparsity (fill-value rule); ``argmax``,
-``argmin`` and ``searchsorted`` return index arrays, which are inherently
-dense, in dense layout; ``nonzero`` has a data-dependent shape and works
-eagerly only.
+``count_nonzero`` and ``where`` keep sparsity (fill-value rule); ``argmax``
+and ``argmin`` search the stored entries plus the fill value and return
+dense-layout index arrays; ``searchsorted`` counts the stored values of a
+sparse ``x1`` plus its fill block, and keeps a sparse ``x2`` sparse (fill
+value: the insertion point of its fill value); ``nonzero`` has a
+data-dependent shape and works eagerly only. What must be densified passes
+the densification guard (:func:`._limits.check_dense`) first.
 Spec: https://data-apis.org/array-api/2025.12/API_specification/searching_functions.html
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import jax
 import jax.numpy as jnp
@@ -21,8 +26,10 @@ from ._elementwise_functions import not_equal
 from ._fill import eval_fill
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.reduce import arg_extreme_rows
+from ._kernels.sorting import count_before
 from ._kernels.union import take_or_fill, union
 from ._layout import is_concrete, normalize_axis, prod
+from ._limits import check_dense
 from ._manipulation_functions import broadcast_to, permute_dims, reshape
 from ._operands import (
     PY_SCALARS,
@@ -33,9 +40,15 @@ from ._operands import (
     scalar_dtype,
     scalar_to_array,
 )
-from ._relayout import dense_layout, is_dense_layout, to_coo, update_layout
-from ._statistical_functions import sum as _sum
+from ._relayout import (
+    dense_layout,
+    dense_values,
+    is_dense_layout,
+    to_coo,
+    update_layout,
+)
 from ._routing import routed
+from ._statistical_functions import sum as _sum
 
 
 def _dense(x):
@@ -86,9 +99,11 @@ Returns
 BCOOArray
     Dense layout, the default index dtype (int64 with x64, else int32): the
     first occurrence of the {what} value (a NaN counts as the {what}, as in
-    NumPy). Unstored entries take part with the value ``x.fill_value``. The
-    search runs on ``x.todense()`` (as :func:`jax.numpy.{name}`), so it needs
-    memory for ``x.size`` entries.
+    NumPy). Unstored entries take part with the value ``x.fill_value``. A
+    sparse ``x`` is searched over its stored entries plus the fill value
+    (:func:`._kernels.reduce.arg_extreme_rows`: memory O(nse + number of
+    results), never ``x.size``); a dense-layout ``x`` with
+    :func:`jax.numpy.{name}`.
 
 Raises
 ------
@@ -164,7 +179,7 @@ def nonzero(x, /) -> tuple[BCOOArray, ...]:
         row-major (C) order. With a zero fill value only the stored entries
         are inspected; with a non-zero fill value every unstored position is
         non-zero, so the answer has about ``x.size`` entries and is computed
-        from ``x.todense()``.
+        from ``x.todense()``, after the densification guard.
 
     Raises
     ------
@@ -174,6 +189,10 @@ def nonzero(x, /) -> tuple[BCOOArray, ...]:
         Under ``jax.jit``: the output length depends on the values. Call it
         outside ``jit``, or use ``jax.numpy.nonzero(x.todense(), size=...)``
         with a static upper bound.
+    MemoryError
+        For a sparse ``x`` with a non-zero fill value, if the dense input and
+        the index arrays would take more than
+        :func:`bcoo_array.get_max_dense_bytes`.
     """
     x = as_sparse(x)
     if x.ndim == 0:
@@ -184,6 +203,11 @@ def nonzero(x, /) -> tuple[BCOOArray, ...]:
             "jax.jit; call it eagerly or use jax.numpy.nonzero(x.todense(), size=N) with a static bound")
     idt = _dtypes.default_int()
     if bool(x.fill_value != np.zeros((), x.dtype)):
+        if not is_dense_layout(x):
+            check_dense("nonzero", x.shape, x.dtype, *(idt,) * x.ndim,
+                        what="the densified input and one index array per dimension (the fill value is "
+                        "non-zero, so every unstored position is in the answer)",
+                        alternative="jax.numpy.nonzero(x.todense())")
         dense = np.asarray(x.todense())
         return tuple(dense_layout(jnp.asarray(c.astype(idt))) for c in np.nonzero(dense))
     c = to_coo(x)._canonical()
@@ -195,6 +219,11 @@ def nonzero(x, /) -> tuple[BCOOArray, ...]:
     order = np.lexsort(sel.T[::-1]) if sel.shape[0] else np.zeros(0, np.int64)
     sel = sel[order]
     return tuple(dense_layout(jnp.asarray(sel[:, k].astype(idt))) for k in range(x.ndim))
+
+
+def _is_sparse(x) -> bool:
+    """A BCOOArray of at least one dimension that does not store every entry (not dense layout)."""
+    return isinstance(x, BCOOArray) and x.ndim > 0 and not is_dense_layout(x)
 
 
 @routed
@@ -216,9 +245,18 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        ``x2``'s shape, the default index dtype, dense layout (computed with
-        :func:`jax.numpy.searchsorted` on the densified operands; NaN sorts
-        last, consistent with :func:`sort`).
+        ``x2``'s shape, the default index dtype. NaN sorts last, consistent
+        with :func:`sort`. For a sparse ``x1`` the answer is counted from its
+        stored values and its block of unstored (fill) values: the number
+        of elements before each value (``side='left'``) or not after it
+        (``'right'``), which is the insertion point because ``x1`` (or
+        ``x1[sorter]``) is sorted; memory O(nse + x2's stored size), never
+        ``x1.size``. A sparse ``x2`` gives a sparse result on ``x2``'s
+        stored positions, whose fill value is the insertion point of
+        ``x2``'s fill value (so ``x1`` must be concrete; under ``jax.jit``
+        with a traced ``x1`` the result is dense layout, checked by the
+        densification guard). A dense ``x1`` uses
+        :func:`jax.numpy.searchsorted`.
 
     Raises
     ------
@@ -227,6 +265,9 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
         wrong shape.
     TypeError
         If a dtype is not real numeric or ``sorter`` is not integer.
+    MemoryError
+        If a sparse ``x2`` must be densified (traced ``x1`` under ``jit``)
+        and would take more than :func:`bcoo_array.get_max_dense_bytes`.
     """
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted(): side={side!r} must be 'left' or 'right'")
@@ -240,17 +281,51 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
         b = as_operand(x2, "x2")
     check_category(np.dtype(b.dtype), "real numeric", "searchsorted", "x2")
     dt = _dtypes.result_type(np.dtype(a.dtype), np.dtype(b.dtype))
-    da = _dense(a).astype(dt)
-    db = _dense(b).astype(dt)
+    idt = _dtypes.default_int()
+    s = None
+    sparse_a = _is_sparse(a)
     if sorter is not None:
-        s = _dense(as_operand(sorter, "sorter"))
-        if s.shape != da.shape:
-            raise ValueError(f"searchsorted(): sorter has shape {s.shape}, x1 has {da.shape}")
+        s = dense_values(as_operand(sorter, "sorter"))
+        if tuple(s.shape) != tuple(a.shape):
+            raise ValueError(f"searchsorted(): sorter has shape {tuple(s.shape)}, x1 has {tuple(a.shape)}")
         if not jnp.issubdtype(s.dtype, jnp.integer):
             raise TypeError(f"searchsorted(): sorter must have an integer dtype, got {s.dtype}")
-        da = da[s]
-    out = jnp.searchsorted(da, db, side=side)
-    return dense_layout(out.astype(_dtypes.default_int()))
+        if sparse_a:
+            s = None  # counting does not need the order
+        else:
+            s = s.todense() if isinstance(s, BCOOArray) else jnp.asarray(s)
+    concrete = is_concrete(a.data, a.indices) if isinstance(a, BCOOArray) else is_concrete(a)
+    concrete = concrete and (s is None or is_concrete(s))
+    # A concrete x1 (eager, or closed over under jit) stays concrete, so the result's fill value is static.
+    with jax.ensure_compile_time_eval() if concrete else contextlib.nullcontext():
+        if sparse_a:
+            # Counting needs no order (the sorter is not read): sorted(x1) is x1[sorter] when that is sorted.
+            c = to_coo(a)._canonical()
+            stored = c.data.astype(dt)
+            valid = c.indices[:, 0] < a.shape[0]
+        else:
+            da = dense_values(a)
+            da = (da.todense() if isinstance(da, BCOOArray) else jnp.asarray(da)).astype(dt)
+            if s is not None:
+                da = da[s]
+    if sparse_a:
+        fill1 = np.asarray(a.fill_value).astype(dt)[()]
+        length = a.shape[0]
+
+        def fn(v):
+            return count_before(stored, valid, length, fill1, v.astype(dt), side).astype(idt)
+    else:
+        def fn(v):
+            return jnp.searchsorted(da, v.astype(dt), side=side).astype(idt)
+    if _is_sparse(b) and concrete:
+        src = b._canonical()
+        with jax.ensure_compile_time_eval():
+            fill = np.asarray(fn(jnp.asarray(b.fill_value))).astype(idt)[()]
+        return src._replace(data=fn(src.data), fill_value=fill)
+    if _is_sparse(b):
+        check_dense("searchsorted", b.shape, b.dtype, idt, what="x2 densified (x1 is traced, so the result's fill "
+                    "value is unknown) and the result", alternative="searchsorted(x1, x2.todense())")
+    return dense_layout(fn(_dense(dense_values(b))).reshape(b.shape))
 
 
 def _scalar_operand(v, dtype) -> BCOOArray:
@@ -287,6 +362,9 @@ def where(condition, x1, x2, /) -> BCOOArray:
         If ``condition`` is not boolean or both values are Python scalars.
     ValueError
         If the shapes do not broadcast.
+    MemoryError
+        If a dense operand makes the result dense and sparse operands would
+        be densified beyond :func:`bcoo_array.get_max_dense_bytes`.
     """
     c = as_operand(condition, "condition")
     if np.dtype(c.dtype) != np.bool_:
@@ -296,6 +374,11 @@ def where(condition, x1, x2, /) -> BCOOArray:
     ops = [c, a, b]
     dense_op = any(not isinstance(o, BCOOArray) and o.ndim > 0 for o in ops)
     if dense_op or shape == () or 0 in shape:
+        sparse_ops = [o for o in ops if _is_sparse(o)]
+        if dense_op and sparse_ops:
+            check_dense("where", shape, dt, *(o.dtype for o in sparse_ops),
+                        what="the dense result and the densified sparse operands (another operand is dense)",
+                        alternative="jax.numpy.where(...) on .todense() of each operand")
         return dense_layout(jnp.where(_dense(c), _dense(a), _dense(b)).astype(dt).reshape(shape))
     sp = []
     for o in ops:

@@ -1,16 +1,20 @@
 """Set functions of the array API standard: ``isin`` and ``unique_*``.
 
 The ``unique_*`` functions have data-dependent output shapes, so they run
-eagerly only (under ``jax.jit`` they raise, naming the way out).
-``unique_values`` and ``unique_counts`` read only the stored entries plus the
-fill value (weighted by the number of unstored positions); ``unique_inverse``
-and ``unique_all`` need a position per element and work on ``x.todense()``.
+eagerly only (under ``jax.jit`` they raise, naming the way out). They read
+only the stored entries plus the fill value, weighted by the number of
+unstored positions (:func:`._kernels.sorting.unique_entries`), never
+``x.todense()``; the inverse indices are sparse, with the fill value's index
+as their fill value. A NaN fill value is the exception: every unstored NaN is
+a distinct value, so the result grows with ``x.size`` and the densification
+guard (:func:`._limits.check_dense`) checks it first.
 As the standard says, NaNs are all distinct; ``-0.0`` equals ``0.0``.
 Spec: https://data-apis.org/array-api/2025.12/API_specification/set_functions.html
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import jax
@@ -20,9 +24,12 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._fill import eval_fill
-from ._layout import is_concrete
+from ._kernels.layout import coo_triplets
+from ._kernels.sorting import unique_entries
+from ._layout import index_dtype_for, is_concrete
+from ._limits import check_dense
 from ._operands import PY_SCALARS, as_operand, as_sparse, scalar_dtype, scalar_to_array
-from ._relayout import dense_layout, to_coo
+from ._relayout import dense_layout, dense_values, is_dense_layout, to_coo
 from ._routing import routed
 
 
@@ -51,32 +58,47 @@ def _eager(x: BCOOArray, name: str) -> None:
             "static bound")
 
 
-def _stored_values(x: BCOOArray):
-    """The stored values (duplicates merged, padding dropped) and the number of unstored positions."""
-    c = to_coo(x)._canonical()
-    idx = np.asarray(c.indices).astype(np.int64)
-    data = np.asarray(c.data)
-    valid = np.all(idx < np.asarray(c.shape, np.int64), axis=1) if c.ndim else np.ones(idx.shape[0], bool)
-    vals = data[valid]
-    return vals, x.size - vals.shape[0]
+def _entries(x: BCOOArray):
+    """Stored values, their sorted row-major flat positions and coordinates ``(ndim, n)`` (host, eager).
+
+    Duplicates summed, padding dropped (:func:`._kernels.layout.coo_triplets`);
+    a dense-layout array gives every position without building coordinates
+    (``None``).
+    """
+    if is_dense_layout(x):
+        return np.asarray(x.data[0]).reshape(-1), np.arange(x.size, dtype=np.int64), None
+    vals, coords = coo_triplets(x.data, x.indices, x.shape, x.n_batch, x.n_dense,
+                                x.indices_sorted and x.unique_indices)
+    coords = np.asarray(coords).astype(np.int64)
+    if x.ndim == 0 or vals.shape[0] == 0:
+        flat = np.zeros(vals.shape[0], np.int64)
+    else:
+        flat = np.ravel_multi_index(tuple(coords), x.shape)
+    return np.asarray(vals), flat, coords
 
 
-def _values_counts(x: BCOOArray):
-    vals, n_unstored = _stored_values(x)
-    weights = np.ones(vals.shape[0], np.int64)
-    if n_unstored:
-        f = np.asarray(x.fill_value)
-        if np.isnan(f) if x.dtype.kind in "fc" else False:
-            extra = np.full(n_unstored, f, x.dtype)  # every NaN is distinct
-            extra_w = np.ones(n_unstored, np.int64)
-        else:
-            extra = f.reshape(1).astype(x.dtype)
-            extra_w = np.array([n_unstored], np.int64)
-        vals = np.concatenate([vals, extra])
-        weights = np.concatenate([weights, extra_w])
-    uniq, inv = np.unique(vals, return_inverse=True, equal_nan=False)
-    counts = np.bincount(inv.reshape(-1), weights=weights, minlength=uniq.shape[0]).astype(np.int64)
-    return uniq, counts
+def _nan_fill_gap(x: BCOOArray, n_stored: int) -> int:
+    """Number of unstored positions when the fill value is NaN (every one a distinct value), else 0."""
+    f = np.asarray(x.fill_value)
+    if x.dtype.kind in "fc" and bool(np.isnan(f)):
+        return x.size - n_stored
+    return 0
+
+
+def _values_counts(x: BCOOArray, name: str):
+    vals, flat, _ = _entries(x)
+    n_nan = _nan_fill_gap(x, vals.shape[0])
+    if not n_nan:
+        u = unique_entries(vals, flat, x.size, x.fill_value)
+        return u.values, u.counts
+    # NaN fill: each unstored NaN is a distinct value with count 1 (the result has >= n_nan entries).
+    u = unique_entries(vals, flat, vals.shape[0], x.fill_value)
+    n_out = u.values.shape[0] + n_nan
+    dts = (x.dtype,) if name == "unique_values" else (x.dtype, _dtypes.default_int())
+    check_dense(name, (n_out,), *dts, what=f"{n_nan:,} unstored NaN values, each distinct",
+                alternative=f"{name}(xp.asarray(x.todense()))")
+    return (np.concatenate([u.values, np.full(n_nan, x.fill_value, x.dtype)]),
+            np.concatenate([u.counts, np.ones(n_nan, np.int64)]))
 
 
 def _idx(a) -> BCOOArray:
@@ -95,17 +117,23 @@ def unique_values(x, /) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        1-D, ``x``'s dtype, dense layout. The fill value is included when
-        some position is unstored. Each NaN is distinct.
+        1-D, ``x``'s dtype, dense layout. Computed from the stored values
+        (duplicates summed, padding ignored) plus the fill value when some
+        position is unstored: memory O(nse), never ``x.size``. Each NaN is
+        distinct (so a NaN fill value contributes one NaN per unstored
+        position); ``-0.0`` equals ``0.0``.
 
     Raises
     ------
     jax.errors.ConcretizationTypeError
         Under ``jax.jit`` (data-dependent output shape).
+    MemoryError
+        If the fill value is NaN and the unstored NaNs would take more than
+        :func:`bcoo_array.get_max_dense_bytes`.
     """
     x = as_sparse(x)
     _eager(x, "unique_values")
-    uniq, _ = _values_counts(x)
+    uniq, _ = _values_counts(x, "unique_values")
     return dense_layout(jnp.asarray(uniq, x.dtype))
 
 
@@ -113,38 +141,57 @@ def unique_values(x, /) -> BCOOArray:
 def unique_counts(x, /) -> UniqueCountsResult:
     """Distinct values of ``x`` and how often each occurs (array API ``unique_counts``).
 
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input of any shape and dtype.
+
     Returns
     -------
     UniqueCountsResult
         ``values`` (as :func:`unique_values`) and ``counts`` (default index
-        dtype), both 1-D, dense layout; unstored positions count towards the
-        fill value.
+        dtype), both 1-D, dense layout. The fill value counts once per
+        unstored position (``x.size`` minus the number of distinct stored
+        positions), computed without densifying.
 
     Raises
     ------
     jax.errors.ConcretizationTypeError
         Under ``jax.jit`` (data-dependent output shape).
+    MemoryError
+        As :func:`unique_values`, for a NaN fill value.
     """
     x = as_sparse(x)
     _eager(x, "unique_counts")
-    uniq, counts = _values_counts(x)
+    uniq, counts = _values_counts(x, "unique_counts")
     return UniqueCountsResult(dense_layout(jnp.asarray(uniq, x.dtype)), _idx(counts))
 
 
-def _dense_unique(x: BCOOArray):
-    flat = np.asarray(x.todense()).reshape(-1)
-    return np.unique(flat, return_index=True, return_inverse=True, return_counts=True, equal_nan=False)
-
-
-def _inverse(x: BCOOArray, uniq, inv) -> BCOOArray:
-    """The inverse indices in ``x``'s shape, sparse with the fill value's index as fill."""
-    inv = jnp.asarray(np.asarray(inv).reshape(x.shape).astype(_dtypes.default_int()))
-    if x.n_sparse == 0:
-        return dense_layout(inv)
-    f = np.asarray(x.fill_value)
-    hits = np.nonzero(uniq == f)[0]
-    fill = int(hits[0]) if hits.size else 0
-    return BCOOArray.fromdense(inv, fill_value=fill)
+def _unique_full(x: BCOOArray, name: str):
+    """``(values, first, counts, inverse)``: NumPy arrays but ``inverse``, a BCOOArray of ``x``'s shape."""
+    idt = _dtypes.default_int()
+    vals, flat, coords = _entries(x)
+    n_nan = _nan_fill_gap(x, vals.shape[0])
+    if n_nan:
+        # Every unstored NaN is a value of its own: the inverse differs at every unstored position.
+        check_dense(name, x.shape, x.dtype, idt, what="the densified input and the inverse indices (the fill "
+                    "value is NaN, so every unstored position is a distinct value)",
+                    alternative=f"{name}(xp.asarray(x.todense()))")
+        flat_x = np.asarray(x.todense()).reshape(-1)
+        u = unique_entries(flat_x, np.arange(x.size, dtype=np.int64), x.size, x.fill_value)
+        inv = dense_layout(jnp.asarray(u.inverse.astype(idt).reshape(x.shape)))
+        return u.values, u.first, u.counts, inv
+    u = unique_entries(vals, flat, x.size, x.fill_value)
+    if coords is None or x.ndim == 0:
+        inv_np = np.zeros(x.size, np.int64) + max(u.fill_index, 0)
+        inv_np[flat] = u.inverse
+        return u.values, u.first, u.counts, dense_layout(jnp.asarray(inv_np.astype(idt).reshape(x.shape)))
+    fill = max(u.fill_index, 0)  # no unstored position (-1): any fill will do
+    inv = BCOOArray._from_buffers(jnp.asarray(u.inverse.astype(idt)),
+                                  jnp.asarray(coords.T.astype(index_dtype_for(x.shape))), x.shape,
+                                  n_batch=0, n_dense=0, fill_value=np.asarray(fill, idt)[()],
+                                  indices_sorted=True, unique_indices=True)
+    return u.values, u.first, u.counts, inv
 
 
 @routed
@@ -152,23 +199,34 @@ def unique_inverse(x, /) -> UniqueInverseResult:
     """Distinct values of ``x`` and, for each element, its position among them
     (array API ``unique_inverse``).
 
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input of any shape and dtype.
+
     Returns
     -------
     UniqueInverseResult
-        ``values`` (1-D, dense layout) and ``inverse_indices`` (``x``'s
-        shape, default index dtype; sparse with the index of ``x``'s fill
-        value as its fill value when ``x`` is sparse). Computed on
-        ``x.todense()`` with :func:`numpy.unique`.
+        ``values`` (as :func:`unique_values`) and ``inverse_indices``
+        (``x``'s shape, default index dtype). For a sparse ``x`` the inverse
+        is sparse: stored at ``x``'s stored positions (every dimension
+        sparse), fill value the index of ``x``'s fill value among
+        ``values``. Memory O(nse), never ``x.size``, except for a NaN fill
+        value with unstored positions: every NaN is distinct, so the inverse
+        differs at every position and is computed densely (dense layout).
 
     Raises
     ------
     jax.errors.ConcretizationTypeError
         Under ``jax.jit`` (data-dependent output shape).
+    MemoryError
+        For a NaN fill value, if the dense input and inverse would take more
+        than :func:`bcoo_array.get_max_dense_bytes`.
     """
     x = as_sparse(x)
     _eager(x, "unique_inverse")
-    uniq, _, inv, _ = _dense_unique(x)
-    return UniqueInverseResult(dense_layout(jnp.asarray(uniq, x.dtype)), _inverse(x, uniq, inv))
+    uniq, _, _, inv = _unique_full(x, "unique_inverse")
+    return UniqueInverseResult(dense_layout(jnp.asarray(uniq, x.dtype)), inv)
 
 
 @routed
@@ -176,25 +234,32 @@ def unique_all(x, /) -> UniqueAllResult:
     """Distinct values, first-occurrence indices, inverse indices and counts
     (array API ``unique_all``).
 
+    Parameters
+    ----------
+    x : BCOOArray or array
+        Input of any shape and dtype.
+
     Returns
     -------
     UniqueAllResult
         ``values``, ``indices`` (flat row-major index of each value's first
-        occurrence), ``counts`` (all 1-D, dense layout, default index dtype
-        for the integer ones) and ``inverse_indices`` as in
-        :func:`unique_inverse`. Computed on ``x.todense()`` with
-        :func:`numpy.unique`.
+        occurrence; for the fill value the first unstored position, or an
+        earlier stored entry equal to it), ``counts`` (all 1-D, dense layout,
+        default index dtype for the integer ones) and ``inverse_indices`` as
+        in :func:`unique_inverse`. Computed from the stored entries and the
+        fill value (memory O(nse)), as :func:`unique_inverse`.
 
     Raises
     ------
     jax.errors.ConcretizationTypeError
         Under ``jax.jit`` (data-dependent output shape).
+    MemoryError
+        As :func:`unique_inverse`.
     """
     x = as_sparse(x)
     _eager(x, "unique_all")
-    uniq, first, inv, counts = _dense_unique(x)
-    return UniqueAllResult(dense_layout(jnp.asarray(uniq, x.dtype)), _idx(first), _inverse(x, uniq, inv),
-                           _idx(counts))
+    uniq, first, counts, inv = _unique_full(x, "unique_all")
+    return UniqueAllResult(dense_layout(jnp.asarray(uniq, x.dtype)), _idx(first), inv, _idx(counts))
 
 
 @routed
@@ -216,12 +281,19 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
         Boolean, ``x1``'s shape (0-d for a scalar ``x1``). Sparse when
         ``x1`` is: stored entries tested one by one, fill value
         ``x1.fill_value in x2``. Equality is :func:`equal` after type
-        promotion (so NaN is in nothing).
+        promotion (so NaN is in nothing). A sparse ``x2`` is read as its
+        stored values plus its fill value (never densified). Under
+        ``jax.jit`` with a traced ``x2`` the fill value of the result is
+        unknown, so a sparse ``x1`` gives a dense-layout result, checked by
+        the densification guard.
 
     Raises
     ------
     TypeError
         If both are Python scalars, or an operand is not an array or int.
+    MemoryError
+        If a sparse ``x1`` must be densified (traced ``x2`` under ``jit``)
+        and would take more than :func:`bcoo_array.get_max_dense_bytes`.
     """
     s1, s2 = isinstance(x1, PY_SCALARS), isinstance(x2, PY_SCALARS)
     if s1 and s2:
@@ -235,7 +307,10 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
     else:
         a, b = as_operand(x1, "x1"), as_operand(x2, "x2")
     dt = _dtypes.result_type(np.dtype(a.dtype), np.dtype(b.dtype))
-    test = (b.todense() if isinstance(b, BCOOArray) else jnp.asarray(b)).astype(dt).reshape(-1)
+    b_concrete = is_concrete(b.data, b.indices) if isinstance(b, BCOOArray) else is_concrete(b)
+    # A concrete x2 (eager, or closed over under jit) stays concrete, so the result's fill value is static.
+    with jax.ensure_compile_time_eval() if b_concrete else contextlib.nullcontext():
+        test = _test_values(b, dt)
 
     def fn(v):
         return jnp.isin(v.astype(dt), test, invert=invert)
@@ -243,8 +318,41 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
     if isinstance(a, BCOOArray) and a.ndim > 0 and is_concrete(test):
         src = a._canonical()
         return src._replace(data=fn(src.data), fill_value=eval_fill(fn, src.fill_value))
-    dense = a.todense() if isinstance(a, BCOOArray) else jnp.asarray(a)
+    if isinstance(a, BCOOArray) and a.ndim > 0 and not is_dense_layout(a):
+        check_dense("isin", a.shape, a.dtype, np.bool_, what="x1 densified (x2 is traced, so the result's fill "
+                    "value is unknown) and the result", alternative="isin(x1.todense(), x2)")
+    dense = dense_values(a)
+    dense = dense.todense() if isinstance(dense, BCOOArray) else jnp.asarray(dense)
     return dense_layout(fn(dense))
+
+
+def _test_values(b, dt):
+    """A 1-D array holding every value of ``b`` (cast to ``dt``), never ``b.todense()`` for a sparse ``b``.
+
+    A sparse ``b`` gives its stored values (duplicates summed) plus its fill
+    value when some position is unstored; padding entries are replaced by a
+    value already in the set, so this works on traced buffers too (static
+    length ``nse + 1``).
+    """
+    if not isinstance(b, BCOOArray):
+        return jnp.asarray(b).astype(dt).reshape(-1)
+    if b.ndim == 0:
+        return b.todense().astype(dt).reshape(-1)
+    if is_dense_layout(b):
+        return b.data[0].astype(dt).reshape(-1)
+    if b.size == 0:
+        return jnp.zeros((0,), dt)
+    c = to_coo(b)._canonical()
+    fill = jnp.asarray(np.asarray(b.fill_value).astype(dt))
+    if c.nse == 0:
+        return fill.reshape(1)
+    vals = c.data.astype(dt)
+    valid = jnp.all(c.indices < jnp.asarray(b.shape, c.indices.dtype), axis=1)
+    # More positions than stored entries: some is unstored, statically; else count the valid entries.
+    has_gap = True if b.size > c.nse else jnp.sum(valid.astype(jnp.int32)) < b.size
+    # Some position is unstored (the fill is a value of b), or every one is stored (an entry is valid).
+    stand_in = jnp.where(has_gap, fill, vals[jnp.argmax(valid)])
+    return jnp.concatenate([jnp.where(valid, vals, stand_in), stand_in.reshape(1)])
 
 
 __all__ = ["isin", "unique_all", "unique_counts", "unique_inverse", "unique_values"]

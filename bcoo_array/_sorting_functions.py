@@ -1,10 +1,13 @@
 """Sorting functions of the array API standard: ``sort`` and ``argsort``.
 
-Both sort ``x.todense()`` along one axis with :func:`jax.numpy.sort` /
-:func:`jax.numpy.argsort` (NaN sorts last ascending and first descending, as
-in NumPy). ``sort`` stores the result again with ``x``'s fill value, so a
-sparse input gives a sparse output (the number of non-fill entries does not
-change); ``argsort`` returns a permutation, inherently dense (dense layout).
+``sort`` of a sparse array never densifies: each lane along the axis sorts
+to its stored values that come before the fill value, then the block of
+unstored positions, then the rest (:func:`._kernels.sorting.sort_lanes`), so
+the result stores as many entries as the input, with its fill value.
+``argsort`` returns a permutation of every position, inherently dense (dense
+layout): it is computed on ``x.todense()`` after the densification guard
+(:func:`._limits.check_dense`). Order as in NumPy: NaN last ascending, first
+descending (descending is the reverse of ascending).
 Spec: https://data-apis.org/array-api/2025.12/API_specification/sorting_functions.html
 """
 
@@ -14,9 +17,11 @@ import jax.numpy as jnp
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._layout import is_concrete, normalize_axis, prod
+from ._kernels.sorting import sort_lanes
+from ._layout import normalize_axis
+from ._limits import check_dense
 from ._operands import as_sparse, check_category
-from ._relayout import dense_layout
+from ._relayout import dense_layout, is_dense_layout, to_coo
 from ._routing import routed
 
 
@@ -46,9 +51,14 @@ def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True)
     Returns
     -------
     BCOOArray
-        ``x``'s shape, dtype and fill value; stores the entries that differ
-        from the fill value (at most the number ``x`` stores; under ``jit``
-        the nse is that static bound, padded).
+        ``x``'s shape, dtype and fill value. A sparse ``x`` gives a sparse
+        result (every dimension sparse) storing as many entries per lane as
+        ``x`` (after summing duplicates; under ``jit`` the same static nse,
+        padding kept): in each lane the stored values that sort before the
+        fill value, then the unstored positions, then the others. Memory and
+        work O(nse log nse), never ``x.size``. A dense-layout ``x`` is sorted
+        with :func:`jax.numpy.sort`. NaN sorts last (first when
+        ``descending``), as in NumPy; ``-0.0`` ties with ``0.0``.
 
     Raises
     ------
@@ -60,14 +70,13 @@ def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True)
         If ``axis`` is out of range.
     """
     x, ax = _prepare(x, axis, "sort")
-    out = jnp.sort(x.todense(), axis=ax, descending=descending, stable=True)
-    if x.n_sparse == 0:
+    if is_dense_layout(x):
+        out = jnp.sort(x.data[0], axis=ax, descending=descending, stable=True)
         return dense_layout(out)._replace(fill_value=x.fill_value)
-    nse = None
-    if not is_concrete(x.data, x.indices):
-        # Sorting keeps the number of non-fill entries, at most the stored count.
-        nse = min(x.size, x.nse * prod(x.shape[:x.n_batch]) * prod(x.shape[x.ndim - x.n_dense:]))
-    return BCOOArray.fromdense(out, nse=nse, fill_value=x.fill_value)
+    c = to_coo(x)._canonical()
+    data, indices = sort_lanes(c.data, c.indices, x.shape, ax, jnp.asarray(x.fill_value), descending)
+    return BCOOArray._from_buffers(data, indices, x.shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                   indices_sorted=ax == x.ndim - 1 and not descending, unique_indices=True)
 
 
 @routed
@@ -90,7 +99,9 @@ def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = Tr
     Returns
     -------
     BCOOArray
-        ``x``'s shape, default index dtype, dense layout.
+        ``x``'s shape, default index dtype, dense layout: a permutation of
+        every position, so inherently dense. Computed with
+        :func:`jax.numpy.argsort` on ``x.todense()``.
 
     Raises
     ------
@@ -100,10 +111,22 @@ def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = Tr
         If ``x`` is 0-d.
     IndexError
         If ``axis`` is out of range.
+    MemoryError
+        If ``x`` is sparse and the dense input plus the index result would
+        take more than :func:`bcoo_array.get_max_dense_bytes` (2 GiB by
+        default; see :func:`bcoo_array.set_max_dense_bytes`). The check
+        reads static shapes only, so it raises under ``jax.jit`` too.
     """
     x, ax = _prepare(x, axis, "argsort")
-    out = jnp.argsort(x.todense(), axis=ax, descending=descending, stable=True)
-    return dense_layout(out.astype(_dtypes.default_int()))
+    idt = _dtypes.default_int()
+    if is_dense_layout(x):
+        dense = x.data[0]
+    else:
+        check_dense("argsort", x.shape, x.dtype, idt, what="the densified input and the index result",
+                    alternative=f"jax.numpy.argsort(x.todense(), axis={ax}, stable=True)")
+        dense = x.todense()
+    out = jnp.argsort(dense, axis=ax, descending=descending, stable=True)
+    return dense_layout(out.astype(idt))
 
 
 __all__ = ["argsort", "sort"]

@@ -1,0 +1,205 @@
+"""Sorting, set and search kernels over the stored entries plus the fill value.
+
+A lane (a 1-D slice along the sorted axis) of length ``L`` holding ``k``
+stored values and ``L - k`` unstored ones (all equal to ``fill``) sorts to:
+the stored values that sort before ``fill``, then the ``L - k`` unstored
+positions, then the other stored values. So a sorted sparse array stores
+exactly as many entries per lane as its input; :func:`sort_lanes` computes
+their new positions with one lexicographic sort of the ``nse`` entries
+(memory O(nse), never the dense lane). The distinct values of an array are
+the distinct stored values plus ``fill`` when some position is unstored
+(:func:`unique_entries`); a sorted 1-D array's insertion points are counts
+of the stored values before each query plus the unstored block when ``fill``
+comes before it (:func:`count_before`).
+
+Order: NumPy's, NaN last (every NaN after every number), ``-0.0`` equal to
+``0.0``; descending is the reverse of ascending (so NaN first), as in
+NumPy and array-api-strict.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def lt(a, b):
+    """``a`` sorts strictly before ``b`` in NumPy's order (NaN last); element-wise, broadcasting."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    if not jnp.issubdtype(jnp.result_type(a, b), jnp.inexact):
+        return a < b
+    return (a < b) | (~jnp.isnan(a) & jnp.isnan(b))
+
+
+@partial(jax.jit, static_argnames=("shape", "axis", "descending"))
+def sort_lanes(data, indices, shape, axis: int, fill, descending: bool):
+    """Sort every lane along ``axis`` of a COO array (n_batch = n_dense = 0), unstored entries = ``fill``.
+
+    Parameters
+    ----------
+    data : array, shape ``(nse,)``
+        Stored values, duplicates already summed (may be traced).
+    indices : integer array, shape ``(nse, ndim)``
+        Their coordinates, unique; padding rows (an index equal to its
+        dimension's size in some column) are allowed and stay padding.
+    shape : tuple of int
+        The array's shape (``ndim >= 1``).
+    axis : int
+        The axis to sort along, in ``[0, ndim)``.
+    fill : scalar
+        The value of the unstored entries.
+    descending : bool
+        Descending order: the reverse of ascending (NaN first).
+
+    Returns
+    -------
+    data, indices : arrays of the input shapes
+        The sorted array's stored entries, unique, padding last (lane-major
+        order, so not sorted lexicographically unless ``axis`` is the last
+        and the order ascending). The stored values are permuted (a gather),
+        so gradients flow through ``data``. One compiled call (``fill``
+        travels as a 0-d array, so NaN fill values hit the cache too).
+    """
+    nse, ndim = indices.shape
+    if nse == 0:
+        return data, indices
+    sizes = jnp.asarray(shape, indices.dtype)
+    valid = jnp.all(indices < sizes, axis=1)
+    others = [k for k in range(ndim) if k != axis]
+    lane_cols = [jnp.where(valid, indices[:, k], jnp.asarray(shape[k], indices.dtype)) for k in others]
+    pos = jnp.where(valid, indices[:, axis], jnp.asarray(shape[axis], indices.dtype))
+    # jnp.lexsort: the last key is the primary one. Padding last, then by lane, then by value
+    # (lax.sort's order: NaN last, -0.0 tied with 0.0), then by position (stability).
+    keys = [pos, data] + lane_cols[::-1] + [(~valid).astype(jnp.int8)]
+    order = jnp.lexsort(keys)
+    d = data[order]
+    v = valid[order]
+    idx = indices[order]
+    lane = jnp.stack([c[order] for c in lane_cols] + [(~v).astype(indices.dtype)], axis=1)
+    start = jnp.concatenate([jnp.ones((1,), bool), jnp.any(lane[1:] != lane[:-1], axis=1)])
+    seg = jnp.cumsum(start.astype(jnp.int32)) - 1
+    i = jnp.arange(nse, dtype=indices.dtype)
+    first = jax.ops.segment_min(i, seg, num_segments=nse, indices_are_sorted=True)
+    count = jax.ops.segment_sum(jnp.ones(nse, indices.dtype), seg, num_segments=nse, indices_are_sorted=True)
+    rank = i - first[seg]
+    k = count[seg]
+    n = jnp.asarray(shape[axis], indices.dtype)
+    fill_v = jnp.asarray(fill, data.dtype)
+    before = lt(d, fill_v)
+    new_pos = jnp.where(before, rank, rank + (n - k))
+    if descending:
+        new_pos = n - 1 - new_pos
+    out_idx = idx.at[:, axis].set(new_pos.astype(indices.dtype))
+    out_idx = jnp.where(v[:, None], out_idx, sizes)
+    return d, out_idx
+
+
+def first_unstored(flat: np.ndarray) -> int:
+    """The smallest position missing from the sorted, distinct, non-negative positions ``flat``."""
+    n = flat.shape[0]
+    if n == 0:
+        return 0
+    miss = np.flatnonzero(flat != np.arange(n, dtype=flat.dtype))
+    return int(miss[0]) if miss.size else n
+
+
+class Unique(NamedTuple):
+    """The result of :func:`unique_entries` (NumPy arrays on the host)."""
+
+    values: np.ndarray
+    first: np.ndarray
+    counts: np.ndarray
+    inverse: np.ndarray
+    fill_index: int
+
+
+def unique_entries(vals: np.ndarray, flat: np.ndarray, size: int, fill) -> Unique:
+    """Distinct values of an array from its stored entries and its fill value (NumPy, eager).
+
+    Parameters
+    ----------
+    vals : numpy.ndarray, shape ``(n,)``
+        The stored values, one per stored position (duplicates summed, no padding).
+    flat : numpy.ndarray of int64, shape ``(n,)``
+        Their row-major flat positions, sorted and distinct.
+    size : int
+        The number of positions of the array (``n <= size``).
+    fill : scalar
+        The value of the ``size - n`` unstored positions; must not be NaN
+        when ``n < size`` (every NaN is distinct: the caller expands them).
+
+    Returns
+    -------
+    Unique
+        ``values`` (sorted, NaN last, each NaN distinct), ``first`` (flat
+        position of each value's first occurrence, int64), ``counts``
+        (int64), ``inverse`` (for each stored entry, the index of its value)
+        and ``fill_index`` (the index of ``fill``, or -1 when every position
+        is stored). Equal values are grouped as :func:`numpy.unique` groups
+        them (``-0.0`` with ``0.0``); a group's value is its first occurrence.
+    """
+    n = vals.shape[0]
+    n_unstored = size - n
+    weights = np.ones(n, np.int64)
+    if n_unstored:
+        vals = np.concatenate([vals, np.asarray([fill], vals.dtype)])
+        flat = np.concatenate([flat.astype(np.int64), np.asarray([first_unstored(flat)], np.int64)])
+        weights = np.concatenate([weights, np.asarray([n_unstored], np.int64)])
+    m = vals.shape[0]
+    if m == 0:
+        empty = np.zeros(0, np.int64)
+        return Unique(vals, empty, empty, empty, -1)
+    order = np.lexsort((flat, vals))  # NaN last, ties by position
+    sv = vals[order]
+    new = np.ones(m, bool)
+    new[1:] = sv[1:] != sv[:-1]  # NaN != NaN: every NaN is its own group
+    starts = np.flatnonzero(new)
+    group = np.cumsum(new) - 1
+    inverse = np.empty(m, np.int64)
+    inverse[order] = group
+    counts = np.add.reduceat(weights[order], starts).astype(np.int64)
+    return Unique(sv[starts], flat[order][starts].astype(np.int64), counts, inverse[:n],
+                  int(inverse[n]) if n_unstored else -1)
+
+
+@partial(jax.jit, static_argnames=("length", "side"))
+def count_before(stored, valid, length: int, fill, v, side: str):
+    """Insertion points of ``v`` into a sorted 1-D array given by its stored entries and fill value.
+
+    Parameters
+    ----------
+    stored : array, shape ``(nse,)``
+        Stored values of the sorted array (any order; may be traced).
+    valid : bool array, shape ``(nse,)``
+        Which entries are real (False for padding).
+    length : int
+        The array's length; ``length - sum(valid)`` positions hold ``fill``.
+    fill : scalar or 0-d array
+        The fill value (may be traced).
+    v : array
+        Query values, any shape, the dtype of ``stored``.
+    side : {'left', 'right'}
+
+    Returns
+    -------
+    array of ``v``'s shape
+        For 'left' the number of elements that sort strictly before each
+        ``v``, for 'right' the number that do not sort after it: the
+        insertion points of :func:`numpy.searchsorted` when the array is
+        sorted (NaN last). Memory O(nse + v.size).
+    """
+    dt = stored.dtype
+    if jnp.issubdtype(dt, jnp.inexact):
+        top = jnp.asarray(jnp.nan, dt)
+    else:
+        top = jnp.asarray(jnp.iinfo(dt).max, dt)
+    keyed = jnp.sort(jnp.where(valid, stored, top))  # padding sorts last (or ties with the last)
+    n_valid = jnp.sum(valid.astype(jnp.int64 if jax.config.jax_enable_x64 else jnp.int32))
+    r = jnp.minimum(jnp.searchsorted(keyed, v, side=side), n_valid)
+    fill_v = jnp.asarray(fill, dt)
+    fill_counts = lt(fill_v, v) if side == "left" else ~lt(v, fill_v)
+    return r + jnp.where(fill_counts, length - n_valid, 0)
