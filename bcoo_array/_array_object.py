@@ -33,8 +33,18 @@ from ._layout import (
 from ._namespace import indexing, namespace, numpy_protocol
 from ._scipy_methods import ScipyMethodsMixin
 
-#: Environment variable that lets ``numpy.asarray(A)`` densify a BCOOArray.
+#: Environment variable that lets ``numpy.asarray(A)`` and ``numpy.from_dlpack(A)`` densify a BCOOArray.
 AUTO_DENSIFY_ENV = "BCOO_ARRAY_AUTO_DENSIFY"
+
+
+def _auto_densify() -> bool:
+    """Whether the user opted in to implicit densification (``__array__``, ``__dlpack__``)."""
+    return os.environ.get(AUTO_DENSIFY_ENV, "0") == "1"
+
+
+def _densify_message(what: str) -> str:
+    return (f"{what} would densify it; call A.todense() (a JAX array) or np.asarray(A.todense()), "
+            f"or set {AUTO_DENSIFY_ENV}=1 to allow it")
 
 
 @jax.tree_util.register_pytree_node_class
@@ -273,11 +283,16 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
 
     def __array__(self, dtype=None, copy=None):
-        if os.environ.get(AUTO_DENSIFY_ENV, "0") != "1":
-            raise RuntimeError(
-                "converting a BCOOArray to a NumPy array would densify it; call A.todense() "
-                f"(a JAX array) or np.asarray(A.todense()), or set {AUTO_DENSIFY_ENV}=1 to allow it"
-            )
+        """Dense NumPy values, only with the opt-in ``BCOO_ARRAY_AUTO_DENSIFY=1``.
+
+        Raises
+        ------
+        RuntimeError
+            Without the opt-in: the conversion would densify; the message
+            names ``A.todense()``.
+        """
+        if not _auto_densify():
+            raise RuntimeError(_densify_message("converting a BCOOArray to a NumPy array"))
         out = np.asarray(self.todense())
         return out.astype(dtype) if dtype is not None else out
 
@@ -388,18 +403,25 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return self._replace(data=d, indices=i)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """Export the *dense* values through DLPack (``numpy.from_dlpack(A)``, ``torch.from_dlpack(A)``).
+        """Export through DLPack (``numpy.from_dlpack(A)``, ``torch.from_dlpack(A)``): refused by default.
 
-        A sparse array has no strided buffer, so the consumer receives a new
-        dense array of :attr:`shape` (``A.todense()``): memory ``A.size``
-        elements. ``from_dlpack`` is an explicit request for an array of
-        another library, unlike ``__array__``, which refuses to densify.
+        DLPack describes strided dense buffers; the standard names sparse
+        arrays among what it cannot carry and has ``__dlpack__`` raise
+        ``BufferError`` then (design topic "Data interchange mechanisms").
+        As ``np.asarray(A)`` refuses, so does this, with the same rule and
+        advice: export ``A.todense()`` (a :class:`jax.Array`) explicitly. With
+        the opt-in ``BCOO_ARRAY_AUTO_DENSIFY=1`` the consumer receives a new
+        dense array of :attr:`shape` (memory ``A.size`` elements).
+        ``bcoo_array.from_dlpack(A)`` does not call this: it returns ``A``.
 
         Raises
         ------
         BufferError
-            With ``copy=False``: the dense values must be materialised.
+            Without the opt-in (the message names ``A.todense()``), or with
+            ``copy=False``: the dense values must be materialised.
         """
+        if not _auto_densify():
+            raise BufferError(_densify_message("exporting a BCOOArray through DLPack (__dlpack__)"))
         if copy is False:
             raise BufferError("a BCOOArray can only be exported as a dense copy; pass copy=None or copy=True")
         kwargs = {"stream": stream}
