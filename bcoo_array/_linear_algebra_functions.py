@@ -61,11 +61,20 @@ def _dense_result(data) -> BCOOArray:
                                    fill_value=np.zeros((), data.dtype)[()], indices_sorted=True, unique_indices=True)
 
 
+def _has_nonfinite(d) -> bool:
+    """Whether concrete ``d`` holds inf or NaN (False when traced: it cannot be known)."""
+    if not is_concrete(d) or np.dtype(d.dtype).kind not in "fc":
+        return False
+    return not bool(jnp.all(jnp.isfinite(d)))
+
+
 def _sparse_dense(a: BCOOArray, d):
     """Dense result of ``a @ d`` for ``a`` of ndim >= 2 and ``d`` of ndim >= 2 (matmul semantics)."""
-    if not np.isfinite(a.fill_value):
+    if not np.isfinite(a.fill_value) or (not _zero_fill(a) and _has_nonfinite(d)):
         # ``a - fill`` would be NaN at every stored entry (the decomposition below
-        # needs a finite fill): multiply the dense values instead.
+        # needs a finite fill), or ``inf`` in ``d`` would meet both ``a - fill`` and
+        # ``fill * colsum`` (``-inf + inf``: NaN where NumPy gives inf): a non-zero
+        # fill is a value at every position, so multiply the dense values instead.
         return jnp.matmul(a.todense(), d)
     if a.size == 0 or d.size == 0:
         # An empty operand gives an empty result or empty sums (0); XLA's gathers reject the
@@ -200,9 +209,24 @@ def matmul(x1, x2, /) -> BCOOArray:
     -----
     The operands are normalised once, then one kernel of
     :mod:`._kernels.matmul` runs (which one depends on the layout, the
-    backend and whether the indices are traced). Unstored entries count as
-    exact zeros: ``S @ d`` ignores ``inf`` / ``nan`` of ``d`` where ``S``
-    stores nothing, as scipy.sparse and jax.experimental.sparse do.
+    backend and whether the indices are traced).
+
+    Non-finite values (see "Non-finite values" in ``docs/design.md``):
+
+    * an unstored entry of a zero-filled sparse operand is an exact
+      (structural) zero: it forms no product, so ``S @ d`` and ``d @ S``
+      ignore ``inf`` / ``nan`` of ``d`` where ``S`` stores nothing (NumPy
+      gives ``nan`` for ``0 * inf``), as scipy.sparse and
+      jax.experimental.sparse do; the same on every kernel (native C++ and
+      XLA, eager and under ``jit``); sparse @ sparse forms products of
+      stored entries only;
+    * stored entries, explicit zeros included, follow IEEE arithmetic
+      (a stored ``0`` times ``inf`` is ``nan``);
+    * a non-zero fill value is a value at every position: with a concrete
+      dense operand the result is NumPy's. Under ``jit`` with a traced dense
+      operand holding ``inf``, the form ``(A - fill) @ d + fill *
+      sum(d, axis=-2)`` can give ``nan`` where NumPy gives ``inf`` (its two
+      terms meet as ``-inf + inf``); finite operands are exact.
     """
     a = as_operand(x1, "x1")
     b = as_operand(x2, "x2")
