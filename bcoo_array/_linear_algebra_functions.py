@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import operator
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -65,7 +66,8 @@ def _has_nonfinite(d) -> bool:
     """Whether concrete ``d`` holds inf or NaN (False when traced: it cannot be known)."""
     if not is_concrete(d) or np.dtype(d.dtype).kind not in "fc":
         return False
-    return not bool(jnp.all(jnp.isfinite(d)))
+    with jax.ensure_compile_time_eval():  # d may be a constant inside a trace
+        return not bool(jnp.all(jnp.isfinite(d)))
 
 
 def _sparse_dense(a: BCOOArray, d):

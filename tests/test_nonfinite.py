@@ -212,8 +212,11 @@ def test_nonzero_fill_is_a_value_everywhere(fill):
         with np.errstate(invalid="ignore"):
             want = full @ d
             want_t = d.T @ full.T
-        _assert_same(S @ jnp.asarray(d), want)
+        dj = jnp.asarray(d)
+        _assert_same(S @ dj, want)
         _assert_same(jnp.asarray(d.T) @ xp.matrix_transpose(S), want_t)
+        # a concrete operand closed over under jit is still concrete: the same result
+        _assert_same(jax.jit(lambda s: (s @ dj).todense())(S), want)
     # finite traced operands give NumPy's result under jit too (the stored inf of row 3 included)
     d = np.arange(8.0).reshape(4, 2)
     got = jax.jit(lambda s, v: (s @ v).todense())(S, jnp.asarray(d))
