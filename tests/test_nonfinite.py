@@ -216,7 +216,7 @@ def test_nonzero_fill_is_a_value_everywhere(fill):
         _assert_same(S @ dj, want)
         _assert_same(jnp.asarray(d.T) @ xp.matrix_transpose(S), want_t)
         # a concrete operand closed over under jit is still concrete: the same result
-        _assert_same(jax.jit(lambda s: (s @ dj).todense())(S), want)
+        _assert_same(jax.jit(lambda s, v=dj: (s @ v).todense())(S), want)
     # finite traced operands give NumPy's result under jit too (the stored inf of row 3 included)
     d = np.arange(8.0).reshape(4, 2)
     got = jax.jit(lambda s, v: (s @ v).todense())(S, jnp.asarray(d))
