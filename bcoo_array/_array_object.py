@@ -35,16 +35,26 @@ from ._layout import (
 from ._namespace import indexing, namespace, numpy_protocol
 from ._scipy_methods import ScipyMethodsMixin
 
-#: Environment variable that lets ``numpy.asarray(A)`` densify a BCOOArray.
+#: Environment variable that lets ``numpy.asarray(A)`` and ``numpy.from_dlpack(A)`` densify a BCOOArray.
 AUTO_DENSIFY_ENV = "BCOO_ARRAY_AUTO_DENSIFY"
 
+def _auto_densify() -> bool:
+    """Whether the user opted in to implicit densification (``__array__``, ``__dlpack__``)."""
+    return os.environ.get(AUTO_DENSIFY_ENV, "0") == "1"
+
+
+def _densify_message(what: str) -> str:
+    """Why an implicit densification is refused, and the conversions that work instead (one text for all)."""
+    return (
+        f"{what} would densify it; call A.todense() (a JAX array) or A.toarray() (NumPy) to densify on purpose, "
+        f"or set {AUTO_DENSIFY_ENV}=1 to allow it. To stay sparse: scipy.sparse (csgraph, spsolve/splu, "
+        "csr_array(A), kron, hstack, S @ A) and scikit-learn take A.tocsr() (or A.to_scipy(format)); for S @ A "
+        "with a scipy sparse S, bcoo_array.matmul(S, A) returns a BCOOArray"
+    )
+
+
 #: Why ``numpy.asarray(A)`` is refused, and the conversions that work instead.
-DENSIFY_REFUSED = (
-    "converting a BCOOArray to a NumPy array would densify it. scipy.sparse (csgraph, spsolve/splu, "
-    "csr_array(A), kron, hstack, S @ A) and scikit-learn take A.tocsr() (or A.to_scipy(format)) and keep it "
-    "sparse; for S @ A with a scipy sparse S, bcoo_array.matmul(S, A) returns a BCOOArray. To densify on "
-    f"purpose: A.toarray() (NumPy), A.todense() (JAX), or set {AUTO_DENSIFY_ENV}=1"
-)
+DENSIFY_REFUSED = _densify_message("converting a BCOOArray to a NumPy array")
 
 
 @jax.tree_util.register_pytree_node_class
@@ -307,7 +317,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         inputs, e.g. ``csgraph.laplacian``); ``copy=False`` returns the
         densified buffer itself, read-only.
         """
-        if os.environ.get(AUTO_DENSIFY_ENV, "0") != "1":
+        if not _auto_densify():
             raise RuntimeError(DENSIFY_REFUSED)
         dense = self.todense()
         if copy is False:
@@ -430,18 +440,25 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return self._replace(data=d, indices=i)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """Export the *dense* values through DLPack (``numpy.from_dlpack(A)``, ``torch.from_dlpack(A)``).
+        """Export through DLPack (``numpy.from_dlpack(A)``, ``torch.from_dlpack(A)``): refused by default.
 
-        A sparse array has no strided buffer, so the consumer receives a new
-        dense array of :attr:`shape` (``A.todense()``): memory ``A.size``
-        elements. ``from_dlpack`` is an explicit request for an array of
-        another library, unlike ``__array__``, which refuses to densify.
+        DLPack describes strided dense buffers; the standard names sparse
+        arrays among what it cannot carry and has ``__dlpack__`` raise
+        ``BufferError`` then (design topic "Data interchange mechanisms").
+        As ``np.asarray(A)`` refuses, so does this, with the same rule and
+        advice: export ``A.todense()`` (a :class:`jax.Array`) explicitly. With
+        the opt-in ``BCOO_ARRAY_AUTO_DENSIFY=1`` the consumer receives a new
+        dense array of :attr:`shape` (memory ``A.size`` elements).
+        ``bcoo_array.from_dlpack(A)`` does not call this: it returns ``A``.
 
         Raises
         ------
         BufferError
-            With ``copy=False``: the dense values must be materialised.
+            Without the opt-in (the message names ``A.todense()``), or with
+            ``copy=False``: the dense values must be materialised.
         """
+        if not _auto_densify():
+            raise BufferError(_densify_message("exporting a BCOOArray through DLPack (__dlpack__)"))
         if copy is False:
             raise BufferError("a BCOOArray can only be exported as a dense copy; pass copy=None or copy=True")
         kwargs = {"stream": stream}

@@ -337,7 +337,26 @@ def _binary(name: str):
         return drop_fill_entries(out) if prune else out
 
     fn.__doc__ = _DOC_BINARY.format(summary=spec.summary.capitalize(), name=name, category=spec.category)
+    fn.__doc__ += _NOTES.get(name, "")
     return public(fn, name, "bcoo_array")
+
+
+#: Notes appended to the docstring of some generated functions.
+_NOTES = {
+    "multiply": """
+Notes
+-----
+Fill values are static (pytree aux data), so under ``jax.jit`` a traced dense
+operand cannot enter the result's fill value. ``A * s`` with a zero-filled
+``A`` and a traced ``s`` keeps fill 0 and multiplies the stored entries only:
+for ``s = inf`` the unstored entries stay 0 where NumPy gives ``0 * inf =
+nan`` (``jax.experimental.sparse`` also treats ``s`` as finite). Eagerly, or
+with a Python or NumPy scalar (static under ``jit``), the fill is exact: fill
+``nan``. No run-time check is possible without a host callback; multiply
+outside ``jit``, pass a static scalar, or use ``A.todense() * s`` where ``s``
+may be non-finite. See "Non-finite values" in ``docs/design.md``.
+""",
+}
 
 
 # The functions of the table, bound to static names (so that docs, IDEs and

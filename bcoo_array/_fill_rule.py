@@ -28,6 +28,7 @@ from ._array_object import BCOOArray
 from ._fill import eval_fill, same_value, same_value_np
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
+from ._kernels.mesh import replicated_on_mesh
 from ._kernels.union import take_or_fill, union, union_apply_2d
 from ._layout import is_concrete
 from ._relayout import broadcast, dense_layout, dense_values, update_layout
@@ -83,7 +84,7 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool 
     if is_concrete(d):
         with jax.ensure_compile_time_eval():
             g = fn(jnp.asarray(fa), d)
-            g0 = g.reshape(-1)[0] if g.size else None
+            g0 = replicated_on_mesh(lambda v: v.reshape(-1)[0], g) if g.size else None
             constant = g0 is None or bool(jnp.all(same_value(g, g0)))
         if constant:
             keep_sparse = True

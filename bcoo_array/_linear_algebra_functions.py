@@ -6,9 +6,11 @@ with a JAX operand, a NumPy array with a NumPy one (the mixed-type rule of
 scipy.sparse and pydata-sparse), a BCOOArray in dense layout when every
 operand is sparse. ``sparse @ sparse`` of 2-D zero-filled arrays
 stays sparse, computed with memory proportional to the number of products
-(Gustavson / expand-sort-compress), never nse_A x nse_B; while tracing, or
-for batched or non-zero-filled operands, it goes through a dense right-hand
-side. The kernels themselves, and the choice among them, live in
+(Gustavson / expand-sort-compress), never nse_A x nse_B. While tracing the
+number of products needs a static bound: :func:`sparse_product` proves one
+from static information or raises with the alternatives (no silent
+densifying); ``bcoo_array.linalg.sparse_matmul`` takes it as ``nse=``.
+Batched or non-zero-filled operands go through a dense right-hand side. The kernels themselves, and the choice among them, live in
 :mod:`._kernels.matmul`. Spec:
 https://data-apis.org/array-api/2025.12/API_specification/linear_algebra_functions.html
 """
@@ -26,7 +28,7 @@ from ._array_object import BCOOArray
 from ._elementwise_functions import conj, multiply
 from ._fill import same_value_np
 from ._kernels.host import host_buffers
-from ._kernels.matmul import batched_spmm, host_spmm, spgemm, spmm
+from ._kernels.matmul import batched_spmm, host_spmm, spgemm, spgemm_products_bound, spmm
 from ._layout import index_dtype_for, is_concrete, is_tracer, prod
 from ._manipulation_functions import permute_dims, reshape
 from ._operands import as_operand, as_sparse, cast, check_category
@@ -63,11 +65,21 @@ def _dense_result(data) -> BCOOArray:
                                    fill_value=np.zeros((), data.dtype)[()], indices_sorted=True, unique_indices=True)
 
 
+def _has_nonfinite(d) -> bool:
+    """Whether concrete ``d`` holds inf or NaN (False when traced: it cannot be known)."""
+    if not is_concrete(d) or np.dtype(d.dtype).kind not in "fc":
+        return False
+    with jax.ensure_compile_time_eval():  # d may be a constant inside a trace
+        return not bool(jnp.all(jnp.isfinite(d)))
+
+
 def _sparse_dense(a: BCOOArray, d):
     """Dense result of ``a @ d`` for ``a`` of ndim >= 2 and ``d`` of ndim >= 2 (matmul semantics)."""
-    if not np.isfinite(a.fill_value):
+    if not np.isfinite(a.fill_value) or (not _zero_fill(a) and _has_nonfinite(d)):
         # ``a - fill`` would be NaN at every stored entry (the decomposition below
-        # needs a finite fill): multiply the dense values instead.
+        # needs a finite fill), or ``inf`` in ``d`` would meet both ``a - fill`` and
+        # ``fill * colsum`` (``-inf + inf``: NaN where NumPy gives inf): a non-zero
+        # fill is a value at every position, so multiply the dense values instead.
         return jnp.matmul(a.todense(), d)
     if a.size == 0 or d.size == 0:
         # An empty operand gives an empty result or empty sums (0); XLA's gathers reject the
@@ -92,15 +104,68 @@ def _sparse_dense(a: BCOOArray, d):
     return out
 
 
-def _spgemm(a: BCOOArray, b: BCOOArray) -> BCOOArray:
-    """Sparse @ sparse for 2-D, zero-filled operands with concrete indices."""
+def _b_row_bound(b: BCOOArray) -> int | None:
+    """Static bound of the entries in one row of 2-D ``b``: its nse when each row is a batch element."""
+    return b.nse if b.ndim == 2 and b.n_batch == 1 and b.n_dense == 0 else None
+
+
+def sparse_product(a: BCOOArray, b: BCOOArray, nse: int | None = None) -> BCOOArray:
+    """Sparse @ sparse of zero-filled 2-D BCOOArrays (concrete or traced indices).
+
+    Parameters
+    ----------
+    a, b : BCOOArray, shapes ``(m, k)`` and ``(k, n)``, same dtype, fill 0
+    nse : int, optional
+        Static bound of the products ``a[i, k] * b[k, j]`` that meet (which
+        bounds the stored entries of the result); the result then has
+        ``min(nse, m * n)`` stored slots, padding last, eager or traced.
+        Without it: concrete indices give the exact product, traced ones the
+        bound of :func:`._kernels.matmul.spgemm_products_bound` if it is no
+        larger than the dense route (``m * n + k * n``).
+
+    Raises
+    ------
+    ValueError
+        If ``nse`` is smaller than the number of products (checked when the
+        indices are concrete), or, without ``nse`` under tracing, if the
+        static bound exceeds the dense route (the message says what to do).
+    """
+    b_rows = _b_row_bound(b)
     a = update_layout(a, 0, 0)._canonical()
     b = update_layout(b, 0, 0)._canonical()
     (m, k), n = a.shape, b.shape[1]
-    data, indices, is_sorted = spgemm(a.data, a.indices, b.data, b.indices, m, k, n)
-    indices = jnp.asarray(np.asarray(indices).astype(index_dtype_for((m, n))))
-    return BCOOArray._from_buffers(jnp.asarray(data), indices, (m, n), n_batch=0, n_dense=0, fill_value=0,
-                                   indices_sorted=is_sorted, unique_indices=True)
+    concrete = is_concrete(a.indices, b.indices)
+    if nse is not None:
+        nse = operator.index(nse)
+        if nse < 0:
+            raise ValueError(f"nse={nse} must be non-negative")
+        if concrete:
+            count = spgemm_products_bound(a.indices, b.indices, m, k, n)
+            if count > nse:
+                raise ValueError(f"nse={nse} is smaller than the {count} products of this sparse @ sparse; "
+                                 f"pass nse >= {count}")
+        products = nse
+    elif concrete:
+        products = None
+    else:
+        products = spgemm_products_bound(a.indices, b.indices, m, k, n, b_row_bound=b_rows)
+        if products > m * n + k * n:
+            raise ValueError(
+                f"sparse @ sparse under jax.jit: the size of the product depends on index values, and "
+                f"what is static (x1.nse={a.nse}, x2.nse={b.nse}, shapes, concrete indices) bounds it only "
+                f"by {products} products, more than the dense route ({m}x{n} result + {k}x{n} densified "
+                f"x2). Give a bound: bcoo_array.linalg.sparse_matmul(x1, x2, nse=N) with N >= "
+                f"the number of products (at most x1.nse * the most entries stored in a row of x2); or "
+                f"store x2 with n_batch=1 (one batch element per row) so that bound is static; or "
+                f"compute the product outside jit; or densify on purpose: x1 @ x2.todense()."
+            )
+    data, indices, is_sorted = spgemm(a.data, a.indices, b.data, b.indices, m, k, n, products=products)
+    indices = jnp.asarray(np.asarray(indices) if is_concrete(indices) else indices).astype(index_dtype_for((m, n)))
+    out = BCOOArray._from_buffers(jnp.asarray(data), indices, (m, n), n_batch=0, n_dense=0, fill_value=0,
+                                  indices_sorted=is_sorted, unique_indices=True)
+    if nse is not None and out.nse != min(nse, m * n):
+        out = out._with_nse(min(nse, m * n))
+    return out
 
 
 def _is_plain_matrix(x) -> bool:
@@ -176,24 +241,48 @@ def matmul(x1, x2, /):
         NumPy operand, a NumPy array (eagerly; a ``jax.Array`` under
         ``jax.jit``); with sparse operands only (BCOOArrays, or scipy /
         pydata-sparse / jax.experimental.sparse arrays), a BCOOArray, as the
-        array API's closure asks: sparse @ sparse (2-D, zero fill, concrete
-        indices) is sparse, other products are dense (dense layout), the fill
-        value entering as ``fill * sum`` of the other operand.
+        array API's closure asks. Sparse @ sparse (2-D, zero fill) is sparse:
+        exact eagerly; under ``jax.jit`` with ``min(bound, m * n)`` stored
+        slots, the bound proven from static information (see Raises). Other
+        products (a non-zero fill value, batch dimensions) are dense (dense
+        layout), the fill value entering as ``fill * sum`` of the other operand.
 
     Raises
     ------
     TypeError
         For non-numeric dtypes.
     ValueError
-        For 0-d operands or mismatched contracted dimensions.
+        For 0-d operands or mismatched contracted dimensions; and for sparse
+        @ sparse under ``jax.jit`` when the static bound of the product
+        (``x1.nse`` times the most entries a row of ``x2`` can hold:
+        ``x2.nse`` per row when ``x2`` has ``n_batch=1``, exact when its
+        indices are concrete, else ``min(x2.nse, n)``) exceeds densifying:
+        pass a bound with ``bcoo_array.linalg.sparse_matmul(x1, x2, nse=)``,
+        store ``x2`` with ``n_batch=1``, compute outside ``jit``, or write
+        ``x1 @ x2.todense()``.
 
     Notes
     -----
     The operands are normalised once, then one kernel of
     :mod:`._kernels.matmul` runs (which one depends on the layout, the
-    backend and whether the indices are traced). Unstored entries count as
-    exact zeros: ``S @ d`` ignores ``inf`` / ``nan`` of ``d`` where ``S``
-    stores nothing, as scipy.sparse and jax.experimental.sparse do.
+    backend and whether the indices are traced).
+
+    Non-finite values (see "Non-finite values" in ``docs/design.md``):
+
+    * an unstored entry of a zero-filled sparse operand is an exact
+      (structural) zero: it forms no product, so ``S @ d`` and ``d @ S``
+      ignore ``inf`` / ``nan`` of ``d`` where ``S`` stores nothing (NumPy
+      gives ``nan`` for ``0 * inf``), as scipy.sparse and
+      jax.experimental.sparse do; the same on every kernel (native C++ and
+      XLA, eager and under ``jit``); sparse @ sparse forms products of
+      stored entries only;
+    * stored entries, explicit zeros included, follow IEEE arithmetic
+      (a stored ``0`` times ``inf`` is ``nan``);
+    * a non-zero fill value is a value at every position: with a concrete
+      dense operand the result is NumPy's. Under ``jit`` with a traced dense
+      operand holding ``inf``, the form ``(A - fill) @ d + fill *
+      sum(d, axis=-2)`` can give ``nan`` where NumPy gives ``inf`` (its two
+      terms meet as ``-inf + inf``); finite operands are exact.
     """
     kind = _dense_kind(x1, x2)
     if kind == "numpy":
@@ -232,8 +321,8 @@ def _matmul(x1, x2) -> BCOOArray:
         b = reshape(b, b.shape + (1,)) if isinstance(b, BCOOArray) else b[:, None]
     sa, sb = isinstance(a, BCOOArray), isinstance(b, BCOOArray)
     if sa and sb:
-        if a.ndim == 2 and b.ndim == 2 and _zero_fill(a) and _zero_fill(b) and is_concrete(a.indices, b.indices):
-            out = _spgemm(a, b)
+        if a.ndim == 2 and b.ndim == 2 and _zero_fill(a) and _zero_fill(b):
+            out = sparse_product(a, b)
         else:
             out = dense_layout(_sparse_dense(a, b.todense()))
     elif sa:

@@ -293,12 +293,32 @@ def test_array_env_in_subprocess():
     assert out.stdout.strip() == "2.0"
 
 
-def test_dlpack_exports_dense_values_and_refuses_no_copy():
+def test_dlpack_follows_the_densify_rule(monkeypatch):
+    # __dlpack__ refuses as __array__ does (BufferError, as the standard prescribes for sparse
+    # arrays), with the same advice; the opt-in lets it export the dense values.
     import bcoo_array as xp
 
     dense = np.array([[1.0, 0.0, 2.0], [0.0, -3.0, 0.5]])
     A = xp.asarray(dense)
+    monkeypatch.delenv("BCOO_ARRAY_AUTO_DENSIFY", raising=False)
+    with pytest.raises(BufferError, match=r"would densify it; call A\.todense\(\).*BCOO_ARRAY_AUTO_DENSIFY=1"):
+        np.from_dlpack(A)
+    with pytest.raises(BufferError, match=r"A\.todense\(\)"):
+        A.__dlpack__()
+    with pytest.raises(RuntimeError) as array_err:
+        np.asarray(A)
+    with pytest.raises(BufferError) as dlpack_err:
+        A.__dlpack__(max_version=(1, 0))
+    # one rule, one advice: the messages differ only in what was attempted
+    assert str(array_err.value).split(" would densify")[1] == str(dlpack_err.value).split(" would densify")[1]
+    # the explicit ways still work: todense(), and bcoo_array.from_dlpack, which never calls __dlpack__
+    np.testing.assert_array_equal(np.from_dlpack(A.todense()), dense)
+    back = xp.from_dlpack(A)
+    assert isinstance(back, xp.BCOOArray)
+    np.testing.assert_array_equal(np.asarray(back.todense()), dense)
+    np.testing.assert_array_equal(np.asarray(xp.from_dlpack(A, copy=True).todense()), dense)
+    assert A.__dlpack_device__() == A.todense().__dlpack_device__()
+    monkeypatch.setenv("BCOO_ARRAY_AUTO_DENSIFY", "1")
     np.testing.assert_array_equal(np.from_dlpack(A), dense)
-    np.testing.assert_array_equal(np.asarray(xp.from_dlpack(A).todense()), dense)
     with pytest.raises(BufferError, match="copy"):
         A.__dlpack__(copy=False)

@@ -224,13 +224,25 @@ def test_sparse_sparse_matmul_eager_and_traced(dtype):
     out = A @ B
     assert isinstance(out, BCOOArray) and out.n_sparse == 2 and out.dtype == np.dtype(dtype)
     np.testing.assert_allclose(np.asarray(out.todense()), da @ db, rtol=1e-6)
-    # indices concrete, values traced: the expand-sort-compress plan
+    # built inside jit the arrays have traced indices (the constructor's jnp.asarray is staged), so
+    # the product's size needs a static bound: the traced expand-sort-compress kernel with nse=
+    # (the products of distinct stored positions), and matmul without one refuses instead of densifying
     ia, ib = A.indices, B.indices
+    pa = {tuple(r) for r in np.asarray(ia) if r[0] < 9 and r[1] < 8}
+    pb = {tuple(r) for r in np.asarray(ib) if r[0] < 8 and r[1] < 7}
+    products = sum(1 for (_, k) in pa for (k2, _) in pb if k2 == k)
 
     def f(x, y):
-        return (BCOOArray((x, ia), shape=A.shape) @ BCOOArray((y, ib), shape=B.shape)).todense()
+        a, b = BCOOArray((x, ia), shape=A.shape), BCOOArray((y, ib), shape=B.shape)
+        return xp.linalg.sparse_matmul(a, b, nse=products).todense()
 
     np.testing.assert_allclose(np.asarray(jax.jit(f)(A.data, B.data)), da @ db, rtol=1e-6)
+
+    def g(x, y):
+        return (BCOOArray((x, ia), shape=A.shape) @ BCOOArray((y, ib), shape=B.shape)).todense()
+
+    with pytest.raises(ValueError, match="sparse_matmul"):
+        jax.jit(g)(A.data, B.data)
 
 
 # --- Row-split ELL SpMV (bcoo_array/_kernels/ell.py) -------------------------------------

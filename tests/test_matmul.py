@@ -1,7 +1,9 @@
 """matmul against dense NumPy: sparse @ dense, dense @ sparse, sparse @
 sparse, 1-D operands, batch dimensions, non-zero fill values, under
-``jax.jit``; and the memory bound of sparse @ sparse (no nse_A x nse_B
-intermediate) on two 20000 x 20000 matrices checked against scipy.
+``jax.jit``; sparse @ sparse under ``jit`` (static bounds, ``nse=`` of
+``linalg.sparse_matmul``, the refusal instead of densifying); and the memory
+bound of sparse @ sparse (no nse_A x nse_B intermediate) on two 20000 x 20000
+matrices checked against scipy.
 """
 
 from __future__ import annotations
@@ -51,7 +53,16 @@ def test_matmul_sparse_sparse_and_mixed(data):
     assert_matches(a.arr @ jnp.asarray(b.dense), expected, rtol=rt)
     assert_matches(jnp.asarray(a.dense) @ b.arr, expected, rtol=rt)
     if data.draw(st.booleans(), label="jit"):
-        assert_matches(jax.jit(xp.matmul)(a.arr, b.arr), expected, rtol=rt)
+        plain = zero_fill and len(sa) <= 2 and len(sb) <= 2  # sparse @ sparse that stays sparse
+        try:
+            got = jax.jit(xp.matmul)(a.arr, b.arr)
+        except ValueError as e:
+            # refused only where the static bound of the product exceeds densifying, with the advice
+            assert plain and "sparse_matmul" in str(e) and "todense()" in str(e), e
+        else:
+            assert_matches(got, expected, rtol=rt)
+            if plain:
+                assert got.n_dense == 0, "sparse @ sparse under jit densified"
         assert_matches(jax.jit(xp.matmul)(a.arr, jnp.asarray(b.dense)), expected, rtol=rt)
 
 
@@ -90,3 +101,133 @@ def test_spgemm_large_matches_scipy():
     got = xp.to_scipy(out).tocsr()
     assert got.nnz == expected.nnz
     assert abs(got - expected).max() <= 1e-12 * max(abs(expected).max(), 1.0)
+
+
+# --------------------------------------------------------------------------- sparse @ sparse under jit
+
+
+def _rand(m, n, density, seed, dtype=np.float64, duplicates=False):
+    rng = np.random.default_rng(seed)
+    dense = (rng.random((m, n)) < density) * rng.integers(-4, 5, (m, n))
+    dense = dense.astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        dense = dense * (1 + 2j)
+    arr = BCOOArray.fromdense(dense)
+    if duplicates and arr.nse:
+        # split every stored value into two duplicate entries (same position, halves that sum exactly)
+        half = arr.data / 2 if np.dtype(dtype).kind in "fc" else arr.data - arr.data // 2
+        rest = arr.data - half
+        arr = BCOOArray((jnp.concatenate([half, rest]), jnp.concatenate([arr.indices, arr.indices])), shape=(m, n))
+        assert not arr.unique_indices
+    return dense, arr
+
+
+def _products(x, y):
+    """Number of pairs x[i, k] y[k, j] of stored (non-zero) entries."""
+    return int(((x != 0).sum(axis=0) * (y != 0).sum(axis=1)).sum())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.complex128])
+@pytest.mark.parametrize("shape", [(7, 5, 6), (1, 4, 1), (6, 1, 5), (5, 6, 1), (0, 3, 4), (4, 0, 3)])
+def test_sparse_matmul_nse_under_jit(shape, dtype):
+    m, k, n = shape
+    x, a = _rand(m, k, 0.4, 1, dtype, duplicates=True)
+    y, b = _rand(k, n, 0.5, 2, dtype)
+    expected = x @ y
+    count = _products(x, y)
+    nse = max(count, 1) + 3  # a loose bound: the result has exactly min(nse, m * n) slots
+    f = jax.jit(lambda a, b: xp.linalg.sparse_matmul(a, b, nse=nse))
+    got = f(a, b)
+    assert got.shape == (m, n) and got.n_dense == 0 and got.n_batch == 0 and got.dtype == np.dtype(dtype)
+    assert got.nse == min(nse, m * n)
+    assert got.unique_indices and got.indices_sorted
+    assert_matches(got, expected)
+    eager = xp.linalg.sparse_matmul(a, b, nse=nse)  # same slots eagerly
+    assert eager.nse == got.nse
+    assert_matches(eager, expected)
+    assert_matches(xp.matmul(a, b), expected)  # eager matmul: exact entries, as before
+    if count:
+        with pytest.raises(ValueError, match=f"pass nse >= {count}"):
+            xp.linalg.sparse_matmul(a, b, nse=count - 1)
+
+
+def test_sparse_matmul_exact_bound_and_errors():
+    x, a = _rand(9, 8, 0.3, 3)
+    y, b = _rand(8, 7, 0.3, 4)
+    count = _products(x, y)
+    assert count > 0
+    got = jax.jit(lambda a, b: xp.linalg.sparse_matmul(a, b, nse=count))(a, b)
+    assert_matches(got, x @ y)
+    with pytest.raises(ValueError, match=f"nse={count - 1} is smaller than the {count} products"):
+        xp.linalg.sparse_matmul(a, b, nse=count - 1)
+    with pytest.raises(TypeError, match="dense"):
+        xp.linalg.sparse_matmul(a, jnp.asarray(y))
+    with pytest.raises(ValueError, match="fill value"):
+        xp.linalg.sparse_matmul(a, b + 1.0)
+    with pytest.raises(ValueError, match="2-D"):
+        xp.linalg.sparse_matmul(xp.reshape(a, (1, 9, 8)), b)
+    with pytest.raises(ValueError, match="contracted"):
+        xp.linalg.sparse_matmul(a, a)
+    # mixed dtypes promote by the standard's rules
+    ai = a.astype(xp.int32)
+    assert_matches(jax.jit(lambda p, q: xp.linalg.sparse_matmul(p, q, nse=count))(ai, b), x.astype(np.int32) @ y)
+
+
+def test_matmul_under_jit_static_bounds_stay_sparse():
+    x, a = _rand(40, 30, 0.05, 5)
+    y, b = _rand(30, 35, 0.05, 6)
+    expected = x @ y
+    # each row of b a batch element: its nse bounds the entries of a row, so nse_a * nse_row is static
+    b_rows = BCOOArray.fromdense(y, n_batch=1)
+    got = jax.jit(xp.matmul)(a, b_rows)
+    assert got.n_dense == 0 and got.nse == min(a.nse * b_rows.nse, 40 * 35)
+    assert_matches(got, expected)
+    # b closed over (concrete indices): its exact row counts bound the products
+    got = jax.jit(lambda a: a @ b)(a)
+    assert got.n_dense == 0
+    assert got.nse == min(a.nse * int((y != 0).sum(axis=1).max()), 40 * 35)
+    assert_matches(got, expected)
+    # a closed over: its column counts bound them
+    got = jax.jit(lambda b: a @ b)(b)
+    assert got.n_dense == 0
+    assert_matches(got, expected)
+    # both traced, general layout: min(nse_a * min(nse_b, n), nse_b * min(nse_a, m)) exceeds the dense
+    # route (m * n + k * n) -> a clear error, no densifying
+    x2, a2 = _rand(40, 30, 0.3, 11)
+    y2, b2 = _rand(30, 35, 0.3, 12)
+    assert min(a2.nse * 35, b2.nse * 40) > 40 * 35 + 30 * 35
+    with pytest.raises(ValueError, match=r"sparse_matmul\(x1, x2, nse=N\).*n_batch=1.*outside jit.*todense\(\)"):
+        jax.jit(xp.matmul)(a2, b2)
+    # ... and with the advice followed
+    got = jax.jit(lambda a, b: xp.linalg.sparse_matmul(a, b, nse=_products(x2, y2)))(a2, b2)
+    assert got.n_dense == 0
+    assert_matches(got, x2 @ y2, rtol=1e-12)
+    # the both-traced bound when it is small enough
+    got = jax.jit(xp.matmul)(a, b)
+    assert got.n_dense == 0 and got.nse == min(a.nse * min(b.nse, 35), b.nse * min(a.nse, 40), 40 * 35)
+    assert_matches(got, expected)
+    # small operands whose static bound is below the dense route run the bounded kernel directly
+    xs, s = _rand(6, 5, 0.2, 7)
+    ys, t = _rand(5, 6, 0.1, 8)
+    assert s.nse * min(t.nse, 6) <= 6 * 6 + 5 * 6
+    got = jax.jit(xp.matmul)(s, t)
+    assert got.n_dense == 0
+    assert_matches(got, xs @ ys)
+
+
+def test_sparse_matmul_grad_under_jit():
+    x, a = _rand(6, 5, 0.4, 9)
+    y, b = _rand(5, 4, 0.4, 10)
+    nse = _products(x, y)
+    w = np.arange(24, dtype=np.float64).reshape(6, 4)
+
+    def loss(da, db):
+        out = xp.linalg.sparse_matmul(a.with_data(da), b.with_data(db), nse=nse)
+        return jnp.sum(out.todense() * w)
+
+    ga, gb = jax.jit(jax.grad(loss, argnums=(0, 1)))(a.data, b.data)
+    # d/dA sum(w * (A @ B)) = w @ B^T at A's stored positions, and A^T @ w at B's
+    want_a = (w @ y.T)[tuple(np.asarray(a.indices).T)]
+    want_b = (x.T @ w)[tuple(np.asarray(b.indices).T)]
+    np.testing.assert_allclose(np.asarray(ga), want_a, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(gb), want_b, rtol=1e-12)

@@ -39,6 +39,7 @@ CHECKS = [
     "batch_partition_and_two_axis_mesh",
     "errors",
     "jit_with_shardings_and_cg",
+    "explicit_mesh_conversions",
     "real_matrices",
 ]
 

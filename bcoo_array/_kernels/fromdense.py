@@ -8,10 +8,15 @@ import numpy as np
 
 from .._fill import same_value
 from .._layout import is_concrete, prod
+from .mesh import replicated_on_mesh
 
 
 def fromdense(x, shape, n_batch: int, n_dense: int, fill, nse: int | None, index_dtype):
     """Return ``(data, indices)`` of the entries of ``x`` that differ from ``fill``.
+
+    ``x`` may be split over a mesh with Explicit axes (``jax.make_mesh``'s
+    default): ``data`` and ``indices`` are then replicated over that mesh, as
+    they are on an Auto mesh.
 
     A sparse position is stored when any of its dense-dimension values differs
     from ``fill`` (bit-exact: NaN matches NaN, ``-0.0`` differs from ``0.0``).
@@ -23,6 +28,10 @@ def fromdense(x, shape, n_batch: int, n_dense: int, fill, nse: int | None, index
     ValueError
         If ``nse`` is None while ``x`` is traced, or smaller than needed.
     """
+    return replicated_on_mesh(lambda v: _fromdense(v, shape, n_batch, n_dense, fill, nse, index_dtype), x)
+
+
+def _fromdense(x, shape, n_batch: int, n_dense: int, fill, nse: int | None, index_dtype):
     ndim = len(shape)
     sizes = tuple(shape[n_batch: ndim - n_dense])
     B = prod(shape[:n_batch])
@@ -75,8 +84,13 @@ def fromdense(x, shape, n_batch: int, n_dense: int, fill, nse: int | None, index
 def gather(x, indices, shape, n_batch: int, n_dense: int):
     """Values of dense ``x`` (of ``shape``) at stored ``indices``: ``(*batch, nse, *dense)``.
 
-    Padding positions read 0.
+    Padding positions read 0. An ``x`` split over Explicit mesh axes gives
+    a result replicated over its mesh.
     """
+    return replicated_on_mesh(lambda v, i: _gather(v, i, shape, n_batch, n_dense), x, indices)
+
+
+def _gather(x, indices, shape, n_batch: int, n_dense: int):
     batch = tuple(shape[:n_batch])
     B = prod(batch)
     xb = jnp.broadcast_to(x, shape).reshape((B,) + tuple(shape[n_batch:]))

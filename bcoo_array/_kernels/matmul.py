@@ -26,7 +26,11 @@ everything is concrete, on CPU and of a floating dtype scipy supports, and
 otherwise the expand-sort-compress plan of :func:`spgemm_plan` (Gustavson's
 row-by-row product, vectorised as in cuSPARSE's ESC scheme): one product
 per pair (A[i, k], B[k, j]) that meets, so memory is the number of
-multiplications, never nse_A x nse_B.
+multiplications, never nse_A x nse_B. With traced indices (under ``jit``)
+the number of products is unknown: :func:`spgemm_bounded` runs the same ESC
+scheme with ``jnp`` sorts over a static number of product slots, bounded by
+:func:`spgemm_products_bound` from what is static (the buffers' sizes,
+concrete indices of one operand) or given by the caller.
 
 A new kernel for these operations (a native one, say) is added here.
 """
@@ -139,8 +143,13 @@ def batched_spmm(data, indices, shape, x, n_batch: int):
 _SCIPY_SPGEMM_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
 
-def spgemm(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int):
-    """Sparse ``(m, k) @ (k, n)`` for canonical zero-filled 2-D COO operands with concrete indices.
+def spgemm(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int, *, products: int | None = None):
+    """Sparse ``(m, k) @ (k, n)`` for canonical zero-filled 2-D COO operands.
+
+    Concrete indices give the exact product (``products`` is not used).
+    Traced indices need ``products``, a static upper bound of the number of
+    pairs ``A[i, k] B[k, j]`` that meet (see :func:`spgemm_bounded`); the
+    result then has ``min(products, m * n)`` stored slots, padding last.
 
     Returns
     -------
@@ -155,6 +164,11 @@ def spgemm(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int):
     scipy's SMMP drops products that cancel to exactly 0 (the value is the
     same); the ESC plan keeps them as explicit entries.
     """
+    if not is_concrete(a_indices, b_indices):
+        if products is None:
+            raise ValueError("spgemm of traced indices needs products=, a static bound of the number of products")
+        data, indices = spgemm_bounded(a_data, a_indices, b_data, b_indices, m, k, n, products)
+        return data, indices, True
     if (is_concrete(a_data, b_data) and np.dtype(a_data.dtype) in _SCIPY_SPGEMM_DTYPES
             and b_data.dtype == a_data.dtype and _on_cpu()):
         ca, cb = csr.csr_arrays(a_indices, (m, k)), csr.csr_arrays(b_indices, (k, n))
@@ -206,3 +220,117 @@ def spgemm_plan(a_rows, a_cols, b_rows, b_cols, shape_b_rows: int, n_cols: int):
     keys = a_rows[a_pos].astype(np.int64) * max(n_cols, 1) + b_cols[b_pos].astype(np.int64)
     uniq, segment = np.unique(keys, return_inverse=True)
     return a_pos, b_pos, segment, uniq // max(n_cols, 1), uniq % max(n_cols, 1)
+
+
+def _max_count(keys, size: int) -> int:
+    """Largest number of occurrences of a value in ``range(size)`` among concrete ``keys`` (0 if none)."""
+    keys = np.asarray(keys)
+    keys = keys[(keys >= 0) & (keys < size)]
+    return int(np.bincount(keys, minlength=1).max()) if keys.size else 0
+
+
+def spgemm_products_bound(a_indices, b_indices, m: int, k: int, n: int, *, b_row_bound: int | None = None) -> int:
+    """Static upper bound of the products of ``(m, k) @ (k, n)`` (pairs ``A[i, k] B[k, j]`` that meet).
+
+    Every stored entry ``A[i, k]`` meets the entries of row ``k`` of ``B``,
+    and every ``B[k, j]`` those of column ``k`` of ``A``, so the count is at
+    most ``min(nse_A * r_B, nse_B * c_A)`` with ``r_B`` the most entries in a
+    row of ``B`` and ``c_A`` the most in a column of ``A``. Concrete indices
+    give them exactly; traced ones only ``r_B <= min(nse_B, n)`` and ``c_A <=
+    min(nse_A, m)`` (operands with unique indices), or ``b_row_bound`` when
+    the caller knows more (``B`` stored with one batch dimension per row).
+
+    Parameters
+    ----------
+    a_indices, b_indices : int arrays, shapes ``(nse_A, 2)``, ``(nse_B, 2)``
+        Canonical (unique) indices, concrete or traced; padding is ignored
+        when concrete.
+    m, k, n : int
+        The product's dimensions.
+    b_row_bound : int, optional
+        A static bound of the entries stored in one row of ``B``.
+
+    Returns
+    -------
+    int
+        The bound (exact when both index arrays are concrete).
+    """
+    nse_a, nse_b = int(a_indices.shape[0]), int(b_indices.shape[0])
+    if is_concrete(a_indices, b_indices):
+        ia, ib = np.asarray(a_indices), np.asarray(b_indices)
+        ia = ia[(ia[:, 0] < m) & (ia[:, 1] < k)]
+        ib = ib[(ib[:, 0] < k) & (ib[:, 1] < n)]
+        return int(np.bincount(ib[:, 0], minlength=k)[ia[:, 1]].sum()) if k else 0
+    r_b = _max_count(np.asarray(b_indices)[:, 0], k) if is_concrete(b_indices) else min(nse_b, n)
+    if b_row_bound is not None:
+        r_b = min(r_b, int(b_row_bound))
+    c_a = _max_count(np.asarray(a_indices)[:, 1], k) if is_concrete(a_indices) else min(nse_a, m)
+    return min(nse_a * r_b, nse_b * c_a)
+
+
+def spgemm_bounded(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int, products: int):
+    """Sparse ``(m, k) @ (k, n)`` with at most ``products`` products, traceable (jnp sorts only).
+
+    The expand-sort-compress scheme of :func:`spgemm_plan` on static sizes:
+    ``B``'s entries are ordered by row, product slot ``t`` is assigned to the
+    entry of ``A`` whose run of ``B``-row entries covers ``t`` (a cumulative
+    sum and a binary search), the products are sorted by output position
+    (``lexsort``) and equal positions summed (``segment_sum``). Gradients
+    flow through ``a_data`` and ``b_data``.
+
+    Parameters
+    ----------
+    a_data, b_data : arrays, shapes ``(nse_A,)``, ``(nse_B,)``
+        Stored values (same dtype).
+    a_indices, b_indices : int arrays, shapes ``(nse_A, 2)``, ``(nse_B, 2)``
+        Unique indices (duplicates would each make their own products and be
+        summed, which is also correct); padding entries (an index equal to
+        its dimension) make no product.
+    m, k, n : int
+        The product's dimensions.
+    products : int
+        Static number of product slots. Products beyond it are dropped, as
+        ``jnp.nonzero(size=)`` drops entries beyond its size: the caller
+        passes a proven bound (:func:`spgemm_products_bound`) or checks a
+        user's bound when the indices are concrete.
+
+    Returns
+    -------
+    data : array, shape ``(nse,)``
+    indices : int array (the wider of the two index dtypes), shape ``(nse, 2)``
+        ``nse = min(products, m * n)``; unique entries sorted row-major,
+        padding (index ``(m, n)``, value 0) last.
+    """
+    products = int(products)
+    nse = min(products, m * n)
+    dtype = jnp.result_type(a_data.dtype, b_data.dtype)
+    idt = jnp.promote_types(a_indices.dtype, b_indices.dtype)  # holds m (A's rows) and n (B's columns)
+    nse_a, nse_b = a_indices.shape[0], b_indices.shape[0]
+    if nse == 0 or nse_a == 0 or nse_b == 0 or k == 0:
+        pad = jnp.broadcast_to(jnp.asarray([m, n], idt), (nse, 2))
+        return jnp.zeros((nse,), dtype), pad
+    ar, ac = a_indices[:, 0], a_indices[:, 1]
+    br, bc = b_indices[:, 0], b_indices[:, 1]
+    a_valid = (ar < m) & (ac < k)
+    b_row = jnp.where((br < k) & (bc < n), br, k)  # padding of B sorts last, in no row
+    order = jnp.argsort(b_row, stable=True)
+    ptr = jnp.searchsorted(b_row[order], jnp.arange(k + 1, dtype=b_row.dtype), side="left")
+    counts = ptr[1:] - ptr[:-1]  # entries of B in each row
+    ac_c = jnp.clip(ac, 0, k - 1)
+    per_a = jnp.where(a_valid, counts[ac_c], 0)
+    ends = jnp.cumsum(per_a)  # products of A's entries 0..e
+    t = jnp.arange(products, dtype=ends.dtype)
+    e = jnp.clip(jnp.searchsorted(ends, t, side="right"), 0, nse_a - 1)  # the entry of A of slot t
+    valid = t < ends[-1]
+    b_pos = order[jnp.clip(ptr[ac_c[e]] + t - (ends[e] - per_a[e]), 0, nse_b - 1)]
+    rows = jnp.where(valid, ar[e], m)
+    cols = jnp.where(valid, bc[b_pos], n)
+    vals = jnp.where(valid, a_data[e].astype(dtype) * b_data[b_pos].astype(dtype), jnp.zeros((), dtype))
+    perm = jnp.lexsort((cols, rows))
+    rows, cols, vals = rows[perm], cols[perm], vals[perm]
+    new = jnp.concatenate([jnp.ones((1,), bool), (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])])
+    seg = jnp.cumsum(new) - 1  # output slot of each product; the padding group's slot may be >= nse (dropped)
+    data = jax.ops.segment_sum(vals, seg, num_segments=nse, indices_are_sorted=True)
+    out_rows = jnp.full((nse,), m, idt).at[seg].set(rows.astype(idt), mode="drop")
+    out_cols = jnp.full((nse,), n, idt).at[seg].set(cols.astype(idt), mode="drop")
+    return data, jnp.stack([out_rows, out_cols], axis=1)

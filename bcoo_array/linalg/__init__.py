@@ -2,7 +2,8 @@
 
 The standard's functions live in :mod:`._standard` (see its docstring for
 which results stay sparse and which are dense by nature). Iterative sparse
-solvers, beyond the standard, follow in their own block.
+solvers, beyond the standard, follow in their own block, then
+``sparse_matmul`` (sparse @ sparse with an ``nse=`` bound for ``jax.jit``).
 Spec: https://data-apis.org/array-api/2025.12/extensions/linear_algebra_functions.html
 """
 
@@ -78,4 +79,13 @@ __all__ += [
     "gmres",
     "lobpcg",
     "spsolve",
+]
+
+# Sparse @ sparse with a static size bound (beyond the standard).
+from ._products import (
+    sparse_matmul,
+)
+
+__all__ += [
+    "sparse_matmul",
 ]

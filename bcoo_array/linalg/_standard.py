@@ -479,7 +479,10 @@ def matrix_power(x, n, /) -> BCOOArray:
     TypeError
         If ``n`` is not an integer or the dtype is not numeric.
     ValueError
-        If ``x`` is not a stack of square matrices.
+        If ``x`` is not a stack of square matrices; under ``jax.jit``, when a
+        sparse @ sparse step has no static size bound no larger than
+        densifying (see :func:`matmul`): then compute outside ``jit`` or
+        pass ``x.todense()`` (a dense power, on purpose).
     """
     x = _matrix(x, "matrix_power", category="numeric", square=True)
     try:

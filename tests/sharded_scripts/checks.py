@@ -310,6 +310,65 @@ def jit_with_shardings_and_cg():
         close(d0, S.toarray(), exact=True)
 
 
+def _same_conversion(got, want, what):
+    """got and want (BCOOArrays) hold the same buffers, metadata and values."""
+    assert isinstance(got, xp.BCOOArray), (what, type(got))
+    assert (got.shape, got.n_batch, got.n_dense, got.dtype) == (want.shape, want.n_batch, want.n_dense, want.dtype), what
+    assert np.array_equal(np.asarray(got.fill_value), np.asarray(want.fill_value), equal_nan=True), what
+    assert np.array_equal(np.asarray(got.indices), np.asarray(want.indices)), what
+    assert np.array_equal(np.asarray(got.data), np.asarray(want.data), equal_nan=True), what
+
+
+def _conversion_meshes():
+    """(mesh, spec of a (16, 8) array, whether to run every variant): Explicit (default), Auto, mixed; 1-D, 2-D."""
+    yield jax.make_mesh((2, 4), ("x", "y")), P("x", "y"), True
+    yield jax.make_mesh((2, 4), ("x", "y")), P(("x", "y"), None), False
+    yield jax.make_mesh((8,), ("x",)), P(None, "x"), False
+    yield jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2), P("x", "y"), True
+    yield jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit, AxisType.Auto)), P("y", "x"), False
+
+
+@check
+def explicit_mesh_conversions():
+    # jax.make_mesh gives Explicit axes by default; converting an array split over them used to
+    # raise ShardingTypeError in the gather of the stored values.
+    assert jax.make_mesh((8,), ("x",)).axis_types == (AxisType.Explicit,)
+    rng = np.random.default_rng(16)
+    X = rng.standard_normal((16, 8)) * (rng.random((16, 8)) < 0.3)
+    X[3] = 0.0  # an empty row
+    Xi = (rng.integers(-3, 4, (16, 8)) * (rng.random((16, 8)) < 0.4)).astype(np.int64)
+    X3 = rng.standard_normal((8, 8, 8)) * (rng.random((8, 8, 8)) < 0.3)
+    want = xp.asarray(X)
+    for mesh, spec, every in _conversion_meshes():
+        what = (mesh.axis_types, spec)
+        s = NamedSharding(mesh, spec)
+        a = jax.device_put(X, s)
+        assert a.sharding.spec == spec
+        got = xp.asarray(a)
+        _same_conversion(got, want, what)
+        assert got.data.sharding.is_fully_replicated, what
+        _same_conversion(xp.BCOOArray.fromdense(a), want, what)
+        # round trips: todense, and shard / unshard (row partition)
+        close(got.todense(), X, exact=True, what=what)
+        row = P(spec[0] if spec[0] is not None else spec[1], None)
+        sh = shard(a, mesh, row)
+        assert isinstance(sh, ShardedBCOOArray) and sh.axis == 0, what
+        close(sh, X, exact=True, what=what)
+        _same_conversion(unshard(sh), want, what)
+        # under jit, with the split input as an argument (nse= bounds the count)
+        g = jax.jit(lambda v: xp.BCOOArray.fromdense(v, nse=X.size).todense())
+        close(g(a), X, exact=True, what=what)
+        if not every:
+            continue
+        _same_conversion(xp.asarray(jax.device_put(Xi, s)), xp.asarray(Xi), what)
+        _same_conversion(xp.BCOOArray.fromdense(jax.device_put(X + 2.0, s), fill_value=2.0),
+                         xp.BCOOArray.fromdense(X + 2.0, fill_value=2.0), what)
+        a3 = jax.device_put(X3, NamedSharding(mesh, P(*spec, None)))
+        _same_conversion(xp.BCOOArray.fromdense(a3, n_batch=1), xp.BCOOArray.fromdense(X3, n_batch=1), what)
+        _same_conversion(xp.BCOOArray.fromdense(a3, n_dense=1), xp.BCOOArray.fromdense(X3, n_dense=1), what)
+        # element-wise with the split array as the dense operand (reads it at the stored indices)
+        close(want * a, X * X, exact=True, what=what)
+
 def _matrix(name):
     M = scipy.io.mmread(os.path.join(MATRICES, name))
     M = sp.csr_array(M)
