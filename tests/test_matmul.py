@@ -38,6 +38,20 @@ def _expected(a, b):
     return np.matmul(a, b)
 
 
+def assert_dense(got, expected, kind, *, rtol=None):
+    """A dense product of the operand's type (0-d NumPy results are NumPy scalars, as NumPy's own)."""
+    if kind is np.ndarray and np.ndim(expected) == 0:
+        assert isinstance(got, (np.ndarray, np.generic)), type(got)
+    else:
+        assert isinstance(got, kind), type(got)
+    got = np.asarray(got)
+    assert got.shape == np.shape(expected) and got.dtype == np.asarray(expected).dtype, (got.shape, got.dtype)
+    if rtol is None:
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol)
+
+
 @settings(max_examples=25)
 @given(data=st.data())
 def test_matmul_sparse_sparse_and_mixed(data):
@@ -50,8 +64,11 @@ def test_matmul_sparse_sparse_and_mixed(data):
     expected = _expected(a.dense, b.dense)
     rt = None if dt.kind in "iu" else 1e-12
     assert_matches(xp.matmul(a.arr, b.arr), expected, rtol=rt)
-    assert_matches(a.arr @ jnp.asarray(b.dense), expected, rtol=rt)
-    assert_matches(jnp.asarray(a.dense) @ b.arr, expected, rtol=rt)
+    # The mixed-type rule: a JAX operand gives a jax.Array, a NumPy operand a NumPy array.
+    assert_dense(a.arr @ jnp.asarray(b.dense), expected, jax.Array, rtol=rt)
+    assert_dense(jnp.asarray(a.dense) @ b.arr, expected, jax.Array, rtol=rt)
+    assert_dense(a.arr @ b.dense, expected, np.ndarray, rtol=rt)
+    assert_dense(xp.matmul(a.dense, b.arr), expected, np.ndarray, rtol=rt)
     if data.draw(st.booleans(), label="jit"):
         plain = zero_fill and len(sa) <= 2 and len(sb) <= 2  # sparse @ sparse that stays sparse
         try:
@@ -63,7 +80,7 @@ def test_matmul_sparse_sparse_and_mixed(data):
             assert_matches(got, expected, rtol=rt)
             if plain:
                 assert got.n_dense == 0, "sparse @ sparse under jit densified"
-        assert_matches(jax.jit(xp.matmul)(a.arr, jnp.asarray(b.dense)), expected, rtol=rt)
+        assert_dense(jax.jit(xp.matmul)(a.arr, jnp.asarray(b.dense)), expected, jax.Array, rtol=rt)
 
 
 def test_sparse_sparse_2d_stays_sparse():

@@ -136,7 +136,7 @@ def test_sparse_dense_unstored_are_exact_zeros(monkeypatch, path):
     d = _dense_rhs(ncols)
     want = structural(d)
     if traced:
-        got = jax.jit(lambda s, v: (s @ v).todense())(S, jnp.asarray(d))
+        got = jax.jit(lambda s, v: (s @ v))(S, jnp.asarray(d))
     else:
         got = S @ jnp.asarray(d)
     assert spy.calls >= 1, f"{path} did not run"
@@ -154,7 +154,7 @@ def test_dense_sparse_unstored_are_exact_zeros(monkeypatch, path):
     dt = _dense_rhs(ncols).T  # (ncols, 4)
     want = structural(dt.T).T
     if traced:
-        got = jax.jit(lambda v, s: (v @ s).todense())(jnp.asarray(dt), St)
+        got = jax.jit(lambda v, s: (v @ s))(jnp.asarray(dt), St)
     else:
         got = jnp.asarray(dt) @ St
     assert spy.calls >= 1, f"{path} did not run"
@@ -185,7 +185,7 @@ def test_batched_kernel_unstored_are_exact_zeros(monkeypatch):
     # fromdense does not store the explicit 0 of row 1: row 1 stores nothing, so it is exactly 0
     want[:, 1, :] = 0.0
     _assert_same(B @ jnp.asarray(d), want)
-    _assert_same(jax.jit(lambda b, v: (b @ v).todense())(B, jnp.asarray(d)), want)
+    _assert_same(jax.jit(lambda b, v: (b @ v))(B, jnp.asarray(d)), want)
     assert spy.calls >= 1
 
 
@@ -216,10 +216,10 @@ def test_nonzero_fill_is_a_value_everywhere(fill):
         _assert_same(S @ dj, want)
         _assert_same(jnp.asarray(d.T) @ xp.matrix_transpose(S), want_t)
         # a concrete operand closed over under jit is still concrete: the same result
-        _assert_same(jax.jit(lambda s, v=dj: (s @ v).todense())(S), want)
+        _assert_same(jax.jit(lambda s, v=dj: (s @ v))(S), want)
     # finite traced operands give NumPy's result under jit too (the stored inf of row 3 included)
     d = np.arange(8.0).reshape(4, 2)
-    got = jax.jit(lambda s, v: (s @ v).todense())(S, jnp.asarray(d))
+    got = jax.jit(lambda s, v: (s @ v))(S, jnp.asarray(d))
     np.testing.assert_allclose(np.asarray(got), full @ d, rtol=1e-15)
 
 
@@ -263,7 +263,7 @@ def test_nonzero_fill_with_traced_nonfinite_operand_uses_the_documented_form():
             form[i] = form[i] + (v + fill - fill) * d[k]
         form = form + fill * d.sum(axis=0)
         numpy_result = np.asarray(S.todense()) @ d
-    got = np.asarray(jax.jit(lambda s, v: (s @ v).todense())(S, jnp.asarray(d)))
+    got = np.asarray(jax.jit(lambda s, v: (s @ v))(S, jnp.asarray(d)))
     np.testing.assert_array_equal(got, form)
     # the documented difference is real: entries where NumPy has inf and the form has nan
     assert np.any(np.isnan(got) & np.isinf(numpy_result))

@@ -172,7 +172,7 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0,
     # Eager calls: concrete indices let bcoo_array use its cached structural
     # plans (row pointers, ELL chunks); the CG solve below runs under jax.jit.
     def spmv(a, v):
-        return (a @ v).todense()
+        return _dense(a @ v)  # a jax.Array (mixed-type rule); a sharded product is densified here
 
 
     bench("SpMV  A @ x", lambda: spmv(A, xj), lambda: S @ x, _rel_diff)
@@ -195,7 +195,7 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0,
         maxiter = 10 * n
         @jax.jit
         def solve(a, rhs):
-            sol, _ = jax.scipy.sparse.linalg.cg(lambda v: (a @ v).todense(), rhs, tol=tol, maxiter=maxiter)
+            sol, _ = jax.scipy.sparse.linalg.cg(lambda v: _dense(a @ v), rhs, tol=tol, maxiter=maxiter)
             return sol
 
         def bcoo_cg():
@@ -214,6 +214,11 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0,
         rows.append(Row("CG solve (tol 1e-8)", abs(res_b - res_s), tb, ts,
                         f"residual bcoo {res_b:.2e}, scipy {res_s:.2e}", residuals=(res_b, res_s)))
     return name, S.shape, rows
+
+
+def _dense(r):
+    """A product's dense values: jax.Array results pass, sparse-typed ones (sharded) are densified."""
+    return r.todense() if hasattr(r, "todense") else r
 
 
 def _to_scipy(b):
