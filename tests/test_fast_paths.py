@@ -50,16 +50,16 @@ def test_matmul_fast_path_matches_dense(dtype, k):
     out = A @ jnp.asarray(x)
     assert out.shape == (dense @ x).shape
     assert out.dtype == np.dtype(dtype)
-    np.testing.assert_allclose(np.asarray(out.todense()), dense @ x, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(out), dense @ x, rtol=1e-5)
     # the general path (traced indices) gives the same values
-    traced = jax.jit(lambda a, v: (a @ v).todense())(A, jnp.asarray(x))
+    traced = jax.jit(lambda a, v: (a @ v))(A, jnp.asarray(x))
     np.testing.assert_allclose(np.asarray(traced), dense @ x, rtol=1e-5)
 
 
 def test_matmul_fast_path_empty_and_all_padding():
     A = BCOOArray((jnp.zeros(2), jnp.asarray([[4, 0], [0, 5]])), shape=(4, 5))
-    np.testing.assert_array_equal(np.asarray((A @ jnp.ones(5)).todense()), np.zeros(4))
-    np.testing.assert_array_equal(np.asarray((A @ jnp.ones((5, 6))).todense()), np.zeros((4, 6)))
+    np.testing.assert_array_equal(np.asarray((A @ jnp.ones(5))), np.zeros(4))
+    np.testing.assert_array_equal(np.asarray((A @ jnp.ones((5, 6)))), np.zeros((4, 6)))
     E = BCOOArray((jnp.zeros(0), jnp.zeros((0, 2), jnp.int32)), shape=(0, 3))
     assert (E @ jnp.ones(3)).shape == (0,)
 
@@ -70,15 +70,15 @@ def test_matmul_fast_path_grad_and_vmap():
     x = jnp.asarray(rng.standard_normal(7))
     X = jnp.asarray(rng.standard_normal((7, 5)))
     # gradient with respect to the dense operand, A closed over (fast path under grad)
-    g = jax.grad(lambda v: jnp.sum((A @ v).todense() ** 2))(x)
+    g = jax.grad(lambda v: jnp.sum((A @ v) ** 2))(x)
     np.testing.assert_allclose(np.asarray(g), 2 * dense.T @ (dense @ np.asarray(x)), rtol=1e-10)
-    gX = jax.grad(lambda v: jnp.sum((A @ v).todense() ** 2))(X)
+    gX = jax.grad(lambda v: jnp.sum((A @ v) ** 2))(X)
     np.testing.assert_allclose(np.asarray(gX), 2 * dense.T @ (dense @ np.asarray(X)), rtol=1e-10)
     # gradient with respect to the stored values, indices concrete
     idx = A.indices
 
     def f(d):
-        return jnp.sum((BCOOArray((d, idx), shape=A.shape) @ X).todense())
+        return jnp.sum((BCOOArray((d, idx), shape=A.shape) @ X))
 
     gd = jax.grad(f)(A.data)
     ind = np.asarray(idx)
@@ -87,7 +87,7 @@ def test_matmul_fast_path_grad_and_vmap():
     np.testing.assert_allclose(np.asarray(gd), expect, rtol=1e-10)
     # vmap over right-hand sides
     V = jnp.asarray(rng.standard_normal((4, 7)))
-    out = jax.vmap(lambda v: (A @ v).todense())(V)
+    out = jax.vmap(lambda v: (A @ v))(V)
     np.testing.assert_allclose(np.asarray(out), np.asarray(V) @ dense.T, rtol=1e-10)
 
 
@@ -282,8 +282,8 @@ def test_ell_spmv_matches_dense(monkeypatch, dtype, canonical):
     x = rng.integers(-3, 4, 17).astype(dtype)
     out = A @ jnp.asarray(x)
     assert out.shape == (23,) and out.dtype == np.dtype(dtype)
-    np.testing.assert_allclose(np.asarray(out.todense()), dense @ x, rtol=1e-5)
-    traced = jax.jit(lambda a, v: (a @ v).todense())(A, jnp.asarray(x))  # general path
+    np.testing.assert_allclose(np.asarray(out), dense @ x, rtol=1e-5)
+    traced = jax.jit(lambda a, v: (a @ v))(A, jnp.asarray(x))  # general path
     np.testing.assert_allclose(np.asarray(traced), dense @ x, rtol=1e-5)
 
 
@@ -307,7 +307,7 @@ def test_ell_spmv_padding_never_reads_nonfinite(monkeypatch):
     dense = np.zeros((4, 4))
     np.add.at(dense, (rows, cols), vals)
     expect = dense[:, :3] @ x[:3]
-    np.testing.assert_array_equal(np.asarray((A @ jnp.asarray(x)).todense()), expect)
+    np.testing.assert_array_equal(np.asarray((A @ jnp.asarray(x))), expect)
 
 
 def test_ell_spmv_grad_vmap_and_jit(monkeypatch):
@@ -319,18 +319,18 @@ def test_ell_spmv_grad_vmap_and_jit(monkeypatch):
     assert ell.ell_plan(A.indices, A.shape) is not None
     x = jnp.asarray(rng.standard_normal(9))
     # A closed over: the plan is used inside jit and grad (the kernel is inlined there)
-    np.testing.assert_allclose(np.asarray(jax.jit(lambda v: (A @ v).todense())(x)), dense @ np.asarray(x),
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda v: (A @ v))(x)), dense @ np.asarray(x),
                                rtol=1e-12)
-    g = jax.grad(lambda v: jnp.sum((A @ v).todense() ** 2))(x)
+    g = jax.grad(lambda v: jnp.sum((A @ v) ** 2))(x)
     np.testing.assert_allclose(np.asarray(g), 2 * dense.T @ (dense @ np.asarray(x)), rtol=1e-10)
     idx = A.indices
-    gd = jax.grad(lambda d: jnp.sum((BCOOArray((d, idx), shape=A.shape) @ x).todense()))(A.data)
+    gd = jax.grad(lambda d: jnp.sum((BCOOArray((d, idx), shape=A.shape) @ x)))(A.data)
     ind = np.asarray(idx)
     valid = (ind[:, 0] < 11) & (ind[:, 1] < 9)
     np.testing.assert_allclose(np.asarray(gd), np.where(valid, np.asarray(x)[np.minimum(ind[:, 1], 8)], 0.0),
                                rtol=1e-12)
     V = jnp.asarray(rng.standard_normal((3, 9)))
-    out = jax.vmap(lambda v: (A @ v).todense())(V)
+    out = jax.vmap(lambda v: (A @ v))(V)
     np.testing.assert_allclose(np.asarray(out), np.asarray(V) @ dense.T, rtol=1e-10)
 
 
