@@ -137,14 +137,14 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, restart: int =
           M=None, solve_method: str = "batched"):
     """Restarted GMRES solve of ``A x = b`` for general square ``A`` (:func:`jax.scipy.sparse.linalg.gmres`).
 
+    Other parameters, returns and errors as :func:`cg`; ``b`` must be 1-D.
+
     Parameters
     ----------
     restart : int
         Krylov subspace size between restarts.
     solve_method : {"batched", "incremental"}
         JAX's two GMRES variants.
-
-    Other parameters, returns and errors as :func:`cg`; ``b`` must be 1-D.
     """
     from jax.scipy.sparse.linalg import gmres as _gmres
 
