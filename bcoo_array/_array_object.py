@@ -2,8 +2,8 @@
 Python operator protocol.
 
 Operators call the namespace function of the same meaning (the shared ones
-are written in :class:`._array_base.ArrayBase`, indexing and the in-place
-ones here), found at call time through :mod:`._namespace` (the namespace
+are written in ``._array_base.ArrayBase``, indexing and the in-place
+ones here), found at call time through ``._namespace`` (the namespace
 sits above the class), so ``A + B`` and ``bcoo_array.add(A, B)`` run the
 same code.
 """
@@ -62,7 +62,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     Every position that is not stored holds ``fill_value`` (0 by default, as
     in pydata-sparse). Entries stored twice hold the sum of their data
     (logical or for bool). An index equal to its dimension's size marks
-    padding, ignored everywhere (as in :mod:`jax.experimental.sparse`).
+    padding, ignored everywhere (as in ``jax.experimental.sparse``).
 
     Parameters
     ----------
@@ -93,7 +93,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     Notes
     -----
-    The layout follows :class:`jax.experimental.sparse.BCOO`; the fill value
+    The layout follows ``jax.experimental.sparse.BCOO``; the fill value
     follows ``sparse.COO`` of pydata-sparse. The class is a pytree: ``data``
     and ``indices`` are its leaves and everything else is static, so
     ``jax.jit``, ``jax.grad`` (with respect to ``data``) and ``jax.vmap``
@@ -291,7 +291,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     # -- conversions -------------------------------------------------------------------
 
     def todense(self) -> jax.Array:
-        """Return the dense :class:`jax.Array` of shape :attr:`shape` (unstored entries = fill value)."""
+        """Return the dense ``jax.Array`` of shape [`shape`][bcoo_array.BCOOArray.shape] (unstored entries = fill value)."""
         fill_is_zero = same_value_np(self._fill, np.zeros((), self.dtype))
         return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
 
@@ -420,7 +420,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
 
     def to_device(self, device, /, *, stream=None) -> "BCOOArray":
-        """Return a copy whose buffers live on ``device`` (a :class:`jax.Device` or sharding)."""
+        """Return a copy whose buffers live on ``device`` (a ``jax.Device`` or sharding)."""
         if stream is not None:
             raise ValueError("stream= is not supported by JAX; pass stream=None")
         if device is None or device == self.device:
@@ -433,7 +433,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """Export the *dense* values through DLPack (``numpy.from_dlpack(A)``, ``torch.from_dlpack(A)``).
 
         A sparse array has no strided buffer, so the consumer receives a new
-        dense array of :attr:`shape` (``A.todense()``): memory ``A.size``
+        dense array of [`shape`][bcoo_array.BCOOArray.shape] (``A.todense()``): memory ``A.size``
         elements. ``from_dlpack`` is an explicit request for an array of
         another library, unlike ``__array__``, which refuses to densify.
 
@@ -507,7 +507,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     def _without_padding(self) -> bool:
         """True when a 2-D all-sparse matrix with concrete indices is known to store no padding
-        (from its cached CSR structure, :func:`._kernels.csr.csr_arrays`); False when unknown."""
+        (from its cached CSR structure, ``._kernels.csr.csr_arrays``); False when unknown."""
         if self.ndim != 2 or self.n_batch or self.n_dense or not is_concrete(self.indices):
             return False
         st = csr_arrays(self.indices, self.shape)
@@ -612,7 +612,7 @@ def _as_host(x, argname):
     """``x`` as a NumPy array when it is concrete and on the CPU (a zero-copy view of a JAX buffer), else None.
 
     Non-array input (nested sequences, NumPy arrays, scalars) is read by NumPy
-    with the same dtype checks as :func:`_as_jax`.
+    with the same dtype checks as ``_as_jax``.
     """
     if isinstance(x, jax.core.Tracer):
         return None

@@ -7,7 +7,7 @@ stays sparse, computed with memory proportional to the number of products
 (Gustavson / expand-sort-compress), never nse_A x nse_B; while tracing, or
 for batched or non-zero-filled operands, it goes through a dense right-hand
 side. The kernels themselves, and the choice among them, live in
-:mod:`._kernels.matmul`. Spec:
+``._kernels.matmul``. Spec:
 https://data-apis.org/array-api/2025.12/API_specification/linear_algebra_functions.html
 """
 
@@ -135,7 +135,7 @@ def matmul(x1, x2, /) -> BCOOArray:
     Notes
     -----
     The operands are normalised once, then one kernel of
-    :mod:`._kernels.matmul` runs (which one depends on the layout, the
+    ``._kernels.matmul`` runs (which one depends on the layout, the
     backend and whether the indices are traced). Unstored entries count as
     exact zeros: ``S @ d`` ignores ``inf`` / ``nan`` of ``d`` where ``S``
     stores nothing, as scipy.sparse and jax.experimental.sparse do.
@@ -226,7 +226,7 @@ def tensordot(x1, x2, /, *, axes=2) -> BCOOArray:
     BCOOArray
         Shape: ``x1``'s free axes then ``x2``'s. Computed as one matrix
         product of the operands reshaped to 2-D, so sparsity follows
-        :func:`matmul`.
+        [`matmul`][bcoo_array.matmul].
 
     Raises
     ------

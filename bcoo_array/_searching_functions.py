@@ -87,7 +87,7 @@ BCOOArray
     Dense layout, the default index dtype (int64 with x64, else int32): the
     first occurrence of the {what} value (a NaN counts as the {what}, as in
     NumPy). Unstored entries take part with the value ``x.fill_value``. The
-    search runs on ``x.todense()`` (as :func:`jax.numpy.{name}`), so it needs
+    search runs on ``x.todense()`` (as ``jax.numpy.{name}``), so it needs
     memory for ``x.size`` entries.
 
 Raises
@@ -217,8 +217,8 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
     -------
     BCOOArray
         ``x2``'s shape, the default index dtype, dense layout (computed with
-        :func:`jax.numpy.searchsorted` on the densified operands; NaN sorts
-        last, consistent with :func:`sort`).
+        ``jax.numpy.searchsorted`` on the densified operands; NaN sorts
+        last, consistent with [`sort`][bcoo_array.sort]).
 
     Raises
     ------

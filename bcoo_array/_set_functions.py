@@ -116,7 +116,7 @@ def unique_counts(x, /) -> UniqueCountsResult:
     Returns
     -------
     UniqueCountsResult
-        ``values`` (as :func:`unique_values`) and ``counts`` (default index
+        ``values`` (as [`unique_values`][bcoo_array.unique_values]) and ``counts`` (default index
         dtype), both 1-D, dense layout; unstored positions count towards the
         fill value.
 
@@ -158,7 +158,7 @@ def unique_inverse(x, /) -> UniqueInverseResult:
         ``values`` (1-D, dense layout) and ``inverse_indices`` (``x``'s
         shape, default index dtype; sparse with the index of ``x``'s fill
         value as its fill value when ``x`` is sparse). Computed on
-        ``x.todense()`` with :func:`numpy.unique`.
+        ``x.todense()`` with ``numpy.unique``.
 
     Raises
     ------
@@ -182,8 +182,8 @@ def unique_all(x, /) -> UniqueAllResult:
         ``values``, ``indices`` (flat row-major index of each value's first
         occurrence), ``counts`` (all 1-D, dense layout, default index dtype
         for the integer ones) and ``inverse_indices`` as in
-        :func:`unique_inverse`. Computed on ``x.todense()`` with
-        :func:`numpy.unique`.
+        [`unique_inverse`][bcoo_array.unique_inverse]. Computed on ``x.todense()`` with
+        ``numpy.unique``.
 
     Raises
     ------
@@ -215,7 +215,7 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
     BCOOArray
         Boolean, ``x1``'s shape (0-d for a scalar ``x1``). Sparse when
         ``x1`` is: stored entries tested one by one, fill value
-        ``x1.fill_value in x2``. Equality is :func:`equal` after type
+        ``x1.fill_value in x2``. Equality is [`equal`][bcoo_array.equal] after type
         promotion (so NaN is in nothing).
 
     Raises

@@ -1,7 +1,7 @@
 """Sorting functions of the array API standard: ``sort`` and ``argsort``.
 
-Both sort ``x.todense()`` along one axis with :func:`jax.numpy.sort` /
-:func:`jax.numpy.argsort` (NaN sorts last ascending and first descending, as
+Both sort ``x.todense()`` along one axis with ``jax.numpy.sort`` /
+``jax.numpy.argsort`` (NaN sorts last ascending and first descending, as
 in NumPy). ``sort`` stores the result again with ``x``'s fill value, so a
 sparse input gives a sparse output (the number of non-fill entries does not
 change); ``argsort`` returns a permutation, inherently dense (dense layout).
