@@ -82,6 +82,19 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         Copy the buffers (JAX buffers are immutable, so this only matters for
         NumPy input, which is always copied to the device).
 
+    Attributes
+    ----------
+    data : jax.Array
+        The stored values, shape ``(*batch, nse, *dense)``.
+    indices : jax.Array
+        The sparse coordinates of each stored value, shape ``(*batch, nse, n_sparse)``.
+    shape : tuple of int
+        The array's shape.
+    n_batch, n_dense : int
+        The numbers of leading batch and trailing dense dimensions.
+    indices_sorted, unique_indices : bool
+        Whether the indices are known to be sorted / free of duplicates.
+
     Raises
     ------
     TypeError

@@ -173,6 +173,28 @@ def _parameters(fn: ast.FunctionDef, parent: griffe.Module) -> griffe.Parameters
     return griffe.Parameters(*params)
 
 
+def _attributes_section(doc: str) -> dict[str, tuple[str, str]]:
+    """``name -> (type, description)`` from a numpy-style ``Attributes`` section."""
+    out: dict[str, tuple[str, str]] = {}
+    lines = doc.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() == "Attributes" and set(lines[i + 1].strip()) == {"-"}:
+            j, current = i + 2, None
+            while j < len(lines) and not (j + 1 < len(lines) and lines[j + 1].strip() and
+                                          set(lines[j + 1].strip()) == {"-"}):
+                text = lines[j]
+                if text and not text[0].isspace():
+                    names, _, kind = text.partition(" : ")
+                    current = [n.strip() for n in names.split(",")]
+                    for n in current:
+                        out[n] = (kind.strip(), "")
+                elif text.strip() and current:
+                    for n in current:
+                        out[n] = (out[n][0], (out[n][1] + " " + text.strip()).strip())
+                j += 1
+    return out
+
+
 class BcooArrayDocs(griffe.Extension):
     """See the module docstring."""
 
@@ -183,6 +205,29 @@ class BcooArrayDocs(griffe.Extension):
             mod.set_member("bool", griffe.Alias("bool", "builtins.bool", parent=mod))
         if isinstance(node, ast.Module):
             self._generated_functions(node, mod)
+            for stmt in node.body:
+                if isinstance(stmt, ast.ClassDef) and stmt.name in mod.members:
+                    self._slots(stmt, mod.members[stmt.name])
+
+    def _slots(self, node: ast.ClassDef, cls: Any) -> None:
+        """Public ``__slots__`` set outside ``__init__`` (griffe misses them) become attributes, described
+        by the class docstring's ``Attributes`` section."""
+        slots = next((s.value for s in node.body if isinstance(s, ast.Assign)
+                      and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in s.targets)), None)
+        if not isinstance(slots, (ast.Tuple, ast.List)):
+            return
+        described = _attributes_section(cls.docstring.value if cls.docstring else "")
+        for elt in slots.elts:
+            if isinstance(elt, ast.Constant) and isinstance(elt.value, str) and not elt.value.startswith("_") \
+                    and elt.value not in cls.members:
+                name = elt.value
+                attr = griffe.Attribute(name, lineno=slots.lineno, endlineno=slots.end_lineno, parent=cls)
+                attr.labels.add("instance-attribute")
+                if name in described:
+                    annotation, text = described[name]
+                    attr.annotation = annotation
+                    attr.docstring = griffe.Docstring(text, parent=attr)
+                cls.set_member(name, attr)
 
     def _generated_functions(self, tree: ast.Module, mod: griffe.Module) -> None:
         factories = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
