@@ -250,11 +250,14 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     # -- pytree ------------------------------------------------------------------------
 
     def tree_flatten(self):
+        """The pytree leaves ``(data, indices)`` and the static aux data (shape, layout, flags, fill value)."""
         aux = (self.shape, self.n_batch, self.n_dense, self.indices_sorted, self.unique_indices, fill_key(self._fill))
         return (self.data, self.indices), aux
 
     @classmethod
     def tree_unflatten(cls, aux, children):
+        """Rebuild an array from [`tree_flatten`][bcoo_array.BCOOArray.tree_flatten]'s output
+        (under ``vmap``, with the leading batch dimensions the leaves have)."""
         shape, n_batch, n_dense, srt, uniq, fkey = aux
         data, indices = children
         obj = object.__new__(cls)

@@ -13,6 +13,11 @@ build the site). Two things static analysis gets wrong are put right here:
   ``NamedTuple`` classes, subscripts, ``str`` methods; anything else is
   opaque) and replaces the attribute by a function with the inner
   ``def``'s signature and the formatted docstring, as at run time.
+* **Docstrings assigned after the definition** (``sum.__doc__ =
+  _DOC.format(...)``) are evaluated the same way.
+* **Public ``__slots__``** set outside ``__init__`` (``BCOOArray.data``, ...)
+  become attributes, described by the class docstring's ``Attributes``
+  section.
 * **``bool``.** griffe resolves a name by walking up to the parent package,
   so ``keepdims: bool`` in any submodule resolved to the namespace's
   ``bcoo_array.bool`` dtype and rendered as ``bool_``. Python does not look
@@ -205,6 +210,7 @@ class BcooArrayDocs(griffe.Extension):
             mod.set_member("bool", griffe.Alias("bool", "builtins.bool", parent=mod))
         if isinstance(node, ast.Module):
             self._generated_functions(node, mod)
+            self._assigned_docstrings(node, mod)
             for stmt in node.body:
                 if isinstance(stmt, ast.ClassDef) and stmt.name in mod.members:
                     self._slots(stmt, mod.members[stmt.name])
@@ -228,6 +234,25 @@ class BcooArrayDocs(griffe.Extension):
                     attr.annotation = annotation
                     attr.docstring = griffe.Docstring(text, parent=attr)
                 cls.set_member(name, attr)
+
+    def _assigned_docstrings(self, tree: ast.Module, mod: griffe.Module) -> None:
+        """Module-level ``name.__doc__ = TEMPLATE.format(...)`` (the statistical and searching
+        functions share templates this way)."""
+        env = None
+        for stmt in tree.body:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            target = stmt.targets[0]
+            if not (isinstance(target, ast.Attribute) and target.attr == "__doc__" and isinstance(target.value, ast.Name)):
+                continue
+            member = mod.members.get(target.value.id)
+            if member is None or member.is_alias:
+                continue
+            if env is None:
+                env = _module_env(tree)
+            doc = _eval(stmt.value, env)
+            if isinstance(doc, str):
+                member.docstring = griffe.Docstring(doc, lineno=stmt.lineno, endlineno=stmt.end_lineno, parent=member)
 
     def _generated_functions(self, tree: ast.Module, mod: griffe.Module) -> None:
         factories = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}

@@ -210,3 +210,25 @@ def test_docs_extra_builds_the_site():
     extra = pyproject.split("\ndocs = [", 1)[1].split("\n]", 1)[0]
     for package in ("mkdocs-material", "mkdocstrings[python]"):
         assert package in extra, f"{package} missing from the docs extra"
+
+
+def test_griffe_sees_every_docstring():
+    """Read statically as mkdocstrings reads it (with the docs' griffe extension), every public
+    function, class and method has a docstring: generated functions and ``f.__doc__ = ...``
+    assignments included."""
+    griffe = pytest.importorskip("griffe")
+    sys.path.insert(0, str(DOCS))
+    try:
+        from griffe_bcoo import BcooArrayDocs
+    finally:
+        sys.path.remove(str(DOCS))
+    package = griffe.load("bcoo_array", search_paths=[str(ROOT)], allow_inspection=False,
+                          extensions=griffe.load_extensions(BcooArrayDocs()))
+    bare = []
+    for path in sorted(public_names()):
+        obj = package[path.removeprefix("bcoo_array.")] if path != "bcoo_array" else package
+        target = obj.final_target if obj.is_alias else obj
+        if target.kind in (griffe.Kind.FUNCTION, griffe.Kind.CLASS, griffe.Kind.MODULE) and not (
+                target.docstring and target.docstring.value.strip()):
+            bare.append(path)
+    assert not bare, "public names griffe sees without a docstring:\n  " + "\n  ".join(bare)
