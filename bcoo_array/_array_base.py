@@ -103,7 +103,7 @@ class ArrayBase:
         return namespace()
 
     def astype(self, dtype, /, *, copy: bool = True, device=None):
-        """Cast to ``dtype`` (same as [`bcoo_array.astype`][bcoo_array.astype])."""
+        """Cast to ``dtype`` (same as [`bcoo_array.astype`][])."""
         return namespace().astype(self, dtype, copy=copy, device=device)
 
     # -- operators: each calls the namespace function of the same meaning ------------------

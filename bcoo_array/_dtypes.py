@@ -116,7 +116,7 @@ _HALF_WIDTH = {"float64": "float32", "int64": "int32", "uint64": "uint32", "comp
 
 
 def isdtype_kind(dtype: np.dtype, kind) -> bool:
-    """Implement [`bcoo_array.isdtype`][bcoo_array.isdtype] for one dtype and a kind or tuple of kinds."""
+    """Implement [`bcoo_array.isdtype`][] for one dtype and a kind or tuple of kinds."""
     if isinstance(kind, tuple):
         return any(isdtype_kind(dtype, k) for k in kind)
     if isinstance(kind, str):

@@ -8,7 +8,7 @@ instead:
     type(arg).__bcoo_function__(arg, func, args, kwargs)
 
 ``func`` is the public function; the method returns the result or raises.
-This is how [`bcoo_array.sharded.ShardedBCOOArray`][bcoo_array.sharded.ShardedBCOOArray] takes part in the
+This is how [`bcoo_array.sharded.ShardedBCOOArray`][] takes part in the
 namespace (its method looks the function up in one explicit table and
 raises "gather first" for the others) without the namespace importing it:
 the same idea as NumPy's ``__array_function__`` (NEP 18).

@@ -4,13 +4,13 @@ returning BCOOArrays: ``eye_array``, ``diags_array``, ``random_array``,
 
 Reference: https://docs.scipy.org/doc/scipy/reference/sparse.html
 ("Building sparse arrays" and "Sparse tools"). scipy's ``tril`` / ``triu``
-mean the same as the array API functions [`bcoo_array.tril`][bcoo_array.tril] /
-[`bcoo_array.triu`][bcoo_array.triu] (pass ``k=`` by keyword), so they are not repeated.
+mean the same as the array API functions [`bcoo_array.tril`][] /
+[`bcoo_array.triu`][] (pass ``k=`` by keyword), so they are not repeated.
 
 The block functions assemble the coordinates on the host (NumPy) from each
 block's canonical entries, so they run eagerly, like scipy. Operands may be
 BCOOArrays, scipy.sparse / pydata-sparse / jax.experimental.sparse objects
-or dense arrays (all converted with [`bcoo_array.asarray`][bcoo_array.asarray]). Results are
+or dense arrays (all converted with [`bcoo_array.asarray`][]). Results are
 canonical (sorted, duplicate-free).
 """
 

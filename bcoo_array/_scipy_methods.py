@@ -192,7 +192,7 @@ class ScipyMethodsMixin:
         return d
 
     def to_scipy(self, format: str = "coo", *, materialize_fill: bool = False):
-        """scipy.sparse array of ``format``; see [`bcoo_array.to_scipy`][bcoo_array.to_scipy]."""
+        """scipy.sparse array of ``format``; see [`bcoo_array.to_scipy`][]."""
         return namespace().to_scipy(self, format, materialize_fill=materialize_fill)
 
     def tocoo(self, copy: bool = False):
@@ -214,11 +214,11 @@ class ScipyMethodsMixin:
         return self.to_scipy(format)
 
     def to_pydata_sparse(self, format: str = "coo"):
-        """pydata-sparse array (``"coo"``, ``"gcxs"`` or ``"dok"``); see [`bcoo_array.to_pydata_sparse`][bcoo_array.to_pydata_sparse]."""
+        """pydata-sparse array (``"coo"``, ``"gcxs"`` or ``"dok"``); see [`bcoo_array.to_pydata_sparse`][]."""
         return namespace().to_pydata_sparse(self, format)
 
     def to_jax_sparse(self, format: str = "bcoo"):
-        """jax.experimental.sparse ``BCOO`` (no copy) or ``BCSR``; see [`bcoo_array.to_jax_sparse`][bcoo_array.to_jax_sparse]."""
+        """jax.experimental.sparse ``BCOO`` (no copy) or ``BCSR``; see [`bcoo_array.to_jax_sparse`][]."""
         return namespace().to_jax_sparse(self, format)
 
     def tobsr(self, blocksize=None, copy: bool = False):
@@ -248,20 +248,20 @@ class ScipyMethodsMixin:
 
     @property
     def real(self):
-        """Real part (scipy's ``real`` attribute; [`bcoo_array.real`][bcoo_array.real])."""
+        """Real part (scipy's ``real`` attribute; [`bcoo_array.real`][])."""
         return namespace().real(self)
 
     @property
     def imag(self):
-        """Imaginary part (scipy's ``imag`` attribute; [`bcoo_array.imag`][bcoo_array.imag])."""
+        """Imaginary part (scipy's ``imag`` attribute; [`bcoo_array.imag`][])."""
         return namespace().imag(self)
 
     def conj(self, copy: bool = True):
-        """Complex conjugate (scipy's ``conj``; [`bcoo_array.conj`][bcoo_array.conj])."""
+        """Complex conjugate (scipy's ``conj``; [`bcoo_array.conj`][])."""
         return namespace().conj(self)
 
     def conjugate(self, copy: bool = True):
-        """Complex conjugate (scipy's ``conjugate``; [`bcoo_array.conj`][bcoo_array.conj])."""
+        """Complex conjugate (scipy's ``conjugate``; [`bcoo_array.conj`][])."""
         return namespace().conj(self)
 
     def reshape(self, *shape, order: str = "C", copy: bool = False):
@@ -400,7 +400,7 @@ class ScipyMethodsMixin:
 
         ``other`` may be a scalar, a dense array, a BCOOArray or a foreign
         sparse array. Returns a BCOOArray of the broadcast shape and promoted
-        dtype ([`bcoo_array.multiply`][bcoo_array.multiply]: sparse wherever the fill-value
+        dtype ([`bcoo_array.multiply`][]: sparse wherever the fill-value
         rule allows). Raises ValueError for shapes that do not broadcast.
         """
         return namespace().multiply(self, other)
@@ -408,7 +408,7 @@ class ScipyMethodsMixin:
     def maximum(self, other):
         """Elementwise maximum with a scalar, dense or sparse array (scipy's ``maximum``).
 
-        Returns a BCOOArray ([`bcoo_array.maximum`][bcoo_array.maximum], fill value
+        Returns a BCOOArray ([`bcoo_array.maximum`][], fill value
         ``max(fill, other's fill)``). Raises ValueError for shapes that do not broadcast.
         """
         return namespace().maximum(self, other)
@@ -416,7 +416,7 @@ class ScipyMethodsMixin:
     def minimum(self, other):
         """Elementwise minimum with a scalar, dense or sparse array (scipy's ``minimum``).
 
-        Returns a BCOOArray ([`bcoo_array.minimum`][bcoo_array.minimum]). Raises ValueError
+        Returns a BCOOArray ([`bcoo_array.minimum`][]). Raises ValueError
         for shapes that do not broadcast.
         """
         return namespace().minimum(self, other)
@@ -584,7 +584,7 @@ class ScipyMethodsMixin:
         -------
         numpy.bool or BCOOArray
             A NumPy bool when every axis is reduced without ``keepdims`` (as
-            [`sum`][bcoo_array.BCOOArray.sum]), else a BCOOArray ([`bcoo_array.any`][bcoo_array.any]).
+            [`sum`][bcoo_array.BCOOArray.sum]), else a BCOOArray ([`bcoo_array.any`][]).
         """
         out = namespace().any(self, axis=axis, keepdims=keepdims)
         return _host(out.todense()) if axis is None and not keepdims else out
@@ -592,7 +592,7 @@ class ScipyMethodsMixin:
     def all(self, axis=None, keepdims: bool = False):
         """Whether every entry is true (the ``all`` method of NumPy and pydata-sparse arrays).
 
-        Parameters and result as [`any`][bcoo_array.BCOOArray.any] ([`bcoo_array.all`][bcoo_array.all]).
+        Parameters and result as [`any`][bcoo_array.BCOOArray.any] ([`bcoo_array.all`][]).
         """
         out = namespace().all(self, axis=axis, keepdims=keepdims)
         return _host(out.todense()) if axis is None and not keepdims else out
@@ -699,7 +699,7 @@ class ScipyMethodsMixin:
     # -- elementwise methods scipy.sparse offers because they map 0 to 0 -----------------
 
     def sqrt(self):
-        """Elementwise ``sqrt`` (scipy's method): [`bcoo_array.sqrt`][bcoo_array.sqrt] under the fill-value rule."""
+        """Elementwise ``sqrt`` (scipy's method): [`bcoo_array.sqrt`][] under the fill-value rule."""
         return namespace().sqrt(self)
 
     def expm1(self):
@@ -711,55 +711,55 @@ class ScipyMethodsMixin:
         return namespace().log1p(self)
 
     def sin(self):
-        """Elementwise ``sin`` (scipy's method): [`bcoo_array.sin`][bcoo_array.sin] under the fill-value rule."""
+        """Elementwise ``sin`` (scipy's method): [`bcoo_array.sin`][] under the fill-value rule."""
         return namespace().sin(self)
 
     def sinh(self):
-        """Elementwise ``sinh`` (scipy's method): [`bcoo_array.sinh`][bcoo_array.sinh] under the fill-value rule."""
+        """Elementwise ``sinh`` (scipy's method): [`bcoo_array.sinh`][] under the fill-value rule."""
         return namespace().sinh(self)
 
     def tan(self):
-        """Elementwise ``tan`` (scipy's method): [`bcoo_array.tan`][bcoo_array.tan] under the fill-value rule."""
+        """Elementwise ``tan`` (scipy's method): [`bcoo_array.tan`][] under the fill-value rule."""
         return namespace().tan(self)
 
     def tanh(self):
-        """Elementwise ``tanh`` (scipy's method): [`bcoo_array.tanh`][bcoo_array.tanh] under the fill-value rule."""
+        """Elementwise ``tanh`` (scipy's method): [`bcoo_array.tanh`][] under the fill-value rule."""
         return namespace().tanh(self)
 
     def arcsin(self):
-        """Elementwise ``arcsin`` (scipy's method): [`bcoo_array.asin`][bcoo_array.asin] under the fill-value rule."""
+        """Elementwise ``arcsin`` (scipy's method): [`bcoo_array.asin`][] under the fill-value rule."""
         return namespace().asin(self)
 
     def arcsinh(self):
-        """Elementwise ``arcsinh`` (scipy's method): [`bcoo_array.asinh`][bcoo_array.asinh] under the fill-value rule."""
+        """Elementwise ``arcsinh`` (scipy's method): [`bcoo_array.asinh`][] under the fill-value rule."""
         return namespace().asinh(self)
 
     def arctan(self):
-        """Elementwise ``arctan`` (scipy's method): [`bcoo_array.atan`][bcoo_array.atan] under the fill-value rule."""
+        """Elementwise ``arctan`` (scipy's method): [`bcoo_array.atan`][] under the fill-value rule."""
         return namespace().atan(self)
 
     def arctanh(self):
-        """Elementwise ``arctanh`` (scipy's method): [`bcoo_array.atanh`][bcoo_array.atanh] under the fill-value rule."""
+        """Elementwise ``arctanh`` (scipy's method): [`bcoo_array.atanh`][] under the fill-value rule."""
         return namespace().atanh(self)
 
     def sign(self):
-        """Elementwise ``sign`` (scipy's method): [`bcoo_array.sign`][bcoo_array.sign] under the fill-value rule."""
+        """Elementwise ``sign`` (scipy's method): [`bcoo_array.sign`][] under the fill-value rule."""
         return namespace().sign(self)
 
     def floor(self):
-        """Elementwise ``floor`` (scipy's method): [`bcoo_array.floor`][bcoo_array.floor] under the fill-value rule."""
+        """Elementwise ``floor`` (scipy's method): [`bcoo_array.floor`][] under the fill-value rule."""
         return namespace().floor(self)
 
     def ceil(self):
-        """Elementwise ``ceil`` (scipy's method): [`bcoo_array.ceil`][bcoo_array.ceil] under the fill-value rule."""
+        """Elementwise ``ceil`` (scipy's method): [`bcoo_array.ceil`][] under the fill-value rule."""
         return namespace().ceil(self)
 
     def trunc(self):
-        """Elementwise ``trunc`` (scipy's method): [`bcoo_array.trunc`][bcoo_array.trunc] under the fill-value rule."""
+        """Elementwise ``trunc`` (scipy's method): [`bcoo_array.trunc`][] under the fill-value rule."""
         return namespace().trunc(self)
 
     def rint(self):
-        """Elementwise ``rint`` (scipy's method): [`bcoo_array.round`][bcoo_array.round] under the fill-value rule."""
+        """Elementwise ``rint`` (scipy's method): [`bcoo_array.round`][] under the fill-value rule."""
         return namespace().round(self)
 
     def deg2rad(self):

@@ -314,7 +314,7 @@ def fftshift(x, /, *, axes=None) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        [`bcoo_array.roll`][bcoo_array.roll] by ``size // 2`` along each axis: sparse input
+        [`bcoo_array.roll`][] by ``size // 2`` along each axis: sparse input
         stays sparse.
 
     Raises
@@ -339,7 +339,7 @@ def ifftshift(x, /, *, axes=None) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        [`bcoo_array.roll`][bcoo_array.roll] by ``-(size // 2)`` along each axis (sparse).
+        [`bcoo_array.roll`][] by ``-(size // 2)`` along each axis (sparse).
 
     Raises
     ------

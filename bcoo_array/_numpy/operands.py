@@ -32,7 +32,7 @@ def sparse_arg(x, argname: str = "a"):
     x : array_like
         A BCOOArray (returned as it is), a NumPy or JAX array, a scipy.sparse,
         pydata-sparse or jax.experimental.sparse array, a nested sequence or a
-        scalar; converted with [`bcoo_array.asarray`][bcoo_array.asarray] (dense input stores
+        scalar; converted with [`bcoo_array.asarray`][] (dense input stores
         its non-zero entries).
     argname : str
         Name used in error messages.

@@ -6,7 +6,7 @@ never turned into an object array nor silently densified.
 
 Operands may mix BCOOArrays with NumPy and JAX arrays, Python and NumPy
 scalars, and scipy.sparse / pydata-sparse / jax.experimental.sparse arrays
-(converted with [`bcoo_array.asarray`][bcoo_array.asarray]). NumPy arrays keep the 64-bit
+(converted with [`bcoo_array.asarray`][]). NumPy arrays keep the 64-bit
 policy of the namespace: a float64 array with JAX's x64 mode off raises
 ValueError instead of being downcast. ``out=`` is refused with TypeError,
 since JAX buffers are immutable.

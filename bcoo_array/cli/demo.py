@@ -123,7 +123,7 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0,
         Called with the name of each step as it starts.
     devices : int
         With more than 1, the matrix is row-partitioned over the first
-        ``devices`` JAX devices ([`bcoo_array.sharded.shard`][bcoo_array.sharded.shard]) and every
+        ``devices`` JAX devices ([`bcoo_array.sharded.shard`][]) and every
         operation runs sharded.
 
     Raises

@@ -778,7 +778,7 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> BCOOArray:
     offset : int
         Which diagonal (see [`diagonal`][bcoo_array.linalg.diagonal]).
     dtype : dtype, optional
-        Accumulation and result dtype; default as [`bcoo_array.sum`][bcoo_array.sum].
+        Accumulation and result dtype; default as [`bcoo_array.sum`][].
 
     Returns
     -------

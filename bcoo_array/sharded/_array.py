@@ -35,8 +35,8 @@ def spec_entry(mesh_axes: tuple):
 class ShardedBCOOArray(ArrayBase):
     """A BCOOArray partitioned along one dimension over the devices of a mesh.
 
-    Create it with [`bcoo_array.sharded.shard`][bcoo_array.sharded.shard]; gather it with
-    [`bcoo_array.sharded.unshard`][bcoo_array.sharded.unshard] or ``to_device``.
+    Create it with [`bcoo_array.sharded.shard`][]; gather it with
+    [`bcoo_array.sharded.unshard`][] or ``to_device``.
 
     Attributes
     ----------
@@ -176,7 +176,7 @@ class ShardedBCOOArray(ArrayBase):
         return todense(self)
 
     def unshard(self, device=None) -> BCOOArray:
-        """Gather into one BCOOArray (see [`bcoo_array.sharded.unshard`][bcoo_array.sharded.unshard])."""
+        """Gather into one BCOOArray (see [`bcoo_array.sharded.unshard`][])."""
         return unshard(self, device=device)
 
     def to_device(self, device, /, *, stream=None):
@@ -271,7 +271,7 @@ def shard(A, mesh: Mesh, spec) -> ShardedBCOOArray:
     Parameters
     ----------
     A : BCOOArray, scipy.sparse array, or array_like
-        A concrete array (not traced; converted with [`bcoo_array.asarray`][bcoo_array.asarray]).
+        A concrete array (not traced; converted with [`bcoo_array.asarray`][]).
         In a multi-process run every process passes the same array; each
         device receives only its block.
     mesh : jax.sharding.Mesh

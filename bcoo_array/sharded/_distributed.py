@@ -2,7 +2,7 @@
 
 JAX runs one process per host (or per group of devices); each process sees
 the global device list, and a mesh over ``jax.devices()`` spans all of them.
-[`bcoo_array.sharded.shard`][bcoo_array.sharded.shard] places each block on its device from the
+[`bcoo_array.sharded.shard`][] places each block on its device from the
 host copy that every process holds, so the whole matrix never travels.
 Cross-process collectives on CPU use gloo
 (``jax_cpu_collectives_implementation``, JAX's default since 0.4.36).
