@@ -139,6 +139,13 @@ def test_site_has_no_sphinx_roles(site):
     assert not found, f"literal Sphinx roles in the rendered site: {found}"
 
 
+def test_cross_references_render_as_links(site):
+    """A Markdown cross-reference autorefs could not resolve is left as ``[`name`][target]`` text."""
+    left = {page: re.findall(r"</code>\]\[[\w.]*\]", text) for page, text in _html(site).items()}
+    left = {k: v for k, v in left.items() if v}
+    assert not left, f"unresolved cross-references: {left}"
+
+
 def test_bool_annotations_render_as_bool(site):
     """``x: bool`` resolved to the namespace's ``bool`` dtype rendered as ``bool_``."""
     bad = {page: text.count('title="bcoo_array._dtypes.bool_"') for page, text in _html(site).items()}
