@@ -12,7 +12,10 @@
   HTML, no Sphinx role (``:func:``, ...) is left as literal text and no
   ``bool`` annotation renders as the namespace's ``bool_`` dtype.
 * The ``python`` code blocks of the guides (``docs/guides/*.md``) run, in
-  order, one namespace per guide, with JAX's x64 mode on.
+  order, one namespace per guide, with JAX's x64 mode on, and the ``>>>``
+  examples of the package's docstrings run as doctests.
+* Read statically with the docs' griffe extension (``docs/griffe_bcoo.py``),
+  every public function, class and method has a docstring.
 """
 
 from __future__ import annotations
@@ -254,3 +257,30 @@ def test_griffe_sees_every_docstring():
                 target.docstring and target.docstring.value.strip()):
             bare.append(path)
     assert not bare, "public names griffe sees without a docstring:\n  " + "\n  ".join(bare)
+
+
+def _modules_with_examples() -> list[str]:
+    names = []
+    for path in sorted((ROOT / "bcoo_array").rglob("*.py")):
+        if ">>> " in path.read_text():
+            rel = path.relative_to(ROOT).with_suffix("")
+            parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+            names.append(".".join(parts))
+    return names
+
+
+@pytest.mark.parametrize("modname", _modules_with_examples())
+def test_docstring_examples_run(modname):
+    """The ``>>>`` examples of the package's docstrings (rendered on the API pages) run as doctests."""
+    import doctest
+    import importlib
+
+    module = importlib.import_module(modname)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = [t for t in finder.find(module, modname) if t.examples]
+    assert tests
+    for test in tests:
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} doctest examples failed in {modname}"
