@@ -114,6 +114,16 @@ def test_api_reference_names_exist():
     assert not absent, "API pages document names that do not exist:\n  " + "\n  ".join(absent)
 
 
+def test_no_sphinx_roles_in_the_package():
+    """mkdocstrings renders docstrings as Markdown: ``:func:`x``` would show as literal text.
+    ``python docs/roles_to_markdown.py`` converts them."""
+    role = re.compile(r":(?:py:)?(?:func|meth|class|mod|attr|data|obj|exc):`[^`]+`")
+    found = [f"{p.relative_to(ROOT)}:{n}: {m.group(0)}"
+             for p in sorted((ROOT / "bcoo_array").rglob("*.py"))
+             for n, line in enumerate(p.read_text().splitlines(), 1) for m in role.finditer(line)]
+    assert not found, "Sphinx roles (run python docs/roles_to_markdown.py):\n  " + "\n  ".join(found)
+
+
 def test_api_pages_are_in_the_nav():
     nav = (ROOT / "mkdocs.yml").read_text()
     absent = [p.name for p in API_DIR.glob("*.md") if f"api/{p.name}" not in nav]
