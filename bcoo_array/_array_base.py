@@ -1,11 +1,11 @@
 """What every array type of this package shares: metadata and the operator protocol.
 
-:class:`ArrayBase` is mixed into :class:`~bcoo_array.BCOOArray` and
-:class:`~bcoo_array.sharded.ShardedBCOOArray`. It reads only the attributes
+``ArrayBase`` is mixed into [`BCOOArray`][bcoo_array.BCOOArray] and
+[`ShardedBCOOArray`][bcoo_array.sharded.ShardedBCOOArray]. It reads only the attributes
 both hold (``data``, ``indices``, ``shape``, ``_fill``) and implements the
 Python operators by calling the namespace function of the same meaning
-(found at call time through :mod:`._namespace`); the namespace routes a
-sharded operand to its own implementation (:mod:`._routing`).
+(found at call time through ``._namespace``); the namespace routes a
+sharded operand to its own implementation (``._routing``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class ArrayBase:
 
     @property
     def fill_value(self) -> np.generic:
-        """The value of every unstored entry, a NumPy scalar of :attr:`dtype`."""
+        """The value of every unstored entry, a NumPy scalar of [`dtype`][bcoo_array.BCOOArray.dtype]."""
         return self._fill
 
     @property
@@ -103,7 +103,7 @@ class ArrayBase:
         return namespace()
 
     def astype(self, dtype, /, *, copy: bool = True, device=None):
-        """Cast to ``dtype`` (same as :func:`bcoo_array.astype`)."""
+        """Cast to ``dtype`` (same as [`bcoo_array.astype`][])."""
         return namespace().astype(self, dtype, copy=copy, device=device)
 
     # -- operators: each calls the namespace function of the same meaning ------------------

@@ -2,8 +2,8 @@
 Python operator protocol.
 
 Operators call the namespace function of the same meaning (the shared ones
-are written in :class:`._array_base.ArrayBase`, indexing and the in-place
-ones here), found at call time through :mod:`._namespace` (the namespace
+are written in ``._array_base.ArrayBase``, indexing and the in-place
+ones here), found at call time through ``._namespace`` (the namespace
 sits above the class), so ``A + B`` and ``bcoo_array.add(A, B)`` run the
 same code.
 """
@@ -72,7 +72,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     Every position that is not stored holds ``fill_value`` (0 by default, as
     in pydata-sparse). Entries stored twice hold the sum of their data
     (logical or for bool). An index equal to its dimension's size marks
-    padding, ignored everywhere (as in :mod:`jax.experimental.sparse`).
+    padding, ignored everywhere (as in ``jax.experimental.sparse``).
 
     Parameters
     ----------
@@ -92,6 +92,19 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         Copy the buffers (JAX buffers are immutable, so this only matters for
         NumPy input, which is always copied to the device).
 
+    Attributes
+    ----------
+    data : jax.Array
+        The stored values, shape ``(*batch, nse, *dense)``.
+    indices : jax.Array
+        The sparse coordinates of each stored value, shape ``(*batch, nse, n_sparse)``.
+    shape : tuple of int
+        The array's shape.
+    n_batch, n_dense : int
+        The numbers of leading batch and trailing dense dimensions.
+    indices_sorted, unique_indices : bool
+        Whether the indices are known to be sorted / free of duplicates.
+
     Raises
     ------
     TypeError
@@ -103,7 +116,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     Notes
     -----
-    The layout follows :class:`jax.experimental.sparse.BCOO`; the fill value
+    The layout follows ``jax.experimental.sparse.BCOO``; the fill value
     follows ``sparse.COO`` of pydata-sparse. The class is a pytree: ``data``
     and ``indices`` are its leaves and everything else is static, so
     ``jax.jit``, ``jax.grad`` (with respect to ``data``) and ``jax.vmap``
@@ -247,11 +260,14 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     # -- pytree ------------------------------------------------------------------------
 
     def tree_flatten(self):
+        """The pytree leaves ``(data, indices)`` and the static aux data (shape, layout, flags, fill value)."""
         aux = (self.shape, self.n_batch, self.n_dense, self.indices_sorted, self.unique_indices, fill_key(self._fill))
         return (self.data, self.indices), aux
 
     @classmethod
     def tree_unflatten(cls, aux, children):
+        """Rebuild an array from [`tree_flatten`][bcoo_array.BCOOArray.tree_flatten]'s output
+        (under ``vmap``, with the leading batch dimensions the leaves have)."""
         shape, n_batch, n_dense, srt, uniq, fkey = aux
         data, indices = children
         obj = object.__new__(cls)
@@ -301,7 +317,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     # -- conversions -------------------------------------------------------------------
 
     def todense(self) -> jax.Array:
-        """Return the dense :class:`jax.Array` of shape :attr:`shape` (unstored entries = fill value)."""
+        """Return the dense ``jax.Array`` of shape [`shape`][bcoo_array.BCOOArray.shape] (unstored entries = fill value)."""
         fill_is_zero = same_value_np(self._fill, np.zeros((), self.dtype))
         return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
 
@@ -430,7 +446,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
 
     def to_device(self, device, /, *, stream=None) -> "BCOOArray":
-        """Return a copy whose buffers live on ``device`` (a :class:`jax.Device` or sharding)."""
+        """Return a copy whose buffers live on ``device`` (a ``jax.Device`` or sharding)."""
         if stream is not None:
             raise ValueError("stream= is not supported by JAX; pass stream=None")
         if device is None or device == self.device:
@@ -446,9 +462,9 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         arrays among what it cannot carry and has ``__dlpack__`` raise
         ``BufferError`` then (design topic "Data interchange mechanisms").
         As ``np.asarray(A)`` refuses, so does this, with the same rule and
-        advice: export ``A.todense()`` (a :class:`jax.Array`) explicitly. With
+        advice: export ``A.todense()`` (a ``jax.Array``) explicitly. With
         the opt-in ``BCOO_ARRAY_AUTO_DENSIFY=1`` the consumer receives a new
-        dense array of :attr:`shape` (memory ``A.size`` elements).
+        dense array of [`shape`][bcoo_array.BCOOArray.shape] (memory ``A.size`` elements).
         ``bcoo_array.from_dlpack(A)`` does not call this: it returns ``A``.
 
         Raises
@@ -524,7 +540,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     def _without_padding(self) -> bool:
         """True when a 2-D all-sparse matrix with concrete indices is known to store no padding
-        (from its cached CSR structure, :func:`._kernels.csr.csr_arrays`); False when unknown."""
+        (from its cached CSR structure, ``._kernels.csr.csr_arrays``); False when unknown."""
         if self.ndim != 2 or self.n_batch or self.n_dense or not is_concrete(self.indices):
             return False
         st = csr_arrays(self.indices, self.shape)
@@ -629,7 +645,7 @@ def _as_host(x, argname):
     """``x`` as a NumPy array when it is concrete and on the CPU (a zero-copy view of a JAX buffer), else None.
 
     Non-array input (nested sequences, NumPy arrays, scalars) is read by NumPy
-    with the same dtype checks as :func:`_as_jax`.
+    with the same dtype checks as ``_as_jax``.
     """
     if isinstance(x, jax.core.Tracer):
         return None

@@ -166,7 +166,7 @@ def zeros(shape, *, dtype=None, device=None) -> BCOOArray:
 
 @routed
 def empty(shape, *, dtype=None, device=None) -> BCOOArray:
-    """An uninitialised array; here the same as :func:`zeros` (array API ``empty``)."""
+    """An uninitialised array; here the same as [`zeros`][bcoo_array.zeros] (array API ``empty``)."""
     return zeros(shape, dtype=dtype, device=device)
 
 
@@ -174,7 +174,7 @@ def empty(shape, *, dtype=None, device=None) -> BCOOArray:
 def ones(shape, *, dtype=None, device=None) -> BCOOArray:
     """An array of ones: nothing stored, fill value 1 (array API ``ones``).
 
-    Same parameters as :func:`zeros`.
+    Same parameters as [`zeros`][bcoo_array.zeros].
     """
     dt = _dtype_or(dtype, _dtypes.default_float())
     return _fill_only(shape, 1, dt, device)
@@ -214,25 +214,25 @@ def full(shape, fill_value, *, dtype=None, device=None) -> BCOOArray:
 
 @routed
 def zeros_like(x, /, *, dtype=None, device=None) -> BCOOArray:
-    """:func:`zeros` with ``x``'s shape and (by default) dtype."""
+    """[`zeros`][bcoo_array.zeros] with ``x``'s shape and (by default) dtype."""
     return zeros(x.shape, dtype=dtype if dtype is not None else x.dtype, device=device)
 
 
 @routed
 def ones_like(x, /, *, dtype=None, device=None) -> BCOOArray:
-    """:func:`ones` with ``x``'s shape and (by default) dtype."""
+    """[`ones`][bcoo_array.ones] with ``x``'s shape and (by default) dtype."""
     return ones(x.shape, dtype=dtype if dtype is not None else x.dtype, device=device)
 
 
 @routed
 def empty_like(x, /, *, dtype=None, device=None) -> BCOOArray:
-    """:func:`empty` with ``x``'s shape and (by default) dtype."""
+    """[`empty`][bcoo_array.empty] with ``x``'s shape and (by default) dtype."""
     return zeros_like(x, dtype=dtype, device=device)
 
 
 @routed
 def full_like(x, /, fill_value, *, dtype=None, device=None) -> BCOOArray:
-    """:func:`full` with ``x``'s shape and (by default) dtype."""
+    """[`full`][bcoo_array.full] with ``x``'s shape and (by default) dtype."""
     return full(x.shape, fill_value, dtype=dtype if dtype is not None else x.dtype, device=device)
 
 

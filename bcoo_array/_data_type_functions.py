@@ -30,7 +30,7 @@ def astype(x, dtype, /, *, copy: bool = True, device=None) -> BCOOArray:
     copy : bool
         If False and ``x`` already has ``dtype``, return ``x`` itself.
     device : optional
-        Target device (see :meth:`BCOOArray.to_device`).
+        Target device (see [`BCOOArray.to_device`][bcoo_array.BCOOArray.to_device]).
 
     Returns
     -------

@@ -1,7 +1,7 @@
 """Data types: the namespace's dtype objects, their categories, type promotion
 and the 64-bit policy.
 
-The dtype objects are :class:`numpy.dtype` instances, the same objects that JAX
+The dtype objects are ``numpy.dtype`` instances, the same objects that JAX
 arrays report as ``.dtype``, so ``A.dtype == bcoo_array.float32`` holds.
 
 Promotion follows the array API standard's tables
@@ -81,7 +81,7 @@ def default_int() -> np.dtype:
 
 
 def canonicalize_dtype(dtype, *, argname: str = "dtype") -> np.dtype:
-    """Return ``dtype`` as a supported :class:`numpy.dtype`.
+    """Return ``dtype`` as a supported ``numpy.dtype``.
 
     Raises
     ------
@@ -116,7 +116,7 @@ _HALF_WIDTH = {"float64": "float32", "int64": "int32", "uint64": "uint32", "comp
 
 
 def isdtype_kind(dtype: np.dtype, kind) -> bool:
-    """Implement :func:`bcoo_array.isdtype` for one dtype and a kind or tuple of kinds."""
+    """Implement [`bcoo_array.isdtype`][] for one dtype and a kind or tuple of kinds."""
     if isinstance(kind, tuple):
         return any(isdtype_kind(dtype, k) for k in kind)
     if isinstance(kind, str):

@@ -1,7 +1,7 @@
 """Element-wise functions of the array API standard, generated from one table.
 
 Each function applies the JAX function of the same meaning under the
-fill-value rule (:mod:`._fill_rule`): a sparse input stays sparse, its fill
+fill-value rule (``._fill_rule``): a sparse input stays sparse, its fill
 value becomes ``f(fill)`` (``exp`` of a zero-filled array has fill value 1).
 Special cases for NaN, infinities and signed zeros are those of the JAX
 (XLA) implementations, which follow IEEE 754 as the standard asks.
@@ -306,7 +306,7 @@ ValueError
 
 
 def _unary(name: str):
-    """The namespace function ``name`` of one argument, built from its :data:`TABLE` entry."""
+    """The namespace function ``name`` of one argument, built from its ``TABLE`` entry."""
     spec = TABLE[name]
 
     def fn(x, /):
@@ -326,7 +326,7 @@ _COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater",
 
 
 def _binary(name: str):
-    """The namespace function ``name`` of two arguments, built from its :data:`TABLE` entry."""
+    """The namespace function ``name`` of two arguments, built from its ``TABLE`` entry."""
     spec = TABLE[name]
 
     prune = name in _COMPARISONS

@@ -93,7 +93,7 @@ def fill_key(fill: np.generic) -> tuple[str, bytes]:
 
 
 def fill_from_key(key: tuple[str, bytes]) -> np.generic:
-    """Inverse of :func:`fill_key`."""
+    """Inverse of ``fill_key``."""
     return np.frombuffer(key[1], dtype=np.dtype(key[0]))[0]
 
 

@@ -8,7 +8,7 @@ exactly the dense result, entry by entry.
 A sparse operand combined with a dense one stays sparse when ``f(fill, d)``
 is the same value for every dense entry ``d`` (checked on concrete values;
 while tracing, assumed only for annihilating operations such as ``0 * d``,
-which then treat ``d`` as finite, as :mod:`jax.experimental.sparse` does);
+which then treat ``d`` as finite, as ``jax.experimental.sparse`` does);
 otherwise the result is a BCOOArray in *dense layout* (no sparse dimension,
 every entry stored). A small sparse operand that broadcasts against a larger
 one (a row of column scales in ``A / s``) is read as dense first, so

@@ -3,7 +3,7 @@
 A type is recognised through ``sys.modules`` (as array-api-compat does): if
 the user never imported pydata-sparse, no object can be a pydata-sparse
 array, and importing bcoo_array never imports it. The conversions themselves
-live in :mod:`._convert`.
+live in ``._convert``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Supported keys, as in the standard's indexing page:
 * basic: integers (negative too), slices (any step), ``...`` and ``None``;
   the result stays sparse (entries outside the selection are dropped, or
   turned into padding while tracing);
-* one integer array among basic keys: :func:`take` along that axis;
+* one integer array among basic keys: [`take`][bcoo_array.take] along that axis;
 * integer arrays on every indexed axis (broadcast together): a pointwise
   lookup, jittable (binary search in the sorted pattern);
 * a boolean mask: eager only (its number of True entries fixes the shape).
@@ -246,7 +246,7 @@ def _matrix_row_or_column(x: BCOOArray, key):
     """``A[i]``, ``A[i, :]``, ``A[:, j]`` or ``A[i:j]`` of a 2-D matrix by CSR / CSC slicing on the host, or None.
 
     Taken for a 2-D array with every dimension sparse and concrete CPU
-    buffers (:mod:`._kernels.slicing`); other arrays and keys take the
+    buffers (``._kernels.slicing``); other arrays and keys take the
     general path, which gives the same values.
     """
     if x.ndim != 2 or x.n_batch or x.n_dense:
@@ -378,9 +378,9 @@ def _basic(x: BCOOArray, key) -> BCOOArray:
 
 
 def _basic_host(c: BCOOArray, key) -> BCOOArray | None:
-    """:func:`_basic` on the host for concrete CPU buffers of an all-sparse ``c``: NumPy, no compilation per shape.
+    """``_basic`` on the host for concrete CPU buffers of an all-sparse ``c``: NumPy, no compilation per shape.
 
-    The same entries, order and flags as the traced code in :func:`_basic`;
+    The same entries, order and flags as the traced code in ``_basic``;
     None when the buffers are traced or not on the CPU.
     """
     got = host.host_buffers(c.data, c.indices)

@@ -6,7 +6,7 @@ A BCOOArray of shape ``(*batch, *sparse, *dense)`` holds
 * ``data``    of shape ``(*batch, nse, *dense)``,
 * ``indices`` of shape ``(*batch, nse, n_sparse)``,
 
-as in :mod:`jax.experimental.sparse`. A stored entry whose index is out of
+as in ``jax.experimental.sparse``. A stored entry whose index is out of
 range in any sparse dimension (JAX writes the dimension's size) is *padding*
 and ignored by every operation.
 """

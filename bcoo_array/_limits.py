@@ -3,14 +3,14 @@ implicitly from sparse input.
 
 A function whose result (or an intermediate) is dense although its input is
 sparse (``argsort`` returns a permutation of every position) calls
-:func:`check_dense` with the shape and dtypes it is about to allocate; above
-the limit it raises a :class:`MemoryError` naming the function, the shape,
+``check_dense`` with the shape and dtypes it is about to allocate; above
+the limit it raises a ``MemoryError`` naming the function, the shape,
 the bytes, the limit, how to raise it and the explicit alternative
 (``x.todense()``, which is never guarded). Only static shapes are read, so the
 check works the same under ``jax.jit``.
 
 The limit is, in order of precedence, the value given to
-:func:`set_max_dense_bytes`, the environment variable
+``set_max_dense_bytes``, the environment variable
 ``BCOO_ARRAY_MAX_DENSE_BYTES`` (read at every check), or 2 GiB.
 """
 
@@ -24,7 +24,7 @@ import numpy as np
 
 #: Environment variable holding the limit in bytes (an integer; "inf" or "none" for no limit).
 MAX_DENSE_BYTES_ENV = "BCOO_ARRAY_MAX_DENSE_BYTES"
-#: The limit when neither :func:`set_max_dense_bytes` nor the environment variable sets one: 2 GiB.
+#: The limit when neither ``set_max_dense_bytes`` nor the environment variable sets one: 2 GiB.
 DEFAULT_MAX_DENSE_BYTES = 2 * 1024**3
 
 _override: int | None = None
@@ -60,7 +60,7 @@ def get_max_dense_bytes() -> float:
     Returns
     -------
     int or float
-        The value set by :func:`set_max_dense_bytes`, else the environment
+        The value set by ``set_max_dense_bytes``, else the environment
         variable ``BCOO_ARRAY_MAX_DENSE_BYTES``, else 2 GiB (2147483648).
 
     Raises
@@ -83,7 +83,7 @@ def set_max_dense_bytes(limit) -> float:
     Functions whose result or intermediate is inherently dense on a sparse
     input (``argsort``, ``unique_values`` of an array with a NaN fill value,
     ...) check the bytes they would allocate against this limit first and
-    raise :class:`MemoryError` above it. Explicit densification
+    raise ``MemoryError`` above it. Explicit densification
     (``x.todense()``) is never limited.
 
     Parameters
@@ -96,7 +96,7 @@ def set_max_dense_bytes(limit) -> float:
     Returns
     -------
     int or float
-        The previous limit (as :func:`get_max_dense_bytes` gave it), so
+        The previous limit (as ``get_max_dense_bytes`` gave it), so
         ``old = set_max_dense_bytes(n); ...; set_max_dense_bytes(old)``
         restores it.
 
@@ -131,7 +131,7 @@ def dense_bytes(shape, *dtypes) -> int:
 
 
 def check_dense(name: str, shape, *dtypes, what: str = "", alternative: str = "") -> None:
-    """Raise :class:`MemoryError` if dense arrays of ``shape`` in ``dtypes`` exceed the limit.
+    """Raise ``MemoryError`` if dense arrays of ``shape`` in ``dtypes`` exceed the limit.
 
     Parameters
     ----------

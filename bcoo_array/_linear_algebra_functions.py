@@ -7,11 +7,11 @@ scipy.sparse and pydata-sparse), a BCOOArray in dense layout when every
 operand is sparse. ``sparse @ sparse`` of 2-D zero-filled arrays
 stays sparse, computed with memory proportional to the number of products
 (Gustavson / expand-sort-compress), never nse_A x nse_B. While tracing the
-number of products needs a static bound: :func:`sparse_product` proves one
+number of products needs a static bound: ``sparse_product`` proves one
 from static information or raises with the alternatives (no silent
 densifying); ``bcoo_array.linalg.sparse_matmul`` takes it as ``nse=``.
 Batched or non-zero-filled operands go through a dense right-hand side. The kernels themselves, and the choice among them, live in
-:mod:`._kernels.matmul`. Spec:
+``._kernels.matmul``. Spec:
 https://data-apis.org/array-api/2025.12/API_specification/linear_algebra_functions.html
 """
 
@@ -120,7 +120,7 @@ def sparse_product(a: BCOOArray, b: BCOOArray, nse: int | None = None) -> BCOOAr
         bounds the stored entries of the result); the result then has
         ``min(nse, m * n)`` stored slots, padding last, eager or traced.
         Without it: concrete indices give the exact product, traced ones the
-        bound of :func:`._kernels.matmul.spgemm_products_bound` if it is no
+        bound of ``._kernels.matmul.spgemm_products_bound`` if it is no
         larger than the dense route (``m * n + k * n``).
 
     Raises
@@ -264,7 +264,7 @@ def matmul(x1, x2, /):
     Notes
     -----
     The operands are normalised once, then one kernel of
-    :mod:`._kernels.matmul` runs (which one depends on the layout, the
+    ``._kernels.matmul`` runs (which one depends on the layout, the
     backend and whether the indices are traced).
 
     Non-finite values (see "Non-finite values" in ``docs/design.md``):
@@ -294,7 +294,7 @@ def matmul(x1, x2, /):
 
 
 def _matmul(x1, x2) -> BCOOArray:
-    """:func:`matmul` with the result always a BCOOArray (dense layout for dense products)."""
+    """[`matmul`][bcoo_array.matmul] with the result always a BCOOArray (dense layout for dense products)."""
     a = as_operand(x1, "x1")
     b = as_operand(x2, "x2")
     da, db = np.dtype(a.dtype), np.dtype(b.dtype)
@@ -381,7 +381,7 @@ def tensordot(x1, x2, /, *, axes=2):
     BCOOArray, jax.Array or numpy.ndarray
         Shape: ``x1``'s free axes then ``x2``'s. Computed as one matrix
         product of the operands reshaped to 2-D, so sparsity and the result's
-        type (the mixed-type rule) follow :func:`matmul`.
+        type (the mixed-type rule) follow [`matmul`][bcoo_array.matmul].
 
     Raises
     ------

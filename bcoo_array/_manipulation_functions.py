@@ -403,7 +403,7 @@ def stack(arrays, /, *, axis: int = 0) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        Shape with ``len(arrays)`` inserted at ``axis``; sparse as :func:`concat`.
+        Shape with ``len(arrays)`` inserted at ``axis``; sparse as [`concat`][bcoo_array.concat].
 
     Raises
     ------
@@ -571,7 +571,7 @@ def moveaxis(x, source, destination, /) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        :func:`permute_dims` with the matching permutation (sparse).
+        [`permute_dims`][bcoo_array.permute_dims] with the matching permutation (sparse).
 
     Raises
     ------

@@ -1,6 +1,6 @@
 """Late binding from the array class up to the functions behind its operators.
 
-The class :class:`~bcoo_array.BCOOArray` sits below the chapters of the
+The class [`BCOOArray`][bcoo_array.BCOOArray] sits below the chapters of the
 standard (they take and return it), yet its operators (``A + B``,
 ``A @ x``, ``A[i]``), its scipy.sparse methods and its NumPy protocol run
 those chapters. They find them at call time through the accessors here.

@@ -1,13 +1,13 @@
 """Operand normalisation, the one place every entry point reads its operands.
 
 * a BCOOArray passes through; a scipy.sparse, pydata-sparse or
-  jax.experimental.sparse array is converted to one (:mod:`._convert`);
+  jax.experimental.sparse array is converted to one (``._convert``);
 * a JAX array passes through; a NumPy array stays NumPy (so that its values
   stay concrete under ``jax.jit``), refusing a silent 64-bit downcast;
 * Python scalars become 0-d arrays by the standard's rules
-  (:func:`scalar_dtype`);
-* dtype categories are checked (:func:`check_category`) and operands cast to
-  the promoted dtype (:func:`binary_operands`, :func:`cast`).
+  (``scalar_dtype``);
+* dtype categories are checked (``check_category``) and operands cast to
+  the promoted dtype (``binary_operands``, ``cast``).
 """
 
 from __future__ import annotations
@@ -149,11 +149,11 @@ def cast(x, dtype: np.dtype):
 
 @functools.lru_cache(maxsize=None)
 def _caster(dtype: np.dtype):
-    """One stable function per dtype, so :func:`eval_fill` remembers cast fill values."""
+    """One stable function per dtype, so ``eval_fill`` remembers cast fill values."""
     return lambda f: f.astype(dtype)
 
 
 def as_sparse(x, argname: str = "x") -> BCOOArray:
-    """:func:`as_operand`, then a dense array wrapped in dense layout: always a BCOOArray."""
+    """``as_operand``, then a dense array wrapped in dense layout: always a BCOOArray."""
     x = as_operand(x, argname)
     return x if isinstance(x, BCOOArray) else dense_layout(x)

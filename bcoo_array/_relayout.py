@@ -1,12 +1,12 @@
 """Changing the layout of a BCOOArray without changing its values.
 
-* :func:`dense_layout` wraps a dense array (every entry stored, no sparse
+* ``dense_layout`` wraps a dense array (every entry stored, no sparse
   dimension);
-* :func:`update_layout` moves dimensions between batch, sparse and dense;
-* :func:`to_coo` makes every dimension sparse;
-* :func:`broadcast` broadcasts to a larger shape (new leading dimensions
+* [`update_layout`][bcoo_array.update_layout] moves dimensions between batch, sparse and dense;
+* ``to_coo`` makes every dimension sparse;
+* ``broadcast`` broadcasts to a larger shape (new leading dimensions
   become batch dimensions);
-* :func:`drop_fill_entries` removes stored entries equal to the fill value.
+* ``drop_fill_entries`` removes stored entries equal to the fill value.
 
 All keep the fill value exactly.
 """
@@ -36,7 +36,7 @@ def dense_layout(x) -> BCOOArray:
 def is_dense_layout(x) -> bool:
     """Whether ``x`` is a BCOOArray in dense layout: one stored block holding every entry.
 
-    Such an array (what :func:`dense_layout` makes, and what products with a
+    Such an array (what ``dense_layout`` makes, and what products with a
     dense operand return) is best handled as the dense array ``x.data[0]``;
     converting it to COO would store one index row per entry. (A 0-d array
     has no sparse dimension whatever its layout, so it is not counted.)

@@ -1,6 +1,6 @@
 """Routing namespace functions to other array types of this package.
 
-Every public function of the namespace is decorated with :func:`routed`.
+Every public function of the namespace is decorated with ``routed``.
 When one of its arguments (or an element of a list or tuple argument) has a
 type that defines ``__bcoo_function__``, the call goes to that method
 instead:
@@ -8,7 +8,7 @@ instead:
     type(arg).__bcoo_function__(arg, func, args, kwargs)
 
 ``func`` is the public function; the method returns the result or raises.
-This is how :class:`bcoo_array.sharded.ShardedBCOOArray` takes part in the
+This is how [`bcoo_array.sharded.ShardedBCOOArray`][] takes part in the
 namespace (its method looks the function up in one explicit table and
 raises "gather first" for the others) without the namespace importing it:
 the same idea as NumPy's ``__array_function__`` (NEP 18).
@@ -67,7 +67,7 @@ def routed(fn):
 
 
 def public(fn, name: str, module: str):
-    """A function built by a factory, named ``module.name`` and :func:`routed` (the generated
+    """A function built by a factory, named ``module.name`` and ``routed`` (the generated
     element-wise and FFT functions)."""
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = module

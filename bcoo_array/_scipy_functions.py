@@ -4,13 +4,13 @@ returning BCOOArrays: ``eye_array``, ``diags_array``, ``random_array``,
 
 Reference: https://docs.scipy.org/doc/scipy/reference/sparse.html
 ("Building sparse arrays" and "Sparse tools"). scipy's ``tril`` / ``triu``
-mean the same as the array API functions :func:`bcoo_array.tril` /
-:func:`bcoo_array.triu` (pass ``k=`` by keyword), so they are not repeated.
+mean the same as the array API functions [`bcoo_array.tril`][] /
+[`bcoo_array.triu`][] (pass ``k=`` by keyword), so they are not repeated.
 
 The block functions assemble the coordinates on the host (NumPy) from each
 block's canonical entries, so they run eagerly, like scipy. Operands may be
 BCOOArrays, scipy.sparse / pydata-sparse / jax.experimental.sparse objects
-or dense arrays (all converted with :func:`bcoo_array.asarray`). Results are
+or dense arrays (all converted with [`bcoo_array.asarray`][]). Results are
 canonical (sorted, duplicate-free).
 """
 
@@ -104,7 +104,7 @@ def eye_array(m, n=None, *, k: int = 0, dtype=None, format=None) -> BCOOArray:
 
 @routed
 def identity(n, dtype=None, format=None) -> BCOOArray:
-    """The ``n`` x ``n`` identity (scipy's ``identity``); see :func:`eye_array`."""
+    """The ``n`` x ``n`` identity (scipy's ``identity``); see [`eye_array`][bcoo_array.eye_array]."""
     return eye_array(n, dtype=dtype, format=format)
 
 
@@ -185,7 +185,7 @@ def diags_array(diagonals, /, *, offsets=0, shape=None, format=None, dtype=None)
 def random_array(shape, *, density: float = 0.01, format=None, dtype=None, rng=None, data_sampler=None) -> BCOOArray:
     """Random sparse array with uniformly placed entries (scipy's ``random_array``).
 
-    The pattern and values are drawn by :func:`scipy.sparse.random_array`
+    The pattern and values are drawn by ``scipy.sparse.random_array``
     (same arguments, same random stream for the same ``rng``) and converted
     exactly.
 
@@ -281,7 +281,7 @@ def hstack(blocks, format=None, dtype=None) -> BCOOArray:
 
 @routed
 def vstack(blocks, format=None, dtype=None) -> BCOOArray:
-    """Stack 2-D arrays on top of each other (scipy's ``vstack``); see :func:`hstack`.
+    """Stack 2-D arrays on top of each other (scipy's ``vstack``); see [`hstack`][bcoo_array.hstack].
 
     Returns
     -------

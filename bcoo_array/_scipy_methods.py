@@ -1,5 +1,5 @@
 """The scipy.sparse drop-in surface of BCOOArray (methods scipy user code calls),
-kept apart from the array API operators of :mod:`._array_object`.
+kept apart from the array API operators of ``._array_object``.
 
 The methods follow ``scipy.sparse.sparray`` (SciPy >= 1.11,
 https://docs.scipy.org/doc/scipy/reference/sparse.html) where sparray and
@@ -76,9 +76,9 @@ def _product(a, v, adjoint: bool = False):
     """``a @ v`` (or ``a^H @ v``) as a NumPy array for a 2-D BCOOArray ``a`` and a dense ``v``.
 
     Concrete CPU operands of a zero-filled all-sparse matrix run the native
-    host kernel (:func:`._kernels.matmul.host_spmm`: no XLA dispatch, no
+    host kernel (``._kernels.matmul.host_spmm``: no XLA dispatch, no
     transfer), as scipy's own products do; everything else runs one compiled
-    JAX function (:func:`_apply`).
+    JAX function (``_apply``).
     """
     if (a.n_batch == 0 and a.n_dense == 0 and _dtypes.result_type(a.dtype, np.dtype(v.dtype)) == a.dtype
             and same_value_np(a.fill_value, np.zeros((), a.dtype))):
@@ -100,7 +100,7 @@ def _arg_extreme(rows, cols, vals, nrows: int, ncols: int, fill, op: str) -> np.
 
     ``rows``, ``cols``, ``vals``: canonical (sorted, unique) stored entries;
     unstored entries hold ``fill``. Ties go to the smallest column and NaN
-    counts as the extreme, as in :func:`numpy.argmax` / :func:`numpy.argmin`.
+    counts as the extreme, as in ``numpy.argmax`` / ``numpy.argmin``.
     Complex values compare lexicographically (real, then imaginary), as NumPy does.
     """
     rows = rows.astype(np.int64)
@@ -170,7 +170,7 @@ class ScipyMethodsMixin:
     # -- conversions ------------------------------------------------------------------
 
     def toarray(self, order=None, out=None) -> np.ndarray:
-        """Dense :class:`numpy.ndarray` of the array (scipy's ``toarray``).
+        """Dense ``numpy.ndarray`` of the array (scipy's ``toarray``).
 
         Parameters
         ----------
@@ -193,7 +193,7 @@ class ScipyMethodsMixin:
         return d
 
     def to_scipy(self, format: str = "coo", *, materialize_fill: bool = False):
-        """scipy.sparse array of ``format``; see :func:`bcoo_array.to_scipy`."""
+        """scipy.sparse array of ``format``; see [`bcoo_array.to_scipy`][]."""
         return namespace().to_scipy(self, format, materialize_fill=materialize_fill)
 
     def tocoo(self, copy: bool = False):
@@ -215,11 +215,11 @@ class ScipyMethodsMixin:
         return self.to_scipy(format)
 
     def to_pydata_sparse(self, format: str = "coo"):
-        """pydata-sparse array (``"coo"``, ``"gcxs"`` or ``"dok"``); see :func:`bcoo_array.to_pydata_sparse`."""
+        """pydata-sparse array (``"coo"``, ``"gcxs"`` or ``"dok"``); see [`bcoo_array.to_pydata_sparse`][]."""
         return namespace().to_pydata_sparse(self, format)
 
     def to_jax_sparse(self, format: str = "bcoo"):
-        """jax.experimental.sparse ``BCOO`` (no copy) or ``BCSR``; see :func:`bcoo_array.to_jax_sparse`."""
+        """jax.experimental.sparse ``BCOO`` (no copy) or ``BCSR``; see [`bcoo_array.to_jax_sparse`][]."""
         return namespace().to_jax_sparse(self, format)
 
     def tobsr(self, blocksize=None, copy: bool = False):
@@ -249,20 +249,20 @@ class ScipyMethodsMixin:
 
     @property
     def real(self):
-        """Real part (scipy's ``real`` attribute; :func:`bcoo_array.real`)."""
+        """Real part (scipy's ``real`` attribute; [`bcoo_array.real`][])."""
         return namespace().real(self)
 
     @property
     def imag(self):
-        """Imaginary part (scipy's ``imag`` attribute; :func:`bcoo_array.imag`)."""
+        """Imaginary part (scipy's ``imag`` attribute; [`bcoo_array.imag`][])."""
         return namespace().imag(self)
 
     def conj(self, copy: bool = True):
-        """Complex conjugate (scipy's ``conj``; :func:`bcoo_array.conj`)."""
+        """Complex conjugate (scipy's ``conj``; [`bcoo_array.conj`][])."""
         return namespace().conj(self)
 
     def conjugate(self, copy: bool = True):
-        """Complex conjugate (scipy's ``conjugate``; :func:`bcoo_array.conj`)."""
+        """Complex conjugate (scipy's ``conjugate``; [`bcoo_array.conj`][])."""
         return namespace().conj(self)
 
     def reshape(self, *shape, order: str = "C", copy: bool = False):
@@ -331,7 +331,7 @@ class ScipyMethodsMixin:
         """``A^H @ x`` (conjugate transpose) for a dense vector (LinearOperator protocol).
 
         ``x`` has shape ``(m,)`` or ``(m, 1)``; the result ``(n,)`` or
-        ``(n, 1)``. Errors as :meth:`matvec`.
+        ``(n, 1)``. Errors as [`matvec`][bcoo_array.BCOOArray.matvec].
         """
         _check_2d(self, "rmatvec")
         v = _as_dense_operand(x, "rmatvec")
@@ -343,7 +343,7 @@ class ScipyMethodsMixin:
         """``A @ X`` for a dense matrix (LinearOperator protocol).
 
         ``X`` has shape ``(n, k)``; the result is a NumPy array ``(m, k)``.
-        Errors as :meth:`matvec`.
+        Errors as [`matvec`][bcoo_array.BCOOArray.matvec].
         """
         _check_2d(self, "matmat")
         v = _as_dense_operand(X, "matmat")
@@ -355,7 +355,7 @@ class ScipyMethodsMixin:
         """``A^H @ X`` for a dense matrix (LinearOperator protocol).
 
         ``X`` has shape ``(m, k)``; the result is a NumPy array ``(n, k)``.
-        Errors as :meth:`matvec`.
+        Errors as [`matvec`][bcoo_array.BCOOArray.matvec].
         """
         _check_2d(self, "rmatmat")
         v = _as_dense_operand(X, "rmatmat")
@@ -402,7 +402,7 @@ class ScipyMethodsMixin:
 
         ``other`` may be a scalar, a dense array, a BCOOArray or a foreign
         sparse array. Returns a BCOOArray of the broadcast shape and promoted
-        dtype (:func:`bcoo_array.multiply`: sparse wherever the fill-value
+        dtype ([`bcoo_array.multiply`][]: sparse wherever the fill-value
         rule allows). Raises ValueError for shapes that do not broadcast.
         """
         return namespace().multiply(self, other)
@@ -410,7 +410,7 @@ class ScipyMethodsMixin:
     def maximum(self, other):
         """Elementwise maximum with a scalar, dense or sparse array (scipy's ``maximum``).
 
-        Returns a BCOOArray (:func:`bcoo_array.maximum`, fill value
+        Returns a BCOOArray ([`bcoo_array.maximum`][], fill value
         ``max(fill, other's fill)``). Raises ValueError for shapes that do not broadcast.
         """
         return namespace().maximum(self, other)
@@ -418,7 +418,7 @@ class ScipyMethodsMixin:
     def minimum(self, other):
         """Elementwise minimum with a scalar, dense or sparse array (scipy's ``minimum``).
 
-        Returns a BCOOArray (:func:`bcoo_array.minimum`). Raises ValueError
+        Returns a BCOOArray ([`bcoo_array.minimum`][]). Raises ValueError
         for shapes that do not broadcast.
         """
         return namespace().minimum(self, other)
@@ -520,7 +520,7 @@ class ScipyMethodsMixin:
         """Index of the first maximum, flat (axis None) or per row / column (scipy's ``argmax``).
 
         Unstored entries count with the fill value; NaN counts as the
-        maximum, as in :func:`numpy.argmax`. Works on the stored entries
+        maximum, as in ``numpy.argmax``. Works on the stored entries
         only (no densification).
 
         Returns
@@ -535,7 +535,7 @@ class ScipyMethodsMixin:
         return self._argext("max", axis, out, explicit)
 
     def argmin(self, axis=None, out=None, *, explicit: bool = False):
-        """Index of the first minimum (scipy's ``argmin``); see :meth:`argmax`."""
+        """Index of the first minimum (scipy's ``argmin``); see [`argmax`][bcoo_array.BCOOArray.argmax]."""
         return self._argext("min", axis, out, explicit)
 
     def _argext(self, op, axis, out, explicit):
@@ -586,7 +586,7 @@ class ScipyMethodsMixin:
         -------
         numpy.bool or BCOOArray
             A NumPy bool when every axis is reduced without ``keepdims`` (as
-            :meth:`sum`), else a BCOOArray (:func:`bcoo_array.any`).
+            [`sum`][bcoo_array.BCOOArray.sum]), else a BCOOArray ([`bcoo_array.any`][]).
         """
         out = namespace().any(self, axis=axis, keepdims=keepdims)
         return _host(out.todense()) if axis is None and not keepdims else out
@@ -594,13 +594,13 @@ class ScipyMethodsMixin:
     def all(self, axis=None, keepdims: bool = False):
         """Whether every entry is true (the ``all`` method of NumPy and pydata-sparse arrays).
 
-        Parameters and result as :meth:`any` (:func:`bcoo_array.all`).
+        Parameters and result as [`any`][bcoo_array.BCOOArray.any] ([`bcoo_array.all`][]).
         """
         out = namespace().all(self, axis=axis, keepdims=keepdims)
         return _host(out.todense()) if axis is None and not keepdims else out
 
     def _triplets(self, what: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(values, coords)`` on the host, canonical and without padding (see :func:`._kernels.layout.coo_triplets`)."""
+        """``(values, coords)`` on the host, canonical and without padding (see ``._kernels.layout.coo_triplets``)."""
         if not is_concrete(self.data, self.indices):
             raise ValueError(f"{what} needs concrete buffers; call it outside jax.jit / vmap")
         return coo_triplets(self.data, self.indices, self.shape, self.n_batch, self.n_dense,
@@ -701,67 +701,67 @@ class ScipyMethodsMixin:
     # -- elementwise methods scipy.sparse offers because they map 0 to 0 -----------------
 
     def sqrt(self):
-        """Elementwise ``sqrt`` (scipy's method): :func:`bcoo_array.sqrt` under the fill-value rule."""
+        """Elementwise ``sqrt`` (scipy's method): [`bcoo_array.sqrt`][] under the fill-value rule."""
         return namespace().sqrt(self)
 
     def expm1(self):
-        """Elementwise ``expm1`` (scipy's method): :func:`bcoo_array.expm1` under the fill-value rule."""
+        """Elementwise ``expm1`` (scipy's method): [`bcoo_array.expm1`][bcoo_array.expm1] under the fill-value rule."""
         return namespace().expm1(self)
 
     def log1p(self):
-        """Elementwise ``log1p`` (scipy's method): :func:`bcoo_array.log1p` under the fill-value rule."""
+        """Elementwise ``log1p`` (scipy's method): [`bcoo_array.log1p`][bcoo_array.log1p] under the fill-value rule."""
         return namespace().log1p(self)
 
     def sin(self):
-        """Elementwise ``sin`` (scipy's method): :func:`bcoo_array.sin` under the fill-value rule."""
+        """Elementwise ``sin`` (scipy's method): [`bcoo_array.sin`][] under the fill-value rule."""
         return namespace().sin(self)
 
     def sinh(self):
-        """Elementwise ``sinh`` (scipy's method): :func:`bcoo_array.sinh` under the fill-value rule."""
+        """Elementwise ``sinh`` (scipy's method): [`bcoo_array.sinh`][] under the fill-value rule."""
         return namespace().sinh(self)
 
     def tan(self):
-        """Elementwise ``tan`` (scipy's method): :func:`bcoo_array.tan` under the fill-value rule."""
+        """Elementwise ``tan`` (scipy's method): [`bcoo_array.tan`][] under the fill-value rule."""
         return namespace().tan(self)
 
     def tanh(self):
-        """Elementwise ``tanh`` (scipy's method): :func:`bcoo_array.tanh` under the fill-value rule."""
+        """Elementwise ``tanh`` (scipy's method): [`bcoo_array.tanh`][] under the fill-value rule."""
         return namespace().tanh(self)
 
     def arcsin(self):
-        """Elementwise ``arcsin`` (scipy's method): :func:`bcoo_array.asin` under the fill-value rule."""
+        """Elementwise ``arcsin`` (scipy's method): [`bcoo_array.asin`][] under the fill-value rule."""
         return namespace().asin(self)
 
     def arcsinh(self):
-        """Elementwise ``arcsinh`` (scipy's method): :func:`bcoo_array.asinh` under the fill-value rule."""
+        """Elementwise ``arcsinh`` (scipy's method): [`bcoo_array.asinh`][] under the fill-value rule."""
         return namespace().asinh(self)
 
     def arctan(self):
-        """Elementwise ``arctan`` (scipy's method): :func:`bcoo_array.atan` under the fill-value rule."""
+        """Elementwise ``arctan`` (scipy's method): [`bcoo_array.atan`][] under the fill-value rule."""
         return namespace().atan(self)
 
     def arctanh(self):
-        """Elementwise ``arctanh`` (scipy's method): :func:`bcoo_array.atanh` under the fill-value rule."""
+        """Elementwise ``arctanh`` (scipy's method): [`bcoo_array.atanh`][] under the fill-value rule."""
         return namespace().atanh(self)
 
     def sign(self):
-        """Elementwise ``sign`` (scipy's method): :func:`bcoo_array.sign` under the fill-value rule."""
+        """Elementwise ``sign`` (scipy's method): [`bcoo_array.sign`][] under the fill-value rule."""
         return namespace().sign(self)
 
     def floor(self):
-        """Elementwise ``floor`` (scipy's method): :func:`bcoo_array.floor` under the fill-value rule."""
+        """Elementwise ``floor`` (scipy's method): [`bcoo_array.floor`][] under the fill-value rule."""
         return namespace().floor(self)
 
     def ceil(self):
-        """Elementwise ``ceil`` (scipy's method): :func:`bcoo_array.ceil` under the fill-value rule."""
+        """Elementwise ``ceil`` (scipy's method): [`bcoo_array.ceil`][] under the fill-value rule."""
         return namespace().ceil(self)
 
     def trunc(self):
-        """Elementwise ``trunc`` (scipy's method): :func:`bcoo_array.trunc` under the fill-value rule."""
+        """Elementwise ``trunc`` (scipy's method): [`bcoo_array.trunc`][] under the fill-value rule."""
         return namespace().trunc(self)
 
     def rint(self):
-        """Elementwise ``rint`` (scipy's method): :func:`bcoo_array.round` under the fill-value rule."""
+        """Elementwise ``rint`` (scipy's method): [`bcoo_array.round`][] under the fill-value rule."""
         return namespace().round(self)
 
     def deg2rad(self):

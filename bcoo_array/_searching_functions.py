@@ -7,7 +7,7 @@ dense-layout index arrays; ``searchsorted`` counts the stored values of a
 sparse ``x1`` plus its fill block, and keeps a sparse ``x2`` sparse (fill
 value: the insertion point of its fill value); ``nonzero`` has a
 data-dependent shape and works eagerly only. What must be densified passes
-the densification guard (:func:`._limits.check_dense`) first.
+the densification guard (``._limits.check_dense``) first.
 Spec: https://data-apis.org/array-api/2025.12/API_specification/searching_functions.html
 """
 
@@ -101,9 +101,9 @@ BCOOArray
     first occurrence of the {what} value (a NaN counts as the {what}, as in
     NumPy). Unstored entries take part with the value ``x.fill_value``. A
     sparse ``x`` is searched over its stored entries plus the fill value
-    (:func:`._kernels.reduce.arg_extreme_rows`: memory O(nse + number of
+    (``._kernels.reduce.arg_extreme_rows``: memory O(nse + number of
     results), never ``x.size``); a dense-layout ``x`` with
-    :func:`jax.numpy.{name}`.
+    ``jax.numpy.{name}``.
 
 Raises
 ------
@@ -192,7 +192,7 @@ def nonzero(x, /) -> tuple[BCOOArray, ...]:
     MemoryError
         For a sparse ``x`` with a non-zero fill value, if the dense input and
         the index arrays would take more than
-        :func:`bcoo_array.get_max_dense_bytes`.
+        [`bcoo_array.get_max_dense_bytes`][].
     """
     x = as_sparse(x)
     if x.ndim == 0:
@@ -246,7 +246,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
     -------
     BCOOArray
         ``x2``'s shape, the default index dtype. NaN sorts last, consistent
-        with :func:`sort`. For a sparse ``x1`` the answer is counted from its
+        with [`sort`][bcoo_array.sort]. For a sparse ``x1`` the answer is counted from its
         stored values and its block of unstored (fill) values: the number
         of elements before each value (``side='left'``) or not after it
         (``'right'``), which is the insertion point because ``x1`` (or
@@ -256,7 +256,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
         ``x2``'s fill value (so ``x1`` must be concrete; under ``jax.jit``
         with a traced ``x1`` the result is dense layout, checked by the
         densification guard). A dense ``x1`` uses
-        :func:`jax.numpy.searchsorted`.
+        ``jax.numpy.searchsorted``.
 
     Raises
     ------
@@ -267,7 +267,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
         If a dtype is not real numeric or ``sorter`` is not integer.
     MemoryError
         If a sparse ``x2`` must be densified (traced ``x1`` under ``jit``)
-        and would take more than :func:`bcoo_array.get_max_dense_bytes`.
+        and would take more than [`bcoo_array.get_max_dense_bytes`][].
     """
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted(): side={side!r} must be 'left' or 'right'")
@@ -364,7 +364,7 @@ def where(condition, x1, x2, /) -> BCOOArray:
         If the shapes do not broadcast.
     MemoryError
         If a dense operand makes the result dense and sparse operands would
-        be densified beyond :func:`bcoo_array.get_max_dense_bytes`.
+        be densified beyond [`bcoo_array.get_max_dense_bytes`][].
     """
     c = as_operand(condition, "condition")
     if np.dtype(c.dtype) != np.bool_:

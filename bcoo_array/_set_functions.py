@@ -3,11 +3,11 @@
 The ``unique_*`` functions have data-dependent output shapes, so they run
 eagerly only (under ``jax.jit`` they raise, naming the way out). They read
 only the stored entries plus the fill value, weighted by the number of
-unstored positions (:func:`._kernels.sorting.unique_entries`), never
+unstored positions (``._kernels.sorting.unique_entries``), never
 ``x.todense()``; the inverse indices are sparse, with the fill value's index
 as their fill value. A NaN fill value is the exception: every unstored NaN is
 a distinct value, so the result grows with ``x.size`` and the densification
-guard (:func:`._limits.check_dense`) checks it first.
+guard (``._limits.check_dense``) checks it first.
 As the standard says, NaNs are all distinct; ``-0.0`` equals ``0.0``.
 Spec: https://data-apis.org/array-api/2025.12/API_specification/set_functions.html
 """
@@ -61,7 +61,7 @@ def _eager(x: BCOOArray, name: str) -> None:
 def _entries(x: BCOOArray):
     """Stored values, their sorted row-major flat positions and coordinates ``(ndim, n)`` (host, eager).
 
-    Duplicates summed, padding dropped (:func:`._kernels.layout.coo_triplets`);
+    Duplicates summed, padding dropped (``._kernels.layout.coo_triplets``);
     a dense-layout array gives every position without building coordinates
     (``None``).
     """
@@ -129,7 +129,7 @@ def unique_values(x, /) -> BCOOArray:
         Under ``jax.jit`` (data-dependent output shape).
     MemoryError
         If the fill value is NaN and the unstored NaNs would take more than
-        :func:`bcoo_array.get_max_dense_bytes`.
+        [`bcoo_array.get_max_dense_bytes`][].
     """
     x = as_sparse(x)
     _eager(x, "unique_values")
@@ -149,7 +149,7 @@ def unique_counts(x, /) -> UniqueCountsResult:
     Returns
     -------
     UniqueCountsResult
-        ``values`` (as :func:`unique_values`) and ``counts`` (default index
+        ``values`` (as [`unique_values`][bcoo_array.unique_values]) and ``counts`` (default index
         dtype), both 1-D, dense layout. The fill value counts once per
         unstored position (``x.size`` minus the number of distinct stored
         positions), computed without densifying.
@@ -159,7 +159,7 @@ def unique_counts(x, /) -> UniqueCountsResult:
     jax.errors.ConcretizationTypeError
         Under ``jax.jit`` (data-dependent output shape).
     MemoryError
-        As :func:`unique_values`, for a NaN fill value.
+        As [`unique_values`][bcoo_array.unique_values], for a NaN fill value.
     """
     x = as_sparse(x)
     _eager(x, "unique_counts")
@@ -207,7 +207,7 @@ def unique_inverse(x, /) -> UniqueInverseResult:
     Returns
     -------
     UniqueInverseResult
-        ``values`` (as :func:`unique_values`) and ``inverse_indices``
+        ``values`` (as [`unique_values`][bcoo_array.unique_values]) and ``inverse_indices``
         (``x``'s shape, default index dtype). For a sparse ``x`` the inverse
         is sparse: stored at ``x``'s stored positions (every dimension
         sparse), fill value the index of ``x``'s fill value among
@@ -221,7 +221,7 @@ def unique_inverse(x, /) -> UniqueInverseResult:
         Under ``jax.jit`` (data-dependent output shape).
     MemoryError
         For a NaN fill value, if the dense input and inverse would take more
-        than :func:`bcoo_array.get_max_dense_bytes`.
+        than [`bcoo_array.get_max_dense_bytes`][].
     """
     x = as_sparse(x)
     _eager(x, "unique_inverse")
@@ -246,15 +246,15 @@ def unique_all(x, /) -> UniqueAllResult:
         occurrence; for the fill value the first unstored position, or an
         earlier stored entry equal to it), ``counts`` (all 1-D, dense layout,
         default index dtype for the integer ones) and ``inverse_indices`` as
-        in :func:`unique_inverse`. Computed from the stored entries and the
-        fill value (memory O(nse)), as :func:`unique_inverse`.
+        in [`unique_inverse`][bcoo_array.unique_inverse]. Computed from the stored entries and the
+        fill value (memory O(nse)), as [`unique_inverse`][bcoo_array.unique_inverse].
 
     Raises
     ------
     jax.errors.ConcretizationTypeError
         Under ``jax.jit`` (data-dependent output shape).
     MemoryError
-        As :func:`unique_inverse`.
+        As [`unique_inverse`][bcoo_array.unique_inverse].
     """
     x = as_sparse(x)
     _eager(x, "unique_all")
@@ -280,7 +280,7 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
     BCOOArray
         Boolean, ``x1``'s shape (0-d for a scalar ``x1``). Sparse when
         ``x1`` is: stored entries tested one by one, fill value
-        ``x1.fill_value in x2``. Equality is :func:`equal` after type
+        ``x1.fill_value in x2``. Equality is [`equal`][bcoo_array.equal] after type
         promotion (so NaN is in nothing). A sparse ``x2`` is read as its
         stored values plus its fill value (never densified). Under
         ``jax.jit`` with a traced ``x2`` the fill value of the result is
@@ -293,7 +293,7 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
         If both are Python scalars, or an operand is not an array or int.
     MemoryError
         If a sparse ``x1`` must be densified (traced ``x2`` under ``jit``)
-        and would take more than :func:`bcoo_array.get_max_dense_bytes`.
+        and would take more than [`bcoo_array.get_max_dense_bytes`][].
     """
     s1, s2 = isinstance(x1, PY_SCALARS), isinstance(x2, PY_SCALARS)
     if s1 and s2:

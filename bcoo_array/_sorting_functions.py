@@ -2,11 +2,11 @@
 
 ``sort`` of a sparse array never densifies: each lane along the axis sorts
 to its stored values that come before the fill value, then the block of
-unstored positions, then the rest (:func:`._kernels.sorting.sort_lanes`), so
+unstored positions, then the rest (``._kernels.sorting.sort_lanes``), so
 the result stores as many entries as the input, with its fill value.
 ``argsort`` returns a permutation of every position, inherently dense (dense
 layout): it is computed on ``x.todense()`` after the densification guard
-(:func:`._limits.check_dense`). Order as in NumPy: NaN last ascending, first
+(``._limits.check_dense``). Order as in NumPy: NaN last ascending, first
 descending (descending is the reverse of ascending).
 Spec: https://data-apis.org/array-api/2025.12/API_specification/sorting_functions.html
 """
@@ -57,7 +57,7 @@ def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True)
         padding kept): in each lane the stored values that sort before the
         fill value, then the unstored positions, then the others. Memory and
         work O(nse log nse), never ``x.size``. A dense-layout ``x`` is sorted
-        with :func:`jax.numpy.sort`. NaN sorts last (first when
+        with ``jax.numpy.sort``. NaN sorts last (first when
         ``descending``), as in NumPy; ``-0.0`` ties with ``0.0``.
 
     Raises
@@ -101,7 +101,7 @@ def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = Tr
     BCOOArray
         ``x``'s shape, default index dtype, dense layout: a permutation of
         every position, so inherently dense. Computed with
-        :func:`jax.numpy.argsort` on ``x.todense()``.
+        ``jax.numpy.argsort`` on ``x.todense()``.
 
     Raises
     ------
@@ -113,8 +113,8 @@ def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = Tr
         If ``axis`` is out of range.
     MemoryError
         If ``x`` is sparse and the dense input plus the index result would
-        take more than :func:`bcoo_array.get_max_dense_bytes` (2 GiB by
-        default; see :func:`bcoo_array.set_max_dense_bytes`). The check
+        take more than [`bcoo_array.get_max_dense_bytes`][] (2 GiB by
+        default; see [`bcoo_array.set_max_dense_bytes`][]). The check
         reads static shapes only, so it raises under ``jax.jit`` too.
     """
     x, ax = _prepare(x, axis, "argsort")

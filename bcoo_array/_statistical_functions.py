@@ -231,7 +231,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = False) -> BCOOArray:
     """Cumulative product along ``axis`` (array API ``cumulative_prod``).
 
-    Same parameters and result layout as :func:`cumulative_sum` (the initial
+    Same parameters and result layout as [`cumulative_sum`][bcoo_array.cumulative_sum] (the initial
     value is one).
     """
     return _cumulative(x, axis, dtype, include_initial, "prod", "cumulative_prod")

@@ -2,7 +2,7 @@
 
 A Fourier transform of a sparse array is inherently dense (every frequency
 mixes every entry), so every transform here densifies its input with
-``x.todense()``, runs :mod:`jax.numpy.fft` and returns a BCOOArray in *dense
+``x.todense()``, runs ``jax.numpy.fft`` and returns a BCOOArray in *dense
 layout* (``n_sparse = 0``, every entry stored). ``fftshift`` and
 ``ifftshift`` only move entries and keep a sparse input sparse.
 Spec: https://data-apis.org/array-api/2025.12/extensions/fourier_transform_functions.html
@@ -61,13 +61,13 @@ n : int, optional
 axis : int
     Axis to transform (default the last).
 norm : {{'backward', 'ortho', 'forward'}}
-    Normalisation mode, as in :func:`numpy.fft.{name}`.
+    Normalisation mode, as in ``numpy.fft.{name}``.
 
 Returns
 -------
 BCOOArray
     {result} Dense layout: the transform of a sparse array is dense; the
-    input is densified and :func:`jax.numpy.fft.{name}` does the work.
+    input is densified and ``jax.numpy.fft.{name}`` does the work.
 
 Raises
 ------
@@ -90,13 +90,13 @@ s : sequence of int, optional
 axes : sequence of int, optional
     Axes to transform (default: the last ``len(s)``, or all).
 norm : {{'backward', 'ortho', 'forward'}}
-    Normalisation mode, as in :func:`numpy.fft.{name}`.
+    Normalisation mode, as in ``numpy.fft.{name}``.
 
 Returns
 -------
 BCOOArray
     {result} Dense layout: the input is densified and
-    :func:`jax.numpy.fft.{name}` does the work.
+    ``jax.numpy.fft.{name}`` does the work.
 
 Raises
 ------
@@ -227,7 +227,7 @@ def _freq(name, n, d, dtype, device):
 
 @routed
 def fftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> BCOOArray:
-    """Sample frequencies of :func:`fft` (array API ``fft.fftfreq``).
+    """Sample frequencies of [`fft`][bcoo_array.fft.fft] (array API ``fft.fftfreq``).
 
     Parameters
     ----------
@@ -258,7 +258,7 @@ def fftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> BCOOArray:
 
 @routed
 def rfftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> BCOOArray:
-    """Sample frequencies of :func:`rfft` (array API ``fft.rfftfreq``).
+    """Sample frequencies of [`rfft`][bcoo_array.fft.rfft] (array API ``fft.rfftfreq``).
 
     Parameters
     ----------
@@ -314,7 +314,7 @@ def fftshift(x, /, *, axes=None) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        :func:`bcoo_array.roll` by ``size // 2`` along each axis: sparse input
+        [`bcoo_array.roll`][] by ``size // 2`` along each axis: sparse input
         stays sparse.
 
     Raises
@@ -327,7 +327,7 @@ def fftshift(x, /, *, axes=None) -> BCOOArray:
 
 @routed
 def ifftshift(x, /, *, axes=None) -> BCOOArray:
-    """Inverse of :func:`fftshift` (array API ``fft.ifftshift``).
+    """Inverse of [`fftshift`][bcoo_array.fft.fftshift] (array API ``fft.ifftshift``).
 
     Parameters
     ----------
@@ -339,7 +339,7 @@ def ifftshift(x, /, *, axes=None) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        :func:`bcoo_array.roll` by ``-(size // 2)`` along each axis (sparse).
+        [`bcoo_array.roll`][] by ``-(size // 2)`` along each axis (sparse).
 
     Raises
     ------

@@ -2,8 +2,8 @@
 ``load_npz`` layout) and Matrix Market (``.mtx``, ``.mtx.gz``).
 
 Both go through scipy's own readers and writers
-(:func:`scipy.sparse.save_npz`, :func:`scipy.sparse.load_npz`,
-:func:`scipy.io.mmread`, :func:`scipy.io.mmwrite`), so a file written by
+(``scipy.sparse.save_npz``, ``scipy.sparse.load_npz``,
+``scipy.io.mmread``, ``scipy.io.mmwrite``), so a file written by
 scipy loads here and one written here loads in scipy, byte-compatible.
 Values, dtype, shape and stored entries (explicit zeros included) survive
 the round trip.
@@ -41,7 +41,7 @@ def save_npz(file, matrix: BCOOArray, compressed: bool = True, *, format: str = 
     matrix : BCOOArray
         Fill value 0 (scipy has no fill value).
     compressed : bool
-        Use :func:`numpy.savez_compressed` (default) or :func:`numpy.savez`.
+        Use ``numpy.savez_compressed`` (default) or ``numpy.savez``.
     format : {"coo", "csr", "csc", "bsr", "dia"}
         The scipy format recorded in the file (``"coo"`` keeps the entries as stored).
 
@@ -63,7 +63,7 @@ def save_npz(file, matrix: BCOOArray, compressed: bool = True, *, format: str = 
 
 @routed
 def load_npz(file, *, drop_zeros: bool = False) -> BCOOArray:
-    """Load a sparse array or matrix saved by :func:`scipy.sparse.save_npz` (or :func:`save_npz`).
+    """Load a sparse array or matrix saved by ``scipy.sparse.save_npz`` (or [`save_npz`][bcoo_array.save_npz]).
 
     Parameters
     ----------
@@ -99,7 +99,7 @@ def mmread(source, *, dtype=None) -> BCOOArray:
         ``bcoo_array.float32`` to read a ``real`` file with x64 off. By
         default the file's own type is kept (``real`` and ``pattern``:
         float64, ``integer``: int64, ``complex``: complex128, as
-        :func:`scipy.io.mmread`), which needs x64.
+        ``scipy.io.mmread``), which needs x64.
 
     Returns
     -------
@@ -131,7 +131,7 @@ def mmread(source, *, dtype=None) -> BCOOArray:
 @routed
 def mmwrite(target, a: BCOOArray, comment: str = "", field: str | None = None, precision: int | None = None,
             symmetry: str | None = None) -> None:
-    """Write a 2-D BCOOArray as a Matrix Market coordinate file (:func:`scipy.io.mmwrite`).
+    """Write a 2-D BCOOArray as a Matrix Market coordinate file (``scipy.io.mmwrite``).
 
     Parameters
     ----------
@@ -139,7 +139,7 @@ def mmwrite(target, a: BCOOArray, comment: str = "", field: str | None = None, p
     a : BCOOArray
         2-D, fill value 0. Duplicates are summed before writing.
     comment, field, precision, symmetry
-        As :func:`scipy.io.mmwrite` (``field``: "real", "complex",
+        As ``scipy.io.mmwrite`` (``field``: "real", "complex",
         "pattern" or "integer"; ``symmetry``: "general", "symmetric", ...;
         found from the data when None).
 

@@ -1,8 +1,8 @@
 """Conversions between BCOOArray and other libraries' sparse arrays:
-scipy.sparse (:mod:`.scipy`), pydata-sparse (:mod:`.pydata`) and
-jax.experimental.sparse (:mod:`.jax_sparse`).
+scipy.sparse (``.scipy``), pydata-sparse (``.pydata``) and
+jax.experimental.sparse (``.jax_sparse``).
 
-Foreign types are recognised through ``sys.modules`` (:mod:`.._foreign`), so
+Foreign types are recognised through ``sys.modules`` (``.._foreign``), so
 nothing is imported unless the user already imported it: importing
 bcoo_array never imports pydata-sparse.
 """

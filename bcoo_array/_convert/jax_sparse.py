@@ -3,7 +3,7 @@
 BCOO has the same buffers as BCOOArray (without a fill value), so the
 conversion in either direction wraps the same ``data`` and ``indices``
 arrays: nothing is copied. BCSR stores row pointers instead of row indices,
-so converting it computes the row indices (:meth:`BCSR.to_bcoo`); the data
+so converting it computes the row indices (``BCSR.to_bcoo``); the data
 buffer is still shared.
 """
 
@@ -18,7 +18,7 @@ _FORMATS = ("bcoo", "bcsr")
 
 
 def from_jax_sparse(mat) -> BCOOArray:
-    """Convert a :class:`jax.experimental.sparse.BCOO` or ``BCSR`` to a BCOOArray.
+    """Convert a ``jax.experimental.sparse.BCOO`` or ``BCSR`` to a BCOOArray.
 
     Parameters
     ----------
@@ -52,7 +52,7 @@ def from_jax_sparse(mat) -> BCOOArray:
 
 
 def to_jax_sparse(x: BCOOArray, format: str = "bcoo"):
-    """Convert a BCOOArray to :class:`jax.experimental.sparse.BCOO` (or ``BCSR``).
+    """Convert a BCOOArray to ``jax.experimental.sparse.BCOO`` (or ``BCSR``).
 
     Parameters
     ----------
@@ -62,7 +62,7 @@ def to_jax_sparse(x: BCOOArray, format: str = "bcoo"):
         ``"bcoo"`` shares ``data`` and ``indices`` (no copy; works under
         ``jit``). ``"bcsr"`` needs exactly two sparse dimensions and builds
         row pointers from the canonical (sorted, summed) form, as
-        :meth:`jax.experimental.sparse.BCSR.from_bcoo` does.
+        ``jax.experimental.sparse.BCSR.from_bcoo`` does.
 
     Returns
     -------

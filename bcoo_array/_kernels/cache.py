@@ -11,7 +11,7 @@ of cuSPARSE / MKL inspector-executor SpMV, done implicitly.
 
 Memory: a plan takes one to three times the memory of the index buffer it
 belongs to, and lives only as long as that buffer (and at most
-:attr:`IdentityCache.maxsize` plans live at once); ``PLANS.clear()`` frees
+``IdentityCache.maxsize`` plans live at once); ``PLANS.clear()`` frees
 them all.
 """
 

@@ -34,7 +34,7 @@ def flatten_batch(data, indices, shape, n_batch: int):
 
 
 def unflatten_batch(data_b, indices_b, shape, n_batch: int):
-    """Inverse of :func:`flatten_batch`."""
+    """Inverse of ``flatten_batch``."""
     batch = tuple(shape[:n_batch])
     return data_b.reshape(batch + data_b.shape[1:]), indices_b.reshape(batch + indices_b.shape[1:])
 

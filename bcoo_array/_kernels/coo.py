@@ -3,7 +3,7 @@
 One gather of the dense rows and one segment sum over the output rows: no
 plan, so it runs on traced indices, and every step has JAX's transposition
 and batching rules (it is also the tangent of the native kernel, see
-:mod:`.native`). :mod:`.matmul` chooses when it runs.
+``.native``). ``.matmul`` chooses when it runs.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A 2-D array with ``n_batch = n_dense = 0`` whose ``indices`` buffer is
 concrete (not a tracer) gets a *row plan*, computed once with NumPy and
-cached on the identity of the buffer (:mod:`.cache`): the stable order that
+cached on the identity of the buffer (``.cache``): the stable order that
 sorts the entries by row (None when they already are), the sorted row and
 column indices, and the CSR row pointer. Padding entries (any index equal to
 its dimension) sort last and lie outside the row pointer.
@@ -10,18 +10,18 @@ its dimension) sort last and lie outside the row pointer.
 With the plan:
 
 * ``A @ x`` is a gather of ``x`` and a sorted segment sum, one compiled
-  call (no sort, no scatter conflicts): :func:`matmat_segments`;
+  call (no sort, no scatter conflicts): ``matmat_segments``;
 * ``A @ X`` with several columns of a floating dtype can go through
-  :func:`jax.experimental.sparse.bcsr_dot_general`, which lowers on CPU to
+  ``jax.experimental.sparse.bcsr_dot_general``, which lowers on CPU to
   XLA's native CSR kernel (``cpu_csr_sparse_dense_ffi``): no ``nse x k``
-  temporary, unlike the gather/scatter lowering of BCOO (:func:`matmat_bcsr`);
+  temporary, unlike the gather/scatter lowering of BCOO (``matmat_bcsr``);
 * ``sum(A, axis)`` is one segment sum over a cached projection plan.
 
 Only the index *structure* is precomputed; values flow through JAX, so
 ``jit``, ``grad`` (with respect to the values or the dense operand) and
 ``vmap`` (over the dense operand) keep working. When the indices are traced
 the callers use the general kernels instead. Which kernel runs is chosen in
-:mod:`.matmul`, not here.
+``.matmul``, not here.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def _row_plan_numpy(idx: np.ndarray, m: int, n: int) -> RowPlan:
 
 
 def row_plan(indices, shape: tuple[int, int]) -> RowPlan:
-    """The (cached) :class:`RowPlan` of concrete 2-D ``indices`` of shape ``(nse, 2)``."""
+    """The (cached) ``RowPlan`` of concrete 2-D ``indices`` of shape ``(nse, 2)``."""
     m, n = shape
     return PLANS.get((indices,), ("rows", m, n), lambda: _row_plan_numpy(np.asarray(indices), m, n))
 
@@ -144,7 +144,7 @@ def matmat_segments(data, perm, rows, cols, x, m: int, n_valid: int):
 
 @partial(jax.jit, static_argnames=("shape", "n_valid"))
 def matmat_bcsr(data, perm, cols, indptr, x, shape, n_valid: int):
-    """``(A @ X)[None]`` through :func:`jax.experimental.sparse.bcsr_dot_general` (XLA's native CSR kernel on CPU)."""
+    """``(A @ X)[None]`` through ``jax.experimental.sparse.bcsr_dot_general`` (XLA's native CSR kernel on CPU)."""
     from jax.experimental import sparse as jsparse
 
     d = _valid_data(data, perm, n_valid)
@@ -192,7 +192,7 @@ def _axis_plan_numpy(idx: np.ndarray, shape: tuple[int, int], axis: int) -> Axis
 
 
 def axis_plan(indices, shape: tuple[int, int], axis: int) -> AxisPlan:
-    """The (cached) :class:`AxisPlan` of concrete ``indices`` for a reduction over ``axis``."""
+    """The (cached) ``AxisPlan`` of concrete ``indices`` for a reduction over ``axis``."""
     return PLANS.get((indices,), ("axis", tuple(shape), axis),
                      lambda: _axis_plan_numpy(np.asarray(indices), tuple(shape), axis))
 

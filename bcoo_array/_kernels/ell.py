@@ -1,6 +1,6 @@
 """Row-split ELL plans for SpMV of 2-D matrices with concrete indices.
 
-XLA on CPU runs the COO/CSR SpMV of :mod:`.csr` as two loops over all
+XLA on CPU runs the COO/CSR SpMV of ``.csr`` as two loops over all
 ``nse`` entries: a gather of ``data * x[cols]`` into an ``nse``-long
 temporary and a sorted scatter-add. An ELL (row-batched) layout turns most of
 that into gathers and a dense row reduction, which XLA fuses into one loop
@@ -20,9 +20,9 @@ keeps padding small whatever the row lengths:
 * ``y = segment_sum(chunk_sums, row)``: a sorted scatter of ``n_chunks``
   (about ``nse / width``) elements instead of ``nse``.
 
-``width`` is chosen per matrix among :data:`WIDTHS` to minimise padded slots
+``width`` is chosen per matrix among ``WIDTHS`` to minimise padded slots
 plus chunks. The plan holds only index *structure* (computed once with NumPy
-and cached on the identity of the ``indices`` buffer, see :mod:`.cache`);
+and cached on the identity of the ``indices`` buffer, see ``.cache``);
 values flow through JAX, so ``grad`` with respect to ``data`` or ``x`` and
 ``vmap`` over ``x`` keep working (gathers, ``where`` and ``segment_sum`` are
 differentiable and batchable). Memory: three index arrays of ``n_chunks``
@@ -30,7 +30,7 @@ elements (about 3 bytes per entry at width 4, less at larger widths); the
 column array is the row plan's, shared.
 
 The kernel is compiled with XLA:CPU's YNNPACK reduction fusion turned off for
-this one function (``compiler_options`` of :func:`jax.jit`; nothing global):
+this one function (``compiler_options`` of ``jax.jit``; nothing global):
 with it on, XLA hands the row reduction to a YNNPACK custom fusion that cannot
 take the gathers in, so they are materialised first (measured 1.4-2.4x
 slower). Under an enclosing transformation the kernel is inlined into the
@@ -54,7 +54,7 @@ WIDTHS = (4, 8, 16, 32, 64)
 #: Largest padded slots / valid entries for which the plan is used.
 MAX_PADDING_RATIO = 1.5
 #: Fewest valid entries for which the ELL plan is used: below this the
-#: segment-sum kernel of :mod:`.csr` was as fast or faster (measured on CPU:
+#: segment-sum kernel of ``.csr`` was as fast or faster (measured on CPU:
 #: slower at 1e5 entries, faster at 2.9e5 and more).
 MIN_NSE = 150_000
 
@@ -109,10 +109,10 @@ def _ell_plan_numpy(indices, shape: tuple[int, int]) -> EllPlan | None:
 
 
 def ell_plan(indices, shape: tuple[int, int]) -> EllPlan | None:
-    """The (cached) :class:`EllPlan` of concrete 2-D ``indices``, or None where it does not pay.
+    """The (cached) ``EllPlan`` of concrete 2-D ``indices``, or None where it does not pay.
 
-    None when there are fewer than :data:`MIN_NSE` valid entries, or when the
-    padding would exceed :data:`MAX_PADDING_RATIO` times the valid entries.
+    None when there are fewer than ``MIN_NSE`` valid entries, or when the
+    padding would exceed ``MAX_PADDING_RATIO`` times the valid entries.
     """
     m, n = shape
     return PLANS.get((indices,), ("ell", m, n), lambda: _ell_plan_numpy(indices, (m, n)))
@@ -151,7 +151,7 @@ def matvec(data, plan: EllPlan, x, m: int):
     data : (nse,) array
         The values of the matrix whose concrete indices gave ``plan``.
     plan : EllPlan
-        From :func:`ell_plan`.
+        From ``ell_plan``.
     x : (k,) array of ``data``'s dtype (may be traced)
     m : int
         Number of rows.

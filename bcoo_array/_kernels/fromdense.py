@@ -109,7 +109,7 @@ def _gather(x, indices, shape, n_batch: int, n_dense: int):
 
 
 def _same_value_host(x: np.ndarray, fill) -> np.ndarray:
-    """NumPy twin of :func:`.._fill.same_value` (NaN matches NaN, ``-0.0`` differs from ``0.0``)."""
+    """NumPy twin of ``.._fill.same_value`` (NaN matches NaN, ``-0.0`` differs from ``0.0``)."""
     f = np.asarray(fill, dtype=x.dtype)
     if x.dtype.kind == "c":
         return _same_value_host(x.real, f.real) & _same_value_host(x.imag, f.imag)
@@ -121,9 +121,9 @@ def _same_value_host(x: np.ndarray, fill) -> np.ndarray:
 
 
 def fromdense_host(x: np.ndarray, shape, n_batch: int, n_dense: int, fill, nse: int | None, index_dtype):
-    """:func:`fromdense` of a NumPy array, on the host: NumPy ``(data, indices)`` in 64-byte aligned buffers.
+    """``fromdense`` of a NumPy array, on the host: NumPy ``(data, indices)`` in 64-byte aligned buffers.
 
-    The same result as :func:`fromdense` (entries in row-major order per batch
+    The same result as ``fromdense`` (entries in row-major order per batch
     element, padding last with indices equal to the dimension sizes), without
     an XLA dispatch or a compilation per shape: the eager path of ``asarray``
     and ``fromdense`` for NumPy input and concrete CPU buffers.

@@ -1,8 +1,8 @@
 """Moving buffers between JAX and NumPy on the CPU without needless copies.
 
 Structural work (merging patterns, slicing rows, planning products) runs in
-NumPy and scipy on the host. :func:`host_buffers` gives zero-copy NumPy
-views of concrete CPU buffers; :func:`to_device` hands NumPy results to JAX
+NumPy and scipy on the host. ``host_buffers`` gives zero-copy NumPy
+views of concrete CPU buffers; ``to_device`` hands NumPy results to JAX
 from a 64-byte aligned buffer. JAX copies host data into its own buffer
 either way (checked: a later write to the NumPy array does not reach the
 JAX array, so a user's scipy matrix is never aliased), but from an aligned

@@ -26,11 +26,11 @@ def update_layout(data, indices, shape, n_batch: int, n_dense: int, fill, fill_i
     Returns
     -------
     data, indices : arrays
-        New buffers (not sorted, as :func:`jax.experimental.sparse.bcoo_update_layout` leaves them).
+        New buffers (not sorted, as ``jax.experimental.sparse.bcoo_update_layout`` leaves them).
 
     Notes
     -----
-    Uses :func:`jax.experimental.sparse.bcoo_update_layout`, then writes the
+    Uses ``jax.experimental.sparse.bcoo_update_layout``, then writes the
     fill value into new dense blocks where nothing was stored (that function
     knows only zero).
     """

@@ -1,35 +1,35 @@
 """Sparse matrix products: the one place where their kernels are chosen.
 
-:func:`spmm` (sparse @ dense vector or matrix) and :func:`spgemm` (sparse @
+``spmm`` (sparse @ dense vector or matrix) and ``spgemm`` (sparse @
 sparse) look at the buffers (concrete or traced indices, backend, dtype,
 number of right-hand columns) and call one named kernel:
 
-* first choice: the native C++ kernel of :mod:`.native` (a ``jax.ffi``
+* first choice: the native C++ kernel of ``.native`` (a ``jax.ffi``
   custom call, one loop over the entries that reads the BCOO buffers as
   they are) when it is built and enabled (``native.available()``: CPU
   backend, ``BCOO_ARRAY_NATIVE`` not ``0``), ``data`` and ``x`` share a
   float32/64 or complex64/128 dtype (int32/int64 indices), and the operands
   are concrete (traced ones only when the caller promises not to transpose
-  the product: see :func:`spmm`). Measured faster than every kernel below
+  the product: see ``spmm``). Measured faster than every kernel below
   on CPU (see ``docs/performance.md``, "Native kernel"). Otherwise:
 * concrete indices, one right-hand column, CPU, many entries: the row-split
-  ELL SpMV of :mod:`.ell`;
+  ELL SpMV of ``.ell``;
 * concrete indices, several floating columns, CPU: XLA's native CSR kernel
-  (:func:`.csr.matmat_bcsr`);
+  (``.csr.matmat_bcsr``);
 * concrete indices otherwise: gather + sorted segment sum over a cached row
-  plan (:func:`.csr.matmat_segments`);
-* traced indices: :func:`.coo.coo_matmat`, a gather of the dense rows and a
+  plan (``.csr.matmat_segments``);
+* traced indices: ``.coo.coo_matmat``, a gather of the dense rows and a
   segment sum over the output rows (no nse x nse temporaries).
 
-:func:`spgemm` runs scipy's SMMP (Bank & Douglas) on the host when
+``spgemm`` runs scipy's SMMP (Bank & Douglas) on the host when
 everything is concrete, on CPU and of a floating dtype scipy supports, and
-otherwise the expand-sort-compress plan of :func:`spgemm_plan` (Gustavson's
+otherwise the expand-sort-compress plan of ``spgemm_plan`` (Gustavson's
 row-by-row product, vectorised as in cuSPARSE's ESC scheme): one product
 per pair (A[i, k], B[k, j]) that meets, so memory is the number of
 multiplications, never nse_A x nse_B. With traced indices (under ``jit``)
-the number of products is unknown: :func:`spgemm_bounded` runs the same ESC
+the number of products is unknown: ``spgemm_bounded`` runs the same ESC
 scheme with ``jnp`` sorts over a static number of product slots, bounded by
-:func:`spgemm_products_bound` from what is static (the buffers' sizes,
+``spgemm_products_bound`` from what is static (the buffers' sizes,
 concrete indices of one operand) or given by the caller.
 
 A new kernel for these operations (a native one, say) is added here.
@@ -56,7 +56,7 @@ def host_spmm(data, indices, shape: tuple[int, int], x):
     zero-copy views of concrete CPU buffers, with no XLA dispatch and no
     transfer back, so a call costs about what scipy's does. None when the
     native kernel is not built, the buffers are traced or not on the CPU, or
-    the dtypes are not supported; the caller then uses :func:`spmm`.
+    the dtypes are not supported; the caller then uses ``spmm``.
 
     Returns
     -------
@@ -132,7 +132,7 @@ def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False,
 
 def batched_spmm(data, indices, shape, x, n_batch: int):
     """``A @ x`` for a BCOO ``A`` whose last dimension is sparse, with ``n_batch`` batch dimensions
-    matching those of dense ``x`` (:func:`jax.experimental.sparse.bcoo_dot_general`)."""
+    matching those of dense ``x`` (``jax.experimental.sparse.bcoo_dot_general``)."""
     from jax.experimental import sparse as jsparse  # deferred: slow to import, rarely needed
 
     mat = jsparse.BCOO((data, indices), shape=tuple(shape))
@@ -148,7 +148,7 @@ def spgemm(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int, *, prod
 
     Concrete indices give the exact product (``products`` is not used).
     Traced indices need ``products``, a static upper bound of the number of
-    pairs ``A[i, k] B[k, j]`` that meet (see :func:`spgemm_bounded`); the
+    pairs ``A[i, k] B[k, j]`` that meet (see ``spgemm_bounded``); the
     result then has ``min(products, m * n)`` stored slots, padding last.
 
     Returns
@@ -271,7 +271,7 @@ def spgemm_products_bound(a_indices, b_indices, m: int, k: int, n: int, *, b_row
 def spgemm_bounded(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int, products: int):
     """Sparse ``(m, k) @ (k, n)`` with at most ``products`` products, traceable (jnp sorts only).
 
-    The expand-sort-compress scheme of :func:`spgemm_plan` on static sizes:
+    The expand-sort-compress scheme of ``spgemm_plan`` on static sizes:
     ``B``'s entries are ordered by row, product slot ``t`` is assigned to the
     entry of ``A`` whose run of ``B``-row entries covers ``t`` (a cumulative
     sum and a binary search), the products are sorted by output position
@@ -291,7 +291,7 @@ def spgemm_bounded(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int,
     products : int
         Static number of product slots. Products beyond it are dropped, as
         ``jnp.nonzero(size=)`` drops entries beyond its size: the caller
-        passes a proven bound (:func:`spgemm_products_bound`) or checks a
+        passes a proven bound (``spgemm_products_bound``) or checks a
         user's bound when the indices are concrete.
 
     Returns

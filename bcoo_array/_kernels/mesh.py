@@ -3,7 +3,7 @@
 ``jax.make_mesh`` gives ``Explicit`` axes by default (JAX 0.10): the sharding
 of an array is then part of its type, and a gather whose output sharding JAX
 cannot infer (``x.at[idx].get()`` with ``x`` split over the mesh and ``idx``
-replicated) raises ``ShardingTypeError``. :func:`replicated_on_mesh` runs
+replicated) raises ``ShardingTypeError``. ``replicated_on_mesh`` runs
 such a gather with the Explicit axes turned to ``Auto`` (XLA's partitioner
 chooses the collectives) and returns its outputs replicated over the mesh, as
 the same gather returns them on an ``Auto`` mesh. Arrays without a mesh, or

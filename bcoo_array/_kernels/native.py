@@ -10,15 +10,15 @@ values for a 2-D ``x``). No plan is needed, so it runs eagerly and under
 int32/int64 indices; the output is zeroed first and accumulated in its own
 dtype in storage order (a serial scatter-add).
 
-:func:`coo_matmul` wraps it in :func:`jax.custom_jvp`: the primal is the
+``coo_matmul`` wraps it in ``jax.custom_jvp``: the primal is the
 native call, the tangent the pure-XLA gather + segment sum
-(:func:`.coo.coo_matmat`) of ``(d_data, x)`` and ``(data, d_x)``, so
+(``.coo.coo_matmat``) of ``(d_data, x)`` and ``(data, d_x)``, so
 ``jax.jvp`` works and ``jax.grad`` (w.r.t. ``data`` and ``x``) transposes
 the XLA tangent. ``jax.vmap`` adds leading batch dimensions that the kernel
 loops over (``vmap_method="expand_dims"``: an unbatched operand is read once,
 not copied).
 
-:func:`available` says whether the native path can run here: the extension
+``available`` says whether the native path can run here: the extension
 imports, the default backend is CPU, and ``BCOO_ARRAY_NATIVE`` is not ``0``
 (set it to ``0`` to run the XLA kernels instead, e.g. to compare).
 """
@@ -80,7 +80,7 @@ def describe() -> dict:
     dict
         ``built`` (the extension imports), ``error`` (why it does not, or
         None), ``disabled`` (``BCOO_ARRAY_NATIVE=0`` is set), ``backend``
-        (JAX's default backend) and ``in_use`` (:func:`available`).
+        (JAX's default backend) and ``in_use`` (``available``).
     """
     built = _load()
     return {
@@ -166,14 +166,14 @@ def coo_matmul(data, indices, x, m: int):
     Returns
     -------
     jax.Array of shape ``(m,)`` or ``(m, n)``; duplicates add up.
-    One compiled dispatch when called eagerly. Requires :func:`available`.
+    One compiled dispatch when called eagerly. Requires ``available``.
     """
     _load()
     return _coo_matmul_jit(data, indices, x, int(m))
 
 
 def spmm(data, indices, x, m: int):
-    """:func:`coo_matmul` with a leading axis of one (the convention of :func:`.matmul.spmm`)."""
+    """``coo_matmul`` with a leading axis of one (the convention of ``.matmul.spmm``)."""
     _load()
     return _spmm_jit(data, indices, x, int(m))
 
@@ -188,8 +188,8 @@ def host_spmm(data: np.ndarray, indices: np.ndarray, x: np.ndarray, m: int) -> n
     The eager path for concrete CPU operands (a call costs microseconds, as
     scipy's does, instead of an XLA dispatch). ``data``, ``indices`` and
     ``x`` are C-contiguous NumPy arrays of supported dtypes (see
-    :func:`supports`); the result is a fresh aligned array, so that
-    :func:`.host.to_device` hands it to JAX without a copy.
+    ``supports``); the result is a fresh aligned array, so that
+    ``.host.to_device`` hands it to JAX without a copy.
     """
     _load()
     from .._native import _ffi
@@ -208,8 +208,8 @@ def host_csr_spmv(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, x: np.
 
     ``indptr`` ``(m + 1,)`` and ``cols`` ``(n_valid,)`` share int32 or int64;
     ``data`` holds at least ``n_valid`` values in the same order, of a
-    supported dtype (:data:`DTYPES`), as ``x`` ``(k,)``. The same additions
-    in the same order as :func:`host_spmm` on row-sorted entries (equal bits),
+    supported dtype (``DTYPES``), as ``x`` ``(k,)``. The same additions
+    in the same order as ``host_spmm`` on row-sorted entries (equal bits),
     with scipy's memory traffic (one column index per entry).
     """
     _load()

@@ -3,11 +3,11 @@
 For a 2-D matrix whose buffers are concrete and live on the CPU, ``A[i]``,
 ``A[:, j]`` and the canonical transpose are a slice (rows) or a gather
 (columns, transpose) of zero-copy NumPy views of the buffers, guided by cached structures: the CSR row pointer of
-:func:`.csr.csr_arrays` and a column plan (the stable order of the valid
+``.csr.csr_arrays`` and a column plan (the stable order of the valid
 entries by column, and the column pointer), computed once per index buffer.
 This is the work scipy.sparse does for ``csr[i]`` / ``csc[:, j]``, without
 one XLA dispatch per primitive. The callers fall back to the general
-(traceable) indexing when :func:`host_buffers` says the buffers are not
+(traceable) indexing when ``host_buffers`` says the buffers are not
 available on the host.
 """
 
@@ -54,7 +54,7 @@ def _column_plan_numpy(indices, shape) -> ColumnPlan | None:
 
 
 def column_plan(indices, shape: tuple[int, int]) -> ColumnPlan | None:
-    """The (cached) :class:`ColumnPlan` of concrete 2-D ``indices``, or None unless rows are sorted."""
+    """The (cached) ``ColumnPlan`` of concrete 2-D ``indices``, or None unless rows are sorted."""
     m, n = shape
     return PLANS.get((indices,), ("csc-np", m, n), lambda: _column_plan_numpy(indices, (m, n)))
 

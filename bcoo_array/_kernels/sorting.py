@@ -4,13 +4,13 @@ A lane (a 1-D slice along the sorted axis) of length ``L`` holding ``k``
 stored values and ``L - k`` unstored ones (all equal to ``fill``) sorts to:
 the stored values that sort before ``fill``, then the ``L - k`` unstored
 positions, then the other stored values. So a sorted sparse array stores
-exactly as many entries per lane as its input; :func:`sort_lanes` computes
+exactly as many entries per lane as its input; ``sort_lanes`` computes
 their new positions with one lexicographic sort of the ``nse`` entries
 (memory O(nse), never the dense lane). The distinct values of an array are
 the distinct stored values plus ``fill`` when some position is unstored
-(:func:`unique_entries`); a sorted 1-D array's insertion points are counts
+(``unique_entries``); a sorted 1-D array's insertion points are counts
 of the stored values before each query plus the unstored block when ``fill``
-comes before it (:func:`count_before`).
+comes before it (``count_before``).
 
 Order: NumPy's, NaN last (every NaN after every number), ``-0.0`` equal to
 ``0.0``; descending is the reverse of ascending (so NaN first), as in
@@ -108,7 +108,7 @@ def first_unstored(flat: np.ndarray) -> int:
 
 
 class Unique(NamedTuple):
-    """The result of :func:`unique_entries` (NumPy arrays on the host)."""
+    """The result of ``unique_entries`` (NumPy arrays on the host)."""
 
     values: np.ndarray
     first: np.ndarray
@@ -139,7 +139,7 @@ def unique_entries(vals: np.ndarray, flat: np.ndarray, size: int, fill) -> Uniqu
         position of each value's first occurrence, int64), ``counts``
         (int64), ``inverse`` (for each stored entry, the index of its value)
         and ``fill_index`` (the index of ``fill``, or -1 when every position
-        is stored). Equal values are grouped as :func:`numpy.unique` groups
+        is stored). Equal values are grouped as ``numpy.unique`` groups
         them (``-0.0`` with ``0.0``); a group's value is its first occurrence.
     """
     n = vals.shape[0]
@@ -189,7 +189,7 @@ def count_before(stored, valid, length: int, fill, v, side: str):
     array of ``v``'s shape
         For 'left' the number of elements that sort strictly before each
         ``v``, for 'right' the number that do not sort after it: the
-        insertion points of :func:`numpy.searchsorted` when the array is
+        insertion points of ``numpy.searchsorted`` when the array is
         sorted (NaN last). Memory O(nse + v.size).
     """
     dt = stored.dtype

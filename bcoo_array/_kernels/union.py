@@ -58,9 +58,9 @@ def union(ia, ib, sizes: tuple[int, ...]):
 
 
 def _union_numpy(a: np.ndarray, b: np.ndarray, sizes: tuple[int, ...]):
-    """:func:`union` of one batch element with concrete indices, planned by NumPy.
+    """``union`` of one batch element with concrete indices, planned by NumPy.
 
-    2-D canonical operands go through scipy's CSR merge (:func:`_merge_csr`);
+    2-D canonical operands go through scipy's CSR merge (``_merge_csr``);
     otherwise the inputs are sorted, so the stable sort of their
     concatenation is one merge (NumPy's timsort finds the two runs).
     """
@@ -164,7 +164,7 @@ def _apply_union(fn, dx, dy, pos_x, pos_y, fill_x, fill_y):
 
 
 def _union_csr(a: np.ndarray, b: np.ndarray, sizes, batch: bool = True):
-    """:func:`union` of one batch element of 2-D indices by :func:`_merge_csr`, or None if not canonical."""
+    """``union`` of one batch element of 2-D indices by ``_merge_csr``, or None if not canonical."""
     m, n = (int(s) for s in sizes)
     sa = _csr_arrays_numpy(a, m, n)
     sb = _csr_arrays_numpy(b, m, n)

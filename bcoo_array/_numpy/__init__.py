@@ -1,17 +1,17 @@
 """NumPy dispatch for BCOOArray: ``__array_function__`` and ``__array_ufunc__``.
 
 This package sits above the public namespace: it uses only public names of
-:mod:`bcoo_array` (imported as ``xp``), and ``BCOOArray`` imports it lazily
+``bcoo_array`` (imported as ``xp``), and ``BCOOArray`` imports it lazily
 on the first NumPy call. Its modules:
 
-* :mod:`.protocol`: the two protocols (NotImplemented for unknown types,
+* ``.protocol``: the two protocols (NotImplemented for unknown types,
   ``out=`` refused, lookup in the tables);
-* :mod:`.registry`: the literal tables ``{numpy function: implementation}``
+* ``.registry``: the literal tables ``{numpy function: implementation}``
   and ``{ufunc: namespace function}``, and the result kind of each entry;
-* :mod:`.adapters`: NumPy signatures mapped onto namespace functions;
-* :mod:`.extras`: NumPy functions the namespace lacks, composed of
+* ``.adapters``: NumPy signatures mapped onto namespace functions;
+* ``.extras``: NumPy functions the namespace lacks, composed of
   namespace functions;
-* :mod:`.operands`: argument conversion and keyword refusals shared by both.
+* ``.operands``: argument conversion and keyword refusals shared by both.
 """
 
 from .protocol import array_function, array_ufunc

@@ -45,7 +45,7 @@ from .operands import (
 
 
 def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=UNSET, where=True):
-    """``numpy.sum`` via :func:`bcoo_array.sum` (booleans count as integers).
+    """``numpy.sum`` via [`bcoo_array.sum`][] (booleans count as integers).
     """
     reject_out(out, "sum")
     refuse("sum", initial=initial, where=where_unset(where))
@@ -53,7 +53,7 @@ def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=UNSET, wher
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=UNSET, where=True):
-    """``numpy.prod`` via :func:`bcoo_array.prod` (booleans count as integers).
+    """``numpy.prod`` via [`bcoo_array.prod`][] (booleans count as integers).
     """
     reject_out(out, "prod")
     refuse("prod", initial=initial, where=where_unset(where))
@@ -61,7 +61,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=UNSET, wher
 
 
 def max_(a, axis=None, out=None, keepdims=False, initial=UNSET, where=True):
-    """``numpy.max`` / ``numpy.amax`` via :func:`bcoo_array.max`.
+    """``numpy.max`` / ``numpy.amax`` via [`bcoo_array.max`][].
     """
     reject_out(out, "max")
     refuse("max", initial=initial, where=where_unset(where))
@@ -69,7 +69,7 @@ def max_(a, axis=None, out=None, keepdims=False, initial=UNSET, where=True):
 
 
 def min_(a, axis=None, out=None, keepdims=False, initial=UNSET, where=True):
-    """``numpy.min`` / ``numpy.amin`` via :func:`bcoo_array.min`.
+    """``numpy.min`` / ``numpy.amin`` via [`bcoo_array.min`][].
     """
     reject_out(out, "min")
     refuse("min", initial=initial, where=where_unset(where))
@@ -77,7 +77,7 @@ def min_(a, axis=None, out=None, keepdims=False, initial=UNSET, where=True):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
-    """``numpy.mean`` via :func:`bcoo_array.mean` (integers averaged in the default float).
+    """``numpy.mean`` via [`bcoo_array.mean`][] (integers averaged in the default float).
     """
     reject_out(out, "mean")
     refuse("mean", where=where_unset(where))
@@ -94,7 +94,7 @@ def _ddof(name, ddof, correction):
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=UNSET,
         correction=UNSET):
-    """``numpy.var`` via :func:`bcoo_array.var` (``ddof`` is the standard's ``correction``).
+    """``numpy.var`` via [`bcoo_array.var`][] (``ddof`` is the standard's ``correction``).
 
     Raises
     ------
@@ -111,7 +111,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=UNSET,
         correction=UNSET):
-    """``numpy.std`` via :func:`bcoo_array.std` (``ddof`` is the standard's ``correction``).
+    """``numpy.std`` via [`bcoo_array.std`][] (``ddof`` is the standard's ``correction``).
 
     Raises
     ------
@@ -127,7 +127,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
-    """``numpy.cumsum`` via :func:`bcoo_array.cumulative_sum`; ``axis=None`` flattens.
+    """``numpy.cumsum`` via [`bcoo_array.cumulative_sum`][]; ``axis=None`` flattens.
     """
     reject_out(out, "cumsum")
     x, axis = flat_axis(counting_input(sparse_arg(a), dtype), axis)
@@ -135,7 +135,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
-    """``numpy.cumprod`` via :func:`bcoo_array.cumulative_prod`; ``axis=None`` flattens.
+    """``numpy.cumprod`` via [`bcoo_array.cumulative_prod`][]; ``axis=None`` flattens.
     """
     reject_out(out, "cumprod")
     x, axis = flat_axis(counting_input(sparse_arg(a), dtype), axis)
@@ -143,21 +143,21 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
-    """``numpy.cumulative_sum`` via :func:`bcoo_array.cumulative_sum`.
+    """``numpy.cumulative_sum`` via [`bcoo_array.cumulative_sum`][].
     """
     reject_out(out, "cumulative_sum")
     return xp.cumulative_sum(sparse_arg(x), axis=axis, dtype=dtype, include_initial=include_initial)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
-    """``numpy.cumulative_prod`` via :func:`bcoo_array.cumulative_prod`.
+    """``numpy.cumulative_prod`` via [`bcoo_array.cumulative_prod`][].
     """
     reject_out(out, "cumulative_prod")
     return xp.cumulative_prod(sparse_arg(x), axis=axis, dtype=dtype, include_initial=include_initial)
 
 
 def all_(a, axis=None, out=None, keepdims=False, *, where=True):
-    """``numpy.all`` via :func:`bcoo_array.all`.
+    """``numpy.all`` via [`bcoo_array.all`][].
     """
     reject_out(out, "all")
     refuse("all", where=where_unset(where))
@@ -165,7 +165,7 @@ def all_(a, axis=None, out=None, keepdims=False, *, where=True):
 
 
 def any_(a, axis=None, out=None, keepdims=False, *, where=True):
-    """``numpy.any`` via :func:`bcoo_array.any`.
+    """``numpy.any`` via [`bcoo_array.any`][].
     """
     reject_out(out, "any")
     refuse("any", where=where_unset(where))
@@ -173,7 +173,7 @@ def any_(a, axis=None, out=None, keepdims=False, *, where=True):
 
 
 def count_nonzero(a, axis=None, *, keepdims=False):
-    """``numpy.count_nonzero`` via :func:`bcoo_array.count_nonzero`.
+    """``numpy.count_nonzero`` via [`bcoo_array.count_nonzero`][].
 
     Without ``axis`` the count is a 0-d BCOOArray, not NumPy's Python int
     (so it works under ``jax.jit``); ``int()`` converts it.
@@ -182,7 +182,7 @@ def count_nonzero(a, axis=None, *, keepdims=False):
 
 
 def diff(a, n=1, axis=-1, prepend=UNSET, append=UNSET):
-    """``numpy.diff`` via :func:`bcoo_array.diff`."""
+    """``numpy.diff`` via [`bcoo_array.diff`][]."""
     kw = {}
     if prepend is not UNSET:
         kw["prepend"] = sparse_arg(prepend, "prepend")
@@ -195,26 +195,26 @@ def diff(a, n=1, axis=-1, prepend=UNSET, append=UNSET):
 
 
 def argmax(a, axis=None, out=None, *, keepdims=False):
-    """``numpy.argmax`` via :func:`bcoo_array.argmax` (``axis=None``: index into the flattened array).
+    """``numpy.argmax`` via [`bcoo_array.argmax`][] (``axis=None``: index into the flattened array).
     """
     reject_out(out, "argmax")
     return xp.argmax(sparse_arg(a), axis=axis, keepdims=keepdims)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False):
-    """``numpy.argmin`` via :func:`bcoo_array.argmin` (``axis=None``: index into the flattened array).
+    """``numpy.argmin`` via [`bcoo_array.argmin`][] (``axis=None``: index into the flattened array).
     """
     reject_out(out, "argmin")
     return xp.argmin(sparse_arg(a), axis=axis, keepdims=keepdims)
 
 
 def nonzero(a):
-    """``numpy.nonzero`` via :func:`bcoo_array.nonzero`: a tuple of index arrays."""
+    """``numpy.nonzero`` via [`bcoo_array.nonzero`][]: a tuple of index arrays."""
     return tuple(xp.nonzero(sparse_arg(a)))
 
 
 def where(condition, x=UNSET, y=UNSET):
-    """``numpy.where`` via :func:`bcoo_array.where`, or :func:`nonzero` with the condition alone.
+    """``numpy.where`` via [`bcoo_array.where`][], or ``nonzero`` with the condition alone.
 
     A non-boolean condition is compared with zero, as NumPy does.
 
@@ -234,7 +234,7 @@ def where(condition, x=UNSET, y=UNSET):
 
 
 def searchsorted(a, v, side="left", sorter=None):
-    """``numpy.searchsorted`` via :func:`bcoo_array.searchsorted`."""
+    """``numpy.searchsorted`` via [`bcoo_array.searchsorted`][]."""
     return xp.searchsorted(sparse_arg(a), elementwise_arg(v, "v"), side=side,
                            sorter=None if sorter is None else sparse_arg(sorter, "sorter"))
 
@@ -248,7 +248,7 @@ def _stable(kind, stable):
 
 
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """``numpy.sort`` via :func:`bcoo_array.sort` (stable whatever ``kind``; ``axis=None`` flattens).
+    """``numpy.sort`` via [`bcoo_array.sort`][] (stable whatever ``kind``; ``axis=None`` flattens).
 
     Raises
     ------
@@ -263,7 +263,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """``numpy.argsort`` via :func:`bcoo_array.argsort` (stable whatever ``kind``; ``axis=None`` flattens).
+    """``numpy.argsort`` via [`bcoo_array.argsort`][] (stable whatever ``kind``; ``axis=None`` flattens).
 
     Raises
     ------
@@ -279,7 +279,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
            equal_nan=True, sorted=True):
-    """``numpy.unique`` via :func:`bcoo_array.unique_values` / :func:`bcoo_array.unique_all`.
+    """``numpy.unique`` via [`bcoo_array.unique_values`][] / [`bcoo_array.unique_all`][].
 
     ``return_inverse`` has the input's shape, as in NumPy >= 2.1.
 
@@ -313,27 +313,27 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
 
 
 def unique_values(x):
-    """``numpy.unique_values`` via :func:`bcoo_array.unique_values`."""
+    """``numpy.unique_values`` via [`bcoo_array.unique_values`][]."""
     return xp.unique_values(sparse_arg(x, "x"))
 
 
 def unique_counts(x):
-    """``numpy.unique_counts`` via :func:`bcoo_array.unique_counts`."""
+    """``numpy.unique_counts`` via [`bcoo_array.unique_counts`][]."""
     return xp.unique_counts(sparse_arg(x, "x"))
 
 
 def unique_inverse(x):
-    """``numpy.unique_inverse`` via :func:`bcoo_array.unique_inverse`."""
+    """``numpy.unique_inverse`` via [`bcoo_array.unique_inverse`][]."""
     return xp.unique_inverse(sparse_arg(x, "x"))
 
 
 def unique_all(x):
-    """``numpy.unique_all`` via :func:`bcoo_array.unique_all`."""
+    """``numpy.unique_all`` via [`bcoo_array.unique_all`][]."""
     return xp.unique_all(sparse_arg(x, "x"))
 
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
-    """``numpy.isin`` via :func:`bcoo_array.isin`.
+    """``numpy.isin`` via [`bcoo_array.isin`][].
 
     Raises
     ------
@@ -349,18 +349,18 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
 
 
 def transpose(a, axes=None):
-    """``numpy.transpose`` / ``numpy.permute_dims`` via :func:`bcoo_array.permute_dims` (no axes: reversed)."""
+    """``numpy.transpose`` / ``numpy.permute_dims`` via [`bcoo_array.permute_dims`][] (no axes: reversed)."""
     x = sparse_arg(a)
     return xp.permute_dims(x, tuple(range(x.ndim))[::-1] if axes is None else tuple(axes))
 
 
 def matrix_transpose(x, /):
-    """``numpy.matrix_transpose`` via :func:`bcoo_array.matrix_transpose`."""
+    """``numpy.matrix_transpose`` via [`bcoo_array.matrix_transpose`][]."""
     return xp.matrix_transpose(sparse_arg(x, "x"))
 
 
 def moveaxis(a, source, destination):
-    """``numpy.moveaxis`` via :func:`bcoo_array.moveaxis` (lists of axes accepted)."""
+    """``numpy.moveaxis`` via [`bcoo_array.moveaxis`][] (lists of axes accepted)."""
     src = tuple(source) if isinstance(source, (list, tuple)) else source
     dst = tuple(destination) if isinstance(destination, (list, tuple)) else destination
     return xp.moveaxis(sparse_arg(a), src, dst)
@@ -371,7 +371,7 @@ def _shape(shape):
 
 
 def reshape(a, /, shape=None, order="C", *, newshape=UNSET, copy=None):
-    """``numpy.reshape`` via :func:`bcoo_array.reshape` (C order; ``newshape=`` accepted).
+    """``numpy.reshape`` via [`bcoo_array.reshape`][] (C order; ``newshape=`` accepted).
 
     Raises
     ------
@@ -390,7 +390,7 @@ def reshape(a, /, shape=None, order="C", *, newshape=UNSET, copy=None):
 
 
 def ravel(a, order="C"):
-    """``numpy.ravel`` via :func:`bcoo_array.reshape` to one dimension.
+    """``numpy.ravel`` via [`bcoo_array.reshape`][] to one dimension.
 
     Raises
     ------
@@ -403,12 +403,12 @@ def ravel(a, order="C"):
 
 
 def expand_dims(a, axis):
-    """``numpy.expand_dims`` via :func:`bcoo_array.expand_dims` (one axis or several)."""
+    """``numpy.expand_dims`` via [`bcoo_array.expand_dims`][] (one axis or several)."""
     return xp.expand_dims(sparse_arg(a), axis=tuple(axis) if isinstance(axis, (list, tuple)) else axis)
 
 
 def squeeze(a, axis=None):
-    """``numpy.squeeze`` via :func:`bcoo_array.squeeze`; ``axis=None`` drops every axis of length 1."""
+    """``numpy.squeeze`` via [`bcoo_array.squeeze`][]; ``axis=None`` drops every axis of length 1."""
     x = sparse_arg(a)
     if axis is None:
         axis = tuple(i for i, n in enumerate(x.shape) if n == 1)
@@ -416,17 +416,17 @@ def squeeze(a, axis=None):
 
 
 def broadcast_to(array, shape, subok=False):
-    """``numpy.broadcast_to`` via :func:`bcoo_array.broadcast_to`."""
+    """``numpy.broadcast_to`` via [`bcoo_array.broadcast_to`][]."""
     return xp.broadcast_to(sparse_arg(array), _shape(shape))
 
 
 def broadcast_arrays(*args, subok=False):
-    """``numpy.broadcast_arrays`` via :func:`bcoo_array.broadcast_arrays`: a tuple."""
+    """``numpy.broadcast_arrays`` via [`bcoo_array.broadcast_arrays`][]: a tuple."""
     return tuple(xp.broadcast_arrays(*(sparse_arg(a) for a in args)))
 
 
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    """``numpy.concatenate`` / ``numpy.concat`` via :func:`bcoo_array.concat` (``axis=None`` flattens).
+    """``numpy.concatenate`` / ``numpy.concat`` via [`bcoo_array.concat`][] (``axis=None`` flattens).
 
     Raises
     ------
@@ -441,7 +441,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    """``numpy.stack`` via :func:`bcoo_array.stack`.
+    """``numpy.stack`` via [`bcoo_array.stack`][].
 
     Raises
     ------
@@ -453,22 +453,22 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
 
 
 def unstack(x, /, *, axis=0):
-    """``numpy.unstack`` via :func:`bcoo_array.unstack`: a tuple."""
+    """``numpy.unstack`` via [`bcoo_array.unstack`][]: a tuple."""
     return tuple(xp.unstack(sparse_arg(x, "x"), axis=axis))
 
 
 def flip(m, axis=None):
-    """``numpy.flip`` via :func:`bcoo_array.flip`."""
+    """``numpy.flip`` via [`bcoo_array.flip`][]."""
     return xp.flip(sparse_arg(m), axis=axis)
 
 
 def roll(a, shift, axis=None):
-    """``numpy.roll`` via :func:`bcoo_array.roll`."""
+    """``numpy.roll`` via [`bcoo_array.roll`][]."""
     return xp.roll(sparse_arg(a), shift, axis=axis)
 
 
 def repeat(a, repeats, axis=None):
-    """``numpy.repeat`` via :func:`bcoo_array.repeat` (``axis=None`` flattens)."""
+    """``numpy.repeat`` via [`bcoo_array.repeat`][] (``axis=None`` flattens)."""
     x, axis = flat_axis(sparse_arg(a), axis)
     if not isinstance(repeats, (int, np.integer)):
         repeats = sparse_arg(repeats, "repeats")
@@ -476,12 +476,12 @@ def repeat(a, repeats, axis=None):
 
 
 def tile(A, reps):
-    """``numpy.tile`` via :func:`bcoo_array.tile`."""
+    """``numpy.tile`` via [`bcoo_array.tile`][]."""
     return xp.tile(sparse_arg(A), _shape(reps))
 
 
 def copy(a, order="K", subok=False):
-    """``numpy.copy`` via :func:`bcoo_array.asarray` with ``copy=True``.
+    """``numpy.copy`` via [`bcoo_array.asarray`][] with ``copy=True``.
 
     The buffers are immutable JAX arrays; the new object is independent of
     ``a`` (``a[...] = v`` rebinds ``a``'s buffers only).
@@ -516,7 +516,7 @@ def size(a, axis=None):
 
 
 def take(a, indices, axis=None, out=None, mode="raise"):
-    """``numpy.take`` via :func:`bcoo_array.take` (``axis=None`` flattens; integer or n-D indices).
+    """``numpy.take`` via [`bcoo_array.take`][] (``axis=None`` flattens; integer or n-D indices).
 
     Raises
     ------
@@ -539,7 +539,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
 
 
 def take_along_axis(arr, indices, axis=-1):
-    """``numpy.take_along_axis`` via :func:`bcoo_array.take_along_axis` (``axis=None`` flattens)."""
+    """``numpy.take_along_axis`` via [`bcoo_array.take_along_axis`][] (``axis=None`` flattens)."""
     x, axis = flat_axis(sparse_arg(arr), axis)
     return xp.take_along_axis(x, sparse_arg(indices, "indices"), axis=axis)
 
@@ -552,7 +552,7 @@ def _to_last_two(name, x, axis1, axis2):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    """``numpy.diagonal`` via :func:`bcoo_array.linalg.diagonal` (the diagonal is the last axis).
+    """``numpy.diagonal`` via [`bcoo_array.linalg.diagonal`][] (the diagonal is the last axis).
 
     Raises
     ------
@@ -566,7 +566,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    """``numpy.trace`` via :func:`bcoo_array.linalg.trace`.
+    """``numpy.trace`` via [`bcoo_array.linalg.trace`][].
 
     Raises
     ------
@@ -584,17 +584,17 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 
 def tril(m, k=0):
-    """``numpy.tril`` via :func:`bcoo_array.tril`."""
+    """``numpy.tril`` via [`bcoo_array.tril`][]."""
     return xp.tril(sparse_arg(m), k=k)
 
 
 def triu(m, k=0):
-    """``numpy.triu`` via :func:`bcoo_array.triu`."""
+    """``numpy.triu`` via [`bcoo_array.triu`][]."""
     return xp.triu(sparse_arg(m), k=k)
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
-    """``numpy.meshgrid`` via :func:`bcoo_array.meshgrid`: a tuple.
+    """``numpy.meshgrid`` via [`bcoo_array.meshgrid`][]: a tuple.
 
     Raises
     ------
@@ -619,22 +619,22 @@ def _like(name, fill, a, dtype, order, shape, device):
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    """``numpy.zeros_like`` via :func:`bcoo_array.full` (nothing stored)."""
+    """``numpy.zeros_like`` via [`bcoo_array.full`][] (nothing stored)."""
     return _like("zeros_like", 0, a, dtype, order, shape, device)
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    """``numpy.ones_like`` via :func:`bcoo_array.full` (fill value 1, nothing stored)."""
+    """``numpy.ones_like`` via [`bcoo_array.full`][] (fill value 1, nothing stored)."""
     return _like("ones_like", 1, a, dtype, order, shape, device)
 
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    """``numpy.empty_like`` via :func:`bcoo_array.empty`."""
+    """``numpy.empty_like`` via [`bcoo_array.empty`][]."""
     return _like("empty_like", None, prototype, dtype, order, shape, device)
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    """``numpy.full_like`` via :func:`bcoo_array.full` (the value is the fill value, nothing stored).
+    """``numpy.full_like`` via [`bcoo_array.full`][] (the value is the fill value, nothing stored).
 
     Raises
     ------
@@ -649,7 +649,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
-    """``numpy.astype`` via :func:`bcoo_array.astype`."""
+    """``numpy.astype`` via [`bcoo_array.astype`][]."""
     return xp.astype(sparse_arg(x, "x"), dtype, copy=copy, device=device)
 
 
@@ -657,7 +657,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
 
 
 def clip(a, a_min=UNSET, a_max=UNSET, out=None, *, min=UNSET, max=UNSET, **kwargs):
-    """``numpy.clip`` via :func:`bcoo_array.clip` (``a_min``/``a_max`` or ``min``/``max``).
+    """``numpy.clip`` via [`bcoo_array.clip`][] (``a_min``/``a_max`` or ``min``/``max``).
 
     Raises
     ------
@@ -676,7 +676,7 @@ def clip(a, a_min=UNSET, a_max=UNSET, out=None, *, min=UNSET, max=UNSET, **kwarg
 
 
 def round_(a, decimals=0, out=None):
-    """``numpy.round`` / ``numpy.around`` via :func:`bcoo_array.round`, half to even.
+    """``numpy.round`` / ``numpy.around`` via [`bcoo_array.round`][], half to even.
 
     With ``decimals`` it is NumPy's own recipe: scale by ``10**decimals``,
     round, scale back (integers: unchanged for ``decimals >= 0``). The fill
@@ -705,12 +705,12 @@ def round_(a, decimals=0, out=None):
 
 
 def real(val):
-    """``numpy.real`` via :func:`bcoo_array.real`."""
+    """``numpy.real`` via [`bcoo_array.real`][]."""
     return xp.real(sparse_arg(val, "val"))
 
 
 def imag(val):
-    """``numpy.imag`` via :func:`bcoo_array.imag`."""
+    """``numpy.imag`` via [`bcoo_array.imag`][]."""
     return xp.imag(sparse_arg(val, "val"))
 
 
@@ -718,12 +718,12 @@ def imag(val):
 
 
 def tensordot(a, b, axes=2):
-    """``numpy.tensordot`` / ``numpy.linalg.tensordot`` via :func:`bcoo_array.tensordot`."""
+    """``numpy.tensordot`` / ``numpy.linalg.tensordot`` via [`bcoo_array.tensordot`][]."""
     return xp.tensordot(elementwise_arg(a, "a"), elementwise_arg(b, "b"), axes=axes)
 
 
 def outer(a, b, out=None):
-    """``numpy.outer``: :func:`bcoo_array.linalg.outer` of the flattened operands.
+    """``numpy.outer``: [`bcoo_array.linalg.outer`][] of the flattened operands.
     """
     reject_out(out, "outer")
     return xp.linalg.outer(xp.reshape(sparse_arg(a, "a"), (-1,)), xp.reshape(sparse_arg(b, "b"), (-1,)))
@@ -733,7 +733,7 @@ def outer(a, b, out=None):
 
 
 def linalg_norm(x, ord=None, axis=None, keepdims=False):
-    """``numpy.linalg.norm`` via :func:`bcoo_array.linalg.vector_norm` / :func:`bcoo_array.linalg.matrix_norm`.
+    """``numpy.linalg.norm`` via [`bcoo_array.linalg.vector_norm`][] / [`bcoo_array.linalg.matrix_norm`][].
 
     ``axis=None``: the 2-norm of the flattened array when ``ord`` is None,
     else a vector norm of 1-D and a matrix norm of 2-D input. An int axis
@@ -765,72 +765,72 @@ def linalg_norm(x, ord=None, axis=None, keepdims=False):
 
 
 def linalg_vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    """``numpy.linalg.vector_norm`` via :func:`bcoo_array.linalg.vector_norm` (integers cast to float)."""
+    """``numpy.linalg.vector_norm`` via [`bcoo_array.linalg.vector_norm`][] (integers cast to float)."""
     return xp.linalg.vector_norm(floating_input(sparse_arg(x, "x")), axis=axis, keepdims=keepdims, ord=ord)
 
 
 def linalg_matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    """``numpy.linalg.matrix_norm`` via :func:`bcoo_array.linalg.matrix_norm` (integers cast to float)."""
+    """``numpy.linalg.matrix_norm`` via [`bcoo_array.linalg.matrix_norm`][] (integers cast to float)."""
     return xp.linalg.matrix_norm(floating_input(sparse_arg(x, "x")), keepdims=keepdims, ord=ord)
 
 
 def linalg_matmul(x1, x2, /):
-    """``numpy.linalg.matmul`` via :func:`bcoo_array.matmul`."""
+    """``numpy.linalg.matmul`` via [`bcoo_array.matmul`][]."""
     return xp.matmul(elementwise_arg(x1, "x1"), elementwise_arg(x2, "x2"))
 
 
 def linalg_vecdot(x1, x2, /, *, axis=-1):
-    """``numpy.linalg.vecdot`` via :func:`bcoo_array.vecdot`."""
+    """``numpy.linalg.vecdot`` via [`bcoo_array.vecdot`][]."""
     return xp.vecdot(elementwise_arg(x1, "x1"), elementwise_arg(x2, "x2"), axis=axis)
 
 
 def linalg_diagonal(x, /, *, offset=0):
-    """``numpy.linalg.diagonal`` via :func:`bcoo_array.linalg.diagonal`."""
+    """``numpy.linalg.diagonal`` via [`bcoo_array.linalg.diagonal`][]."""
     return xp.linalg.diagonal(sparse_arg(x, "x"), offset=offset)
 
 
 def linalg_trace(x, /, *, offset=0, dtype=None):
-    """``numpy.linalg.trace`` via :func:`bcoo_array.linalg.trace`."""
+    """``numpy.linalg.trace`` via [`bcoo_array.linalg.trace`][]."""
     return xp.linalg.trace(sparse_arg(x, "x"), offset=offset, dtype=dtype)
 
 
 def linalg_outer(x1, x2, /):
-    """``numpy.linalg.outer`` via :func:`bcoo_array.linalg.outer` (1-D operands)."""
+    """``numpy.linalg.outer`` via [`bcoo_array.linalg.outer`][] (1-D operands)."""
     return xp.linalg.outer(sparse_arg(x1, "x1"), sparse_arg(x2, "x2"))
 
 
 def linalg_cross(x1, x2, /, *, axis=-1):
-    """``numpy.linalg.cross`` via :func:`bcoo_array.linalg.cross`."""
+    """``numpy.linalg.cross`` via [`bcoo_array.linalg.cross`][]."""
     return xp.linalg.cross(sparse_arg(x1, "x1"), sparse_arg(x2, "x2"), axis=axis)
 
 
 def linalg_cholesky(a, /, *, upper=False):
-    """``numpy.linalg.cholesky`` via :func:`bcoo_array.linalg.cholesky`."""
+    """``numpy.linalg.cholesky`` via [`bcoo_array.linalg.cholesky`][]."""
     return xp.linalg.cholesky(sparse_arg(a), upper=upper)
 
 
 def linalg_det(a):
-    """``numpy.linalg.det`` via :func:`bcoo_array.linalg.det`."""
+    """``numpy.linalg.det`` via [`bcoo_array.linalg.det`][]."""
     return xp.linalg.det(sparse_arg(a))
 
 
 def linalg_slogdet(a):
-    """``numpy.linalg.slogdet`` via :func:`bcoo_array.linalg.slogdet`."""
+    """``numpy.linalg.slogdet`` via [`bcoo_array.linalg.slogdet`][]."""
     return xp.linalg.slogdet(sparse_arg(a))
 
 
 def linalg_inv(a):
-    """``numpy.linalg.inv`` via :func:`bcoo_array.linalg.inv`."""
+    """``numpy.linalg.inv`` via [`bcoo_array.linalg.inv`][]."""
     return xp.linalg.inv(sparse_arg(a))
 
 
 def linalg_solve(a, b):
-    """``numpy.linalg.solve`` via :func:`bcoo_array.linalg.solve`."""
+    """``numpy.linalg.solve`` via [`bcoo_array.linalg.solve`][]."""
     return xp.linalg.solve(sparse_arg(a), sparse_arg(b, "b"))
 
 
 def linalg_svdvals(x, /):
-    """``numpy.linalg.svdvals`` via :func:`bcoo_array.linalg.svdvals`."""
+    """``numpy.linalg.svdvals`` via [`bcoo_array.linalg.svdvals`][]."""
     return xp.linalg.svdvals(sparse_arg(x, "x"))
 
 
@@ -841,7 +841,7 @@ def _lower(name, UPLO):
 
 
 def linalg_eigh(a, UPLO="L"):
-    """``numpy.linalg.eigh`` via :func:`bcoo_array.linalg.eigh`.
+    """``numpy.linalg.eigh`` via [`bcoo_array.linalg.eigh`][].
 
     Raises
     ------
@@ -853,7 +853,7 @@ def linalg_eigh(a, UPLO="L"):
 
 
 def linalg_eigvalsh(a, UPLO="L"):
-    """``numpy.linalg.eigvalsh`` via :func:`bcoo_array.linalg.eigvalsh`.
+    """``numpy.linalg.eigvalsh`` via [`bcoo_array.linalg.eigvalsh`][].
 
     Raises
     ------
@@ -865,12 +865,12 @@ def linalg_eigvalsh(a, UPLO="L"):
 
 
 def linalg_matrix_power(a, n):
-    """``numpy.linalg.matrix_power`` via :func:`bcoo_array.linalg.matrix_power`."""
+    """``numpy.linalg.matrix_power`` via [`bcoo_array.linalg.matrix_power`][]."""
     return xp.linalg.matrix_power(sparse_arg(a), n)
 
 
 def linalg_matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
-    """``numpy.linalg.matrix_rank`` via :func:`bcoo_array.linalg.matrix_rank`.
+    """``numpy.linalg.matrix_rank`` via [`bcoo_array.linalg.matrix_rank`][].
 
     Raises
     ------
@@ -883,7 +883,7 @@ def linalg_matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
 
 
 def linalg_pinv(a, rcond=None, hermitian=False, *, rtol=UNSET):
-    """``numpy.linalg.pinv`` via :func:`bcoo_array.linalg.pinv`.
+    """``numpy.linalg.pinv`` via [`bcoo_array.linalg.pinv`][].
 
     Raises
     ------
@@ -896,12 +896,12 @@ def linalg_pinv(a, rcond=None, hermitian=False, *, rtol=UNSET):
 
 
 def linalg_qr(a, mode="reduced"):
-    """``numpy.linalg.qr`` via :func:`bcoo_array.linalg.qr`."""
+    """``numpy.linalg.qr`` via [`bcoo_array.linalg.qr`][]."""
     return xp.linalg.qr(sparse_arg(a), mode=mode)
 
 
 def linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """``numpy.linalg.svd`` via :func:`bcoo_array.linalg.svd` (``compute_uv=False``: :func:`~bcoo_array.linalg.svdvals`).
+    """``numpy.linalg.svd`` via [`bcoo_array.linalg.svd`][] (``compute_uv=False``: [`svdvals`][bcoo_array.linalg.svdvals]).
 
     Raises
     ------
@@ -938,7 +938,7 @@ def _transform(name: str, complex_only: bool):
         return fn(_fft_input(a, complex_only), n=n, axis=axis, norm="backward" if norm is None else norm)
 
     impl.__name__ = impl.__qualname__ = f"fft_{name}"
-    impl.__doc__ = f"``numpy.fft.{name}`` via :func:`bcoo_array.fft.{name}` (``norm=None`` is ``'backward'``)."
+    impl.__doc__ = f"``numpy.fft.{name}`` via ``bcoo_array.fft.{name}`` (``norm=None`` is ``'backward'``)."
     return impl
 
 
@@ -951,7 +951,7 @@ def _transform_n(name: str, complex_only: bool):
         return fn(_fft_input(a, complex_only), s=s, axes=axes, norm="backward" if norm is None else norm)
 
     impl.__name__ = impl.__qualname__ = f"fft_{name}"
-    impl.__doc__ = f"``numpy.fft.{name}`` via :func:`bcoo_array.fft.{name}` (``norm=None`` is ``'backward'``)."
+    impl.__doc__ = f"``numpy.fft.{name}`` via ``bcoo_array.fft.{name}`` (``norm=None`` is ``'backward'``)."
     return impl
 
 
@@ -968,12 +968,12 @@ fft_irfftn = _transform_n("irfftn", complex_only=True)
 
 
 def fft_fftshift(x, axes=None):
-    """``numpy.fft.fftshift`` via :func:`bcoo_array.fft.fftshift`."""
+    """``numpy.fft.fftshift`` via [`bcoo_array.fft.fftshift`][]."""
     return xp.fft.fftshift(sparse_arg(x, "x"), axes=axes)
 
 
 def fft_ifftshift(x, axes=None):
-    """``numpy.fft.ifftshift`` via :func:`bcoo_array.fft.ifftshift`."""
+    """``numpy.fft.ifftshift`` via [`bcoo_array.fft.ifftshift`][]."""
     return xp.fft.ifftshift(sparse_arg(x, "x"), axes=axes)
 
 
@@ -983,40 +983,40 @@ def fft_ifftshift(x, axes=None):
 
 
 def add_reduce(x, axis, dtype, keepdims):
-    """``numpy.add.reduce``: :func:`sum_`."""
+    """``numpy.add.reduce``: ``sum_``."""
     return sum_(x, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def multiply_reduce(x, axis, dtype, keepdims):
-    """``numpy.multiply.reduce``: :func:`prod`."""
+    """``numpy.multiply.reduce``: ``prod``."""
     return prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def maximum_reduce(x, axis, dtype, keepdims):
-    """``numpy.maximum.reduce``: :func:`bcoo_array.max` (of ``x`` cast to ``dtype``)."""
+    """``numpy.maximum.reduce``: [`bcoo_array.max`][] (of ``x`` cast to ``dtype``)."""
     return xp.max(x if dtype is None else xp.astype(x, dtype), axis=axis, keepdims=keepdims)
 
 
 def minimum_reduce(x, axis, dtype, keepdims):
-    """``numpy.minimum.reduce``: :func:`bcoo_array.min` (of ``x`` cast to ``dtype``)."""
+    """``numpy.minimum.reduce``: [`bcoo_array.min`][] (of ``x`` cast to ``dtype``)."""
     return xp.min(x if dtype is None else xp.astype(x, dtype), axis=axis, keepdims=keepdims)
 
 
 def logical_and_reduce(x, axis, dtype, keepdims):
-    """``numpy.logical_and.reduce``: :func:`bcoo_array.all` (``dtype`` ignored: the result is boolean)."""
+    """``numpy.logical_and.reduce``: [`bcoo_array.all`][] (``dtype`` ignored: the result is boolean)."""
     return xp.all(x, axis=axis, keepdims=keepdims)
 
 
 def logical_or_reduce(x, axis, dtype, keepdims):
-    """``numpy.logical_or.reduce``: :func:`bcoo_array.any` (``dtype`` ignored: the result is boolean)."""
+    """``numpy.logical_or.reduce``: [`bcoo_array.any`][] (``dtype`` ignored: the result is boolean)."""
     return xp.any(x, axis=axis, keepdims=keepdims)
 
 
 def add_accumulate(x, axis, dtype):
-    """``numpy.add.accumulate``: :func:`cumsum`."""
+    """``numpy.add.accumulate``: ``cumsum``."""
     return cumsum(x, axis=axis, dtype=dtype)
 
 
 def multiply_accumulate(x, axis, dtype):
-    """``numpy.multiply.accumulate``: :func:`cumprod`."""
+    """``numpy.multiply.accumulate``: ``cumprod``."""
     return cumprod(x, axis=axis, dtype=dtype)

@@ -51,7 +51,7 @@ def swapaxes(a, axis1, axis2):
     Returns
     -------
     BCOOArray
-        :func:`bcoo_array.moveaxis` of each axis to the other's place (sparse stays sparse).
+        [`bcoo_array.moveaxis`][] of each axis to the other's place (sparse stays sparse).
 
     Raises
     ------
@@ -79,7 +79,7 @@ def atleast_nd(a, ndim: int):
     Returns
     -------
     BCOOArray
-        :func:`bcoo_array.reshape` of ``a`` (sparse stays sparse).
+        [`bcoo_array.reshape`][] of ``a`` (sparse stays sparse).
     """
     x = sparse_arg(a)
     if x.ndim >= ndim:
@@ -95,7 +95,7 @@ def _atleast(ndim, arys):
 
 
 def atleast_1d(*arys):
-    """Each input with at least one dimension (``numpy.atleast_1d``); see :func:`atleast_nd`.
+    """Each input with at least one dimension (``numpy.atleast_1d``); see ``atleast_nd``.
 
     Returns
     -------
@@ -106,7 +106,7 @@ def atleast_1d(*arys):
 
 
 def atleast_2d(*arys):
-    """Each input with at least two dimensions (``numpy.atleast_2d``); see :func:`atleast_nd`.
+    """Each input with at least two dimensions (``numpy.atleast_2d``); see ``atleast_nd``.
 
     Returns
     -------
@@ -117,7 +117,7 @@ def atleast_2d(*arys):
 
 
 def atleast_3d(*arys):
-    """Each input with at least three dimensions (``numpy.atleast_3d``); see :func:`atleast_nd`.
+    """Each input with at least three dimensions (``numpy.atleast_3d``); see ``atleast_nd``.
 
     Returns
     -------
@@ -130,8 +130,8 @@ def atleast_3d(*arys):
 def hstack(tup, *, dtype=None, casting="same_kind"):
     """Join along the second axis, or the first for 1-D inputs (``numpy.hstack``).
 
-    NumPy's semantics, not those of :func:`bcoo_array.hstack` (scipy's
-    block form): :func:`bcoo_array.concat` of the inputs made at least 1-D.
+    NumPy's semantics, not those of [`bcoo_array.hstack`][] (scipy's
+    block form): [`bcoo_array.concat`][] of the inputs made at least 1-D.
 
     Returns
     -------
@@ -149,7 +149,7 @@ def hstack(tup, *, dtype=None, casting="same_kind"):
 def vstack(tup, *, dtype=None, casting="same_kind"):
     """Join along the first axis the inputs made at least 2-D (``numpy.vstack``).
 
-    NumPy's semantics, not those of :func:`bcoo_array.vstack` (scipy's
+    NumPy's semantics, not those of [`bcoo_array.vstack`][] (scipy's
     block form).
 
     Returns
@@ -176,7 +176,7 @@ def _nan_to(x, value):
 
 
 def _count_not_nan(x, axis, keepdims):
-    """Number of non-NaN entries of floating ``x`` over ``axis``: :func:`bcoo_array.count_nonzero`."""
+    """Number of non-NaN entries of floating ``x`` over ``axis``: [`bcoo_array.count_nonzero`][]."""
     return xp.count_nonzero(xp.logical_not(xp.isnan(x)), axis=axis, keepdims=keepdims)
 
 
@@ -192,7 +192,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=UNSET, wh
     Returns
     -------
     BCOOArray
-        As :func:`bcoo_array.sum` of ``a`` with NaN replaced (booleans count as integers).
+        As [`bcoo_array.sum`][] of ``a`` with NaN replaced (booleans count as integers).
 
     Raises
     ------
@@ -209,7 +209,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=UNSET, w
     Returns
     -------
     BCOOArray
-        As :func:`bcoo_array.prod` of ``a`` with NaN replaced (booleans count as integers).
+        As [`bcoo_array.prod`][] of ``a`` with NaN replaced (booleans count as integers).
 
     Raises
     ------
@@ -235,7 +235,7 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=UNSET, where=True):
     Returns
     -------
     BCOOArray
-        As :func:`bcoo_array.max`; NaN for an all-NaN slice (NumPy also
+        As [`bcoo_array.max`][]; NaN for an all-NaN slice (NumPy also
         warns; this does not).
 
     Raises
@@ -247,12 +247,12 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=UNSET, where=True):
 
 
 def nanmin(a, axis=None, out=None, keepdims=False, initial=UNSET, where=True):
-    """Minimum ignoring NaN (``numpy.nanmin``); see :func:`nanmax`.
+    """Minimum ignoring NaN (``numpy.nanmin``); see ``nanmax``.
 
     Returns
     -------
     BCOOArray
-        As :func:`bcoo_array.min`; NaN for an all-NaN slice.
+        As [`bcoo_array.min`][]; NaN for an all-NaN slice.
 
     Raises
     ------
@@ -317,7 +317,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=UNSET,
            correction=UNSET):
-    """Standard deviation of the non-NaN entries (``numpy.nanstd``): the square root of :func:`nanvar`.
+    """Standard deviation of the non-NaN entries (``numpy.nanstd``): the square root of ``nanvar``.
 
     Returns
     -------
@@ -327,7 +327,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     Raises
     ------
     TypeError
-        As :func:`nanvar`.
+        As ``nanvar``.
     """
     return xp.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction))
 
@@ -350,7 +350,7 @@ def nanargmax(a, axis=None, out=None, *, keepdims=False):
     Returns
     -------
     BCOOArray
-        As :func:`bcoo_array.argmax` (``axis=None``: index into the flattened array).
+        As [`bcoo_array.argmax`][] (``axis=None``: index into the flattened array).
 
     Raises
     ------
@@ -363,12 +363,12 @@ def nanargmax(a, axis=None, out=None, *, keepdims=False):
 
 
 def nanargmin(a, axis=None, out=None, *, keepdims=False):
-    """Index of the minimum ignoring NaN (``numpy.nanargmin``); see :func:`nanargmax`.
+    """Index of the minimum ignoring NaN (``numpy.nanargmin``); see ``nanargmax``.
 
     Returns
     -------
     BCOOArray
-        As :func:`bcoo_array.argmin`.
+        As [`bcoo_array.argmin`][].
 
     Raises
     ------
@@ -386,7 +386,7 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     Returns
     -------
     BCOOArray
-        As :func:`bcoo_array.cumulative_sum`.
+        As [`bcoo_array.cumulative_sum`][].
 
     Raises
     ------
@@ -404,7 +404,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     Returns
     -------
     BCOOArray
-        As :func:`bcoo_array.cumulative_prod`.
+        As [`bcoo_array.cumulative_prod`][].
 
     Raises
     ------
@@ -460,7 +460,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Whether every entry is :func:`isclose` (``numpy.allclose``).
+    """Whether every entry is ``isclose`` (``numpy.allclose``).
 
     Returns
     -------
@@ -511,14 +511,14 @@ def _is_scalar_like(v):
 def dot(a, b):
     """Dot product with NumPy's rules (``numpy.dot``).
 
-    0-d operands multiply; 1-D and 2-D operands use :func:`bcoo_array.matmul`;
+    0-d operands multiply; 1-D and 2-D operands use [`bcoo_array.matmul`][];
     otherwise the last axis of ``a`` contracts with the second-to-last of ``b``
-    (:func:`bcoo_array.tensordot`).
+    ([`bcoo_array.tensordot`][]).
 
     Returns
     -------
     BCOOArray
-        Promoted dtype; sparsity as :func:`bcoo_array.matmul` / :func:`bcoo_array.tensordot`.
+        Promoted dtype; sparsity as [`bcoo_array.matmul`][] / [`bcoo_array.tensordot`][].
 
     Raises
     ------
@@ -539,7 +539,7 @@ def inner(a, b):
     Returns
     -------
     BCOOArray
-        Shape ``a.shape[:-1] + b.shape[:-1]`` (:func:`bcoo_array.tensordot`); 0-d operands multiply.
+        Shape ``a.shape[:-1] + b.shape[:-1]`` ([`bcoo_array.tensordot`][]); 0-d operands multiply.
 
     Raises
     ------
@@ -555,7 +555,7 @@ def inner(a, b):
 
 
 def vdot(a, b):
-    """``sum(conj(a.ravel()) * b.ravel())`` (``numpy.vdot``): :func:`bcoo_array.vecdot` of the flattened operands.
+    """``sum(conj(a.ravel()) * b.ravel())`` (``numpy.vdot``): [`bcoo_array.vecdot`][] of the flattened operands.
 
     Returns
     -------
@@ -576,7 +576,7 @@ def vdot(a, b):
 def kron(a, b):
     """Kronecker product of n-D operands (``numpy.kron``).
 
-    NumPy's semantics, not those of :func:`bcoo_array.kron` (scipy's: 2-D,
+    NumPy's semantics, not those of [`bcoo_array.kron`][] (scipy's: 2-D,
     zero fill only). Shapes are aligned by prepending 1s to the operand of
     fewer dimensions; the result, of shape ``a.shape[k] * b.shape[k]`` on
     each axis, is a broadcast product reshaped, so zero-filled sparse
@@ -629,7 +629,7 @@ def _parse_einsum(subscripts, nops):
 
 
 def _einsum_diagonals(x, labels):
-    """Take the diagonal (:func:`bcoo_array.linalg.diagonal`) for each label repeated in one operand (``'ii->i'``)."""
+    """Take the diagonal ([`bcoo_array.linalg.diagonal`][]) for each label repeated in one operand (``'ii->i'``)."""
     while True:
         dup = next((c for c in labels if labels.count(c) > 1), None)
         if dup is None:
@@ -663,8 +663,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     -------
     BCOOArray
         Promoted dtype. Labels summed inside one operand are reduced first
-        (:func:`bcoo_array.sum`); with no shared output labels the
-        contraction is one :func:`bcoo_array.tensordot`, otherwise a
+        ([`bcoo_array.sum`][]); with no shared output labels the
+        contraction is one [`bcoo_array.tensordot`][], otherwise a
         broadcast product summed over the contracted labels.
 
     Raises

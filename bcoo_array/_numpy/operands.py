@@ -1,12 +1,12 @@
 """Argument handling shared by the NumPy adapters and extras.
 
 NumPy functions take "array-likes" where the namespace takes arrays; the
-helpers here turn NumPy's arguments into what :mod:`bcoo_array` accepts,
+helpers here turn NumPy's arguments into what ``bcoo_array`` accepts,
 refuse ``out=`` and other keywords a BCOOArray cannot honour, and carry the
 two NumPy dtype rules (sums of booleans count as integers; means of integers
 are floating) that differ from the array API standard.
 
-Only public names of :mod:`bcoo_array` are used: this package sits above the
+Only public names of ``bcoo_array`` are used: this package sits above the
 namespace.
 """
 
@@ -32,7 +32,7 @@ def sparse_arg(x, argname: str = "a"):
     x : array_like
         A BCOOArray (returned as it is), a NumPy or JAX array, a scipy.sparse,
         pydata-sparse or jax.experimental.sparse array, a nested sequence or a
-        scalar; converted with :func:`bcoo_array.asarray` (dense input stores
+        scalar; converted with [`bcoo_array.asarray`][] (dense input stores
         its non-zero entries).
     argname : str
         Name used in error messages.
@@ -62,7 +62,7 @@ def elementwise_arg(x, argname: str):
     and NumPy scalars become NumPy arrays (so a NumPy scalar has its dtype,
     not a Python scalar's weak one); these dense operands then follow the
     namespace's sparse-dense rule. Foreign sparse arrays and nested
-    sequences are converted with :func:`sparse_arg`.
+    sequences are converted with ``sparse_arg``.
 
     Parameters
     ----------
@@ -109,7 +109,7 @@ def reject_out(out, name: str) -> None:
 
 
 def refuse(name: str, **keywords) -> None:
-    """Raise TypeError for NumPy keywords given a value (anything but :data:`UNSET`).
+    """Raise TypeError for NumPy keywords given a value (anything but ``UNSET``).
 
     Parameters
     ----------
@@ -129,7 +129,7 @@ def refuse(name: str, **keywords) -> None:
 
 
 def where_unset(where):
-    """NumPy's ``where=`` as :data:`UNSET` when it is the default ``True``."""
+    """NumPy's ``where=`` as ``UNSET`` when it is the default ``True``."""
     return UNSET if where is True else where
 
 

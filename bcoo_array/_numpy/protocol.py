@@ -1,12 +1,12 @@
 """NumPy's override protocols: ``__array_function__`` (NEP 18) and ``__array_ufunc__`` (NEP 13).
 
-Both answer from the tables of :mod:`.registry`; anything not in them
+Both answer from the tables of ``.registry``; anything not in them
 returns NotImplemented, so NumPy raises its usual TypeError. A BCOOArray is
 never turned into an object array nor silently densified.
 
 Operands may mix BCOOArrays with NumPy and JAX arrays, Python and NumPy
 scalars, and scipy.sparse / pydata-sparse / jax.experimental.sparse arrays
-(converted with :func:`bcoo_array.asarray`). NumPy arrays keep the 64-bit
+(converted with [`bcoo_array.asarray`][]). NumPy arrays keep the 64-bit
 policy of the namespace: a float64 array with JAX's x64 mode off raises
 ValueError instead of being downcast. ``out=`` is refused with TypeError,
 since JAX buffers are immutable.
@@ -37,7 +37,7 @@ def _known_type(t: type) -> bool:
 
 
 def array_function(self, func, types, args, kwargs):
-    """Answer ``func(*args, **kwargs)`` from :data:`.registry.FUNCTIONS` (NEP 18).
+    """Answer ``func(*args, **kwargs)`` from ``.registry.FUNCTIONS`` (NEP 18).
 
     Parameters
     ----------
@@ -96,7 +96,7 @@ def _cast_inputs(inputs, dtype):
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    """Answer a ufunc call from :data:`.registry.UFUNCS`, :data:`~.registry.REDUCE` or :data:`~.registry.ACCUMULATE` (NEP 13).
+    """Answer a ufunc call from ``.registry.UFUNCS``, ``REDUCE`` or ``ACCUMULATE`` (NEP 13).
 
     ``__call__`` takes any mix of BCOOArrays, NumPy/JAX arrays, scalars and
     foreign sparse arrays; ``dtype=`` casts the inputs first. ``.reduce``

@@ -1,16 +1,16 @@
 """The explicit tables behind NumPy dispatch, built once at import.
 
-:data:`FUNCTIONS` maps NumPy functions (the objects ``numpy.sum``,
+``FUNCTIONS`` maps NumPy functions (the objects ``numpy.sum``,
 ``numpy.linalg.norm``, ...) to their implementation: an adapter onto the
-namespace (:mod:`.adapters`) or a composition for a function the namespace
-lacks (:mod:`.extras`). :data:`UFUNCS` maps NumPy ufuncs to the element-wise
-namespace functions; :data:`REDUCE` and :data:`ACCUMULATE` map the ufuncs
+namespace (``.adapters``) or a composition for a function the namespace
+lacks (``.extras``). ``UFUNCS`` maps NumPy ufuncs to the element-wise
+namespace functions; ``REDUCE`` and ``ACCUMULATE`` map the ufuncs
 whose ``.reduce`` / ``.accumulate`` are supported.
 
 The tables are literals: nothing is found by name, nothing is checked per
-call. :data:`SPARSE_RESULT`, :data:`MIXED_RESULT` and :data:`PYTHON_RESULT`
+call. ``SPARSE_RESULT``, ``MIXED_RESULT`` and ``PYTHON_RESULT``
 record the kind of each function's result (every other entry of
-:data:`FUNCTIONS` is :data:`DENSE`); ``docs/numpy_coverage.md`` is generated
+``FUNCTIONS`` is ``DENSE``); ``docs/numpy_coverage.md`` is generated
 from this module (``python docs/numpy_coverage.py``) and the tests check the
 declared kinds.
 """
@@ -290,12 +290,12 @@ def result_kind(func: Callable) -> str:
     Parameters
     ----------
     func : callable
-        A key of :data:`FUNCTIONS`.
+        A key of ``FUNCTIONS``.
 
     Returns
     -------
     str
-        :data:`SPARSE`, :data:`MIXED`, :data:`DENSE`, or ``'int'``/``'tuple'``
+        ``SPARSE``, ``MIXED``, ``DENSE``, or ``'int'``/``'tuple'``
         for the functions that return Python values.
 
     Raises

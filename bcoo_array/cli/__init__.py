@@ -3,7 +3,7 @@
 The command line sits above the public namespace: it uses ``bcoo_array``'s
 public names only, and it is the only part of the package that imports
 click and rich (``import bcoo_array`` imports neither). The workloads live in
-:mod:`bcoo_array.cli.demo` and :mod:`bcoo_array.cli.bench`; the command
+``bcoo_array.cli.demo`` and ``bcoo_array.cli.bench``; the command
 functions are named ``demo_command`` and ``bench_command`` so that they do not
 clash with those submodules in this package's namespace.
 """

@@ -2,7 +2,7 @@
 
 It times the same operations with bcoo_array, scipy.sparse (CSR, the
 reference), pydata-sparse (``sparse.COO``) and
-:mod:`jax.experimental.sparse` (``BCOO``) side by side, in one process, on
+``jax.experimental.sparse`` (``BCOO``) side by side, in one process, on
 the same float64 values, and reports the median time of each and its ratio to
 scipy.sparse's median. Ratios measured in one process are what matter on a
 shared, noisy machine; absolute times are printed for reference.
@@ -11,7 +11,7 @@ Every jax result is waited for (``block_until_ready``) inside the timed
 region. Each library is called through its ordinary eager API, the way a user
 writes ``A @ x``; compile time is excluded (one untimed warm-up call), except
 for the ``compile SpMV`` row, which times the first call after
-:func:`jax.clear_caches`.
+``jax.clear_caches``.
 
 SpMV also reports achieved memory bandwidth: the bytes a CSR SpMV must move
 at least (values and column indices once, the row pointer, ``x`` and ``y``)
@@ -181,12 +181,12 @@ def _random_csr(m: int, n: int, nnz: int, seed: int):
 
 
 def load_case(spec: str, seed: int = 0) -> Case:
-    """Build a :class:`Case` from a matrix file, a name in a matrix folder, ``poisson:K`` or ``random:N:NNZ``.
+    """Build a ``Case`` from a matrix file, a name in a matrix folder, ``poisson:K`` or ``random:N:NNZ``.
 
     Raises
     ------
     FileNotFoundError
-        If ``spec`` is neither a file nor a name in :func:`.data.matrix_dirs`.
+        If ``spec`` is neither a file nor a name in ``.data.matrix_dirs``.
     ValueError
         For a malformed ``random:`` or ``poisson:`` spec.
     """
@@ -420,7 +420,7 @@ def _pydata_T(a):
 
 def run_case(case: Case, *, repeat: int = 20, libraries=LIBRARIES, operations=OPERATIONS,
              progress: Callable[[str], None] | None = None, budget_s: float = 10.0) -> list[Result]:
-    """Time every operation on ``case`` with every library; one :class:`Result` per operation.
+    """Time every operation on ``case`` with every library; one ``Result`` per operation.
 
     The libraries' calls are interleaved (one call of each per round, then
     the next round), so a change of machine load during the run affects them

@@ -50,7 +50,7 @@ def matrix_dirs() -> list[Path]:
 
 
 def find_matrix(spec: str | os.PathLike) -> Path:
-    """The Matrix Market file named by ``spec``: a path, or a name in :func:`matrix_dirs`.
+    """The Matrix Market file named by ``spec``: a path, or a name in ``matrix_dirs``.
 
     Parameters
     ----------
@@ -84,7 +84,7 @@ def find_matrix(spec: str | os.PathLike) -> Path:
 
 
 def default_matrices(names=("cage11", "bcsstk16")) -> list[Path]:
-    """The files of ``names`` found in :func:`matrix_dirs` (those that are missing are left out)."""
+    """The files of ``names`` found in ``matrix_dirs`` (those that are missing are left out)."""
     out = []
     for name in names:
         try:

@@ -7,8 +7,8 @@ and column sums and a canonical transpose, timing each against scipy.sparse
 CSR in the same process and reporting each result's largest difference from
 scipy's (relative to the largest magnitude of scipy's result). For symmetric
 matrices with a positive diagonal it also runs conjugate gradients
-(:func:`jax.scipy.sparse.linalg.cg`, the BCOOArray as operator) beside
-:func:`scipy.sparse.linalg.cg` with the same tolerance, and reports both
+(``jax.scipy.sparse.linalg.cg``, the BCOOArray as operator) beside
+``scipy.sparse.linalg.cg`` with the same tolerance, and reports both
 relative residuals.
 """
 
@@ -56,7 +56,7 @@ def read_matrix(path: str | Path | None):
     ------
     FileNotFoundError
         If ``path`` is neither a file nor a matrix name found by
-        :func:`bcoo_array.cli.data.find_matrix`.
+        ``bcoo_array.cli.data.find_matrix``.
     ValueError
         If the file is not a Matrix Market file, or its matrix is not 2-D.
     """
@@ -123,7 +123,7 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0,
         Called with the name of each step as it starts.
     devices : int
         With more than 1, the matrix is row-partitioned over the first
-        ``devices`` JAX devices (:func:`bcoo_array.sharded.shard`) and every
+        ``devices`` JAX devices ([`bcoo_array.sharded.shard`][]) and every
         operation runs sharded.
 
     Raises

@@ -1,6 +1,6 @@
 """The linear algebra extension of the array API standard: ``bcoo_array.linalg``.
 
-The standard's functions live in :mod:`._standard` (see its docstring for
+The standard's functions live in ``._standard`` (see its docstring for
 which results stay sparse and which are dense by nature). Iterative sparse
 solvers, beyond the standard, follow in their own block, then
 ``sparse_matmul`` (sparse @ sparse with an ``nse=`` bound for ``jax.jit``).

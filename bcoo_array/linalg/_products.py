@@ -2,9 +2,9 @@
 
 Under ``jax.jit`` the number of stored entries of a product of two sparse
 matrices depends on the index values, which are unknown while tracing.
-:func:`bcoo_array.matmul` uses a bound it can prove from static information
+[`bcoo_array.matmul`][] uses a bound it can prove from static information
 and refuses when that bound is larger than densifying; ``sparse_matmul``
-takes the bound from the caller, as :mod:`jax.experimental.sparse` takes
+takes the bound from the caller, as ``jax.experimental.sparse`` takes
 ``nse=``.
 """
 
@@ -37,7 +37,7 @@ def sparse_matmul(x1, x2, /, *, nse: int | None = None) -> BCOOArray:
         Upper bound of the number of products ``x1[i, k] * x2[k, j]`` of two
         stored entries (which also bounds the stored entries of the
         result): at most ``x1.nse`` times the most entries stored in one row
-        of ``x2``. Needed under ``jax.jit`` when :func:`bcoo_array.matmul`
+        of ``x2``. Needed under ``jax.jit`` when [`bcoo_array.matmul`][]
         cannot bound the product itself. Static (a Python int).
 
     Returns
@@ -46,7 +46,7 @@ def sparse_matmul(x1, x2, /, *, nse: int | None = None) -> BCOOArray:
         Shape ``(m, n)``, fill value 0, indices sorted and unique. With
         ``nse``: ``min(nse, m * n)`` stored slots, the tail padding, eagerly
         and under ``jit`` alike. Without: the exact entries (concrete
-        indices) or the bound of :func:`bcoo_array.matmul`.
+        indices) or the bound of [`bcoo_array.matmul`][].
 
     Raises
     ------

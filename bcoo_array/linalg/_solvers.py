@@ -1,12 +1,12 @@
 """Sparse solvers with a BCOOArray as the operator: ``cg``, ``gmres``,
-``bicgstab`` (Krylov methods of :mod:`jax.scipy.sparse.linalg`), ``lobpcg``
-(extreme eigenpairs, :func:`jax.experimental.sparse.linalg.lobpcg_standard`)
-and ``spsolve`` (direct solve, :func:`jax.experimental.sparse.linalg.spsolve`).
+``bicgstab`` (Krylov methods of ``jax.scipy.sparse.linalg``), ``lobpcg``
+(extreme eigenpairs, ``jax.experimental.sparse.linalg.lobpcg_standard``)
+and ``spsolve`` (direct solve, ``jax.experimental.sparse.linalg.spsolve``).
 
 The Krylov methods and ``lobpcg`` run entirely in JAX (on the arrays'
 device, traceable under ``jax.jit``). ``spsolve`` runs JAX's sparse direct
 solver: cuSOLVER's sparse QR on a CUDA GPU; on CPU JAX calls
-:func:`scipy.sparse.linalg.spsolve` through a host callback (so on CPU the
+``scipy.sparse.linalg.spsolve`` through a host callback (so on CPU the
 factorisation is scipy's SuperLU).
 """
 
@@ -41,7 +41,7 @@ def _operator(A: BCOOArray, *, transposed_never: bool = False):
     ``transposed_never``: the solver never transposes the operator (JAX's
     ``cg`` on real data: a symmetric ``custom_linear_solve``), so a plain
     zero-filled matrix can run the native kernel inside the solver's trace
-    (see :func:`bcoo_array._kernels.matmul.spmm`).
+    (see ``bcoo_array._kernels.matmul.spmm``).
     """
     src = A if same_value_np(A.fill_value, np.zeros((), A.dtype)) else A._canonical()
     plain = transposed_never and src.n_batch == 0 and src.n_dense == 0 and same_value_np(
@@ -86,7 +86,7 @@ def _krylov(fn, name, A, b, x0, tol, atol, maxiter, M, *, symmetric: bool = Fals
 def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | None = None, M=None):
     """Conjugate gradient solve of ``A x = b`` for Hermitian positive definite ``A``.
 
-    Wraps :func:`jax.scipy.sparse.linalg.cg` with ``A`` applied as a sparse
+    Wraps ``jax.scipy.sparse.linalg.cg`` with ``A`` applied as a sparse
     product. Stops when ``norm(r) <= max(tol * norm(b), atol)``.
 
     Parameters
@@ -124,9 +124,9 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | No
 
 @routed
 def bicgstab(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | None = None, M=None):
-    """BiCGSTAB solve of ``A x = b`` for general square ``A`` (:func:`jax.scipy.sparse.linalg.bicgstab`).
+    """BiCGSTAB solve of ``A x = b`` for general square ``A`` (``jax.scipy.sparse.linalg.bicgstab``).
 
-    Parameters, returns and errors as :func:`cg`.
+    Parameters, returns and errors as [`cg`][bcoo_array.linalg.cg].
     """
     from jax.scipy.sparse.linalg import bicgstab as _bicgstab
 
@@ -136,7 +136,9 @@ def bicgstab(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: in
 @routed
 def gmres(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, restart: int = 20, maxiter: int | None = None,
           M=None, solve_method: str = "batched"):
-    """Restarted GMRES solve of ``A x = b`` for general square ``A`` (:func:`jax.scipy.sparse.linalg.gmres`).
+    """Restarted GMRES solve of ``A x = b`` for general square ``A`` (``jax.scipy.sparse.linalg.gmres``).
+
+    Other parameters, returns and errors as [`cg`][bcoo_array.linalg.cg]; ``b`` must be 1-D.
 
     Parameters
     ----------
@@ -144,8 +146,6 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, restart: int =
         Krylov subspace size between restarts.
     solve_method : {"batched", "incremental"}
         JAX's two GMRES variants.
-
-    Other parameters, returns and errors as :func:`cg`; ``b`` must be 1-D.
     """
     from jax.scipy.sparse.linalg import gmres as _gmres
 
@@ -156,7 +156,7 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, restart: int =
 def lobpcg(A, X, *, maxiter: int = 100, tol: float | None = None, largest: bool = True):
     """Extreme eigenpairs of a Hermitian ``A`` by LOBPCG.
 
-    Runs :func:`jax.experimental.sparse.linalg.lobpcg_standard` (Knyazev's
+    Runs ``jax.experimental.sparse.linalg.lobpcg_standard`` (Knyazev's
     method in the form of Duersch et al. 2018, arXiv:1704.07458), which finds
     the largest eigenvalues; the smallest are found as the largest of ``-A``.
 
@@ -207,10 +207,10 @@ def lobpcg(A, X, *, maxiter: int = 100, tol: float | None = None, largest: bool 
 
 @routed
 def spsolve(A, b, *, tol: float = 1e-6, reorder: int = 1):
-    """Direct solve of ``A x = b`` (:func:`jax.experimental.sparse.linalg.spsolve`).
+    """Direct solve of ``A x = b`` (``jax.experimental.sparse.linalg.spsolve``).
 
     On a CUDA GPU this is cuSOLVER's sparse QR; on CPU JAX runs
-    :func:`scipy.sparse.linalg.spsolve` in a host callback. ``A`` is
+    ``scipy.sparse.linalg.spsolve`` in a host callback. ``A`` is
     converted to CSR (duplicates summed). A non-zero fill value would make
     ``A`` dense, so it is refused.
 

@@ -7,7 +7,7 @@ the re-exported ``matmul``/``matrix_transpose``/``tensordot``/``vecdot``.
 Factorisations and inverses (``cholesky``, ``det``, ``eigh``,
 ``eigvalsh``, ``inv``, ``pinv``, ``qr``, ``slogdet``, ``solve``, ``svd``,
 ``svdvals``, ``matrix_rank``) are inherently dense: they densify their
-input and call :mod:`jax.numpy.linalg`; the results are BCOOArrays in dense
+input and call ``jax.numpy.linalg``; the results are BCOOArrays in dense
 layout (every entry stored).
 Spec: https://data-apis.org/array-api/2025.12/extensions/linear_algebra_functions.html
 """
@@ -82,7 +82,7 @@ def _real_dtype(dt: np.dtype) -> np.dtype:
     return {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}.get(dt, dt)
 
 
-_DENSE_NOTE = ("Dense layout: the input is densified and :func:`jax.numpy.linalg.{f}` does the work "
+_DENSE_NOTE = ("Dense layout: the input is densified and ``jax.numpy.linalg.{f}`` does the work "
                "(the result of a sparse matrix is dense in general).")
 
 
@@ -101,7 +101,7 @@ def cholesky(x, /, *, upper: bool = False) -> BCOOArray:
     -------
     BCOOArray
         ``x``'s shape and dtype. Dense layout: the input is densified and
-        :func:`jax.numpy.linalg.cholesky` does the work. A matrix that is
+        ``jax.numpy.linalg.cholesky`` does the work. A matrix that is
         not positive-definite gives NaNs (JAX does not raise).
 
     Raises
@@ -167,7 +167,7 @@ def det(x, /) -> BCOOArray:
     -------
     BCOOArray
         Shape ``x.shape[:-2]``, ``x``'s dtype. Dense layout: the input is
-        densified and :func:`jax.numpy.linalg.det` (LU) does the work.
+        densified and ``jax.numpy.linalg.det`` (LU) does the work.
 
     Raises
     ------
@@ -240,7 +240,7 @@ def eig(x, /) -> EigResult:
         ``eigenvalues`` (shape ``(..., M)``) and ``eigenvectors`` (``(..., M, M)``,
         columns, unit norm), both complex of ``x``'s precision; the order is
         LAPACK's (the standard leaves it unspecified). Dense layout: the input
-        is densified and :func:`jax.numpy.linalg.eig` (LAPACK ``geev``, CPU
+        is densified and ``jax.numpy.linalg.eig`` (LAPACK ``geev``, CPU
         only in JAX) does the work.
 
     Raises
@@ -264,7 +264,7 @@ def eigvals(x, /) -> BCOOArray:
     -------
     BCOOArray
         Shape ``(..., M)``, complex of ``x``'s precision, LAPACK's order.
-        Dense layout (via :func:`jax.numpy.linalg.eigvals` on the densified
+        Dense layout (via ``jax.numpy.linalg.eigvals`` on the densified
         input; CPU only in JAX).
 
     Raises
@@ -287,7 +287,7 @@ def eigh(x, /) -> EighResult:
     EighResult
         ``eigenvalues`` (shape ``(..., M)``, real, ascending) and
         ``eigenvectors`` (``(..., M, M)``, columns). Dense layout: the input
-        is densified and :func:`jax.numpy.linalg.eigh` does the work (it
+        is densified and ``jax.numpy.linalg.eigh`` does the work (it
         reads the lower triangle).
 
     Raises
@@ -310,7 +310,7 @@ def eigvalsh(x, /) -> BCOOArray:
     -------
     BCOOArray
         Shape ``(..., M)``, real of ``x``'s precision. Dense layout (via
-        :func:`jax.numpy.linalg.eigvalsh` on the densified input).
+        ``jax.numpy.linalg.eigvalsh`` on the densified input).
 
     Raises
     ------
@@ -331,7 +331,7 @@ def inv(x, /) -> BCOOArray:
     -------
     BCOOArray
         ``x``'s shape and dtype. Dense layout: the inverse of a sparse matrix
-        is dense in general; :func:`jax.numpy.linalg.inv` (LU) does the work.
+        is dense in general; ``jax.numpy.linalg.inv`` (LU) does the work.
         A singular matrix gives infinities or NaNs (JAX does not raise).
 
     Raises
@@ -424,7 +424,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> BCOOArray:
     BCOOArray
         Real floating dtype of ``x``'s precision, shape ``x.shape[:-2]``.
         'fro', ±1 and ±inf are sparse reductions; 'nuc' and ±2 densify and
-        use :func:`jax.numpy.linalg.svd` (dense layout).
+        use ``jax.numpy.linalg.svd`` (dense layout).
 
     Raises
     ------
@@ -470,9 +470,9 @@ def matrix_power(x, n, /) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        ``x``'s shape and dtype, by repeated squaring with :func:`matmul`
+        ``x``'s shape and dtype, by repeated squaring with [`matmul`][bcoo_array.linalg.matmul]
         (sparse @ sparse stays sparse for zero-filled 2-D operands); ``n = 0``
-        is a sparse identity; ``n < 0`` starts from the dense :func:`inv`.
+        is a sparse identity; ``n < 0`` starts from the dense [`inv`][bcoo_array.linalg.inv].
 
     Raises
     ------
@@ -481,7 +481,7 @@ def matrix_power(x, n, /) -> BCOOArray:
     ValueError
         If ``x`` is not a stack of square matrices; under ``jax.jit``, when a
         sparse @ sparse step has no static size bound no larger than
-        densifying (see :func:`matmul`): then compute outside ``jit`` or
+        densifying (see [`matmul`][bcoo_array.linalg.matmul]): then compute outside ``jit`` or
         pass ``x.todense()`` (a dense power, on purpose).
     """
     x = _matrix(x, "matrix_power", category="numeric", square=True)
@@ -523,7 +523,7 @@ def matrix_rank(x, /, *, rtol=None) -> BCOOArray:
     -------
     BCOOArray
         Shape ``x.shape[:-2]``, default integer dtype. Dense layout (SVD of
-        the densified input with :func:`jax.numpy.linalg.svd`).
+        the densified input with ``jax.numpy.linalg.svd``).
 
     Raises
     ------
@@ -607,7 +607,7 @@ def pinv(x, /, *, rtol=None) -> BCOOArray:
     -------
     BCOOArray
         Shape ``(..., N, M)``, ``x``'s dtype. Dense layout (via
-        :func:`jax.numpy.linalg.pinv` on the densified input).
+        ``jax.numpy.linalg.pinv`` on the densified input).
 
     Raises
     ------
@@ -639,7 +639,7 @@ def qr(x, /, *, mode: str = "reduced") -> QRResult:
     QRResult
         ``Q`` (orthonormal columns) and ``R`` (upper triangular), ``x``'s
         dtype. Dense layout (Householder QR of the densified input with
-        :func:`jax.numpy.linalg.qr`).
+        ``jax.numpy.linalg.qr``).
 
     Raises
     ------
@@ -665,7 +665,7 @@ def slogdet(x, /) -> SlogdetResult:
         ``sign`` (``x``'s dtype; 0 for a singular matrix) and ``logabsdet``
         (real of ``x``'s precision; ``-inf`` for a singular matrix), shape
         ``x.shape[:-2]``. Dense layout (LU of the densified input with
-        :func:`jax.numpy.linalg.slogdet`).
+        ``jax.numpy.linalg.slogdet``).
 
     Raises
     ------
@@ -696,7 +696,7 @@ def solve(x1, x2, /) -> BCOOArray:
     BCOOArray
         ``x1.shape[:-2] + (M,)`` for a 1-D ``x2``, else ``(..., M, K)``;
         promoted dtype. Dense layout (LU solve of the densified operands
-        with :func:`jax.numpy.linalg.solve`).
+        with ``jax.numpy.linalg.solve``).
 
     Raises
     ------
@@ -735,7 +735,7 @@ def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
     -------
     SVDResult
         ``U``, ``S`` (real, descending), ``Vh``. Dense layout (via
-        :func:`jax.numpy.linalg.svd` on the densified input).
+        ``jax.numpy.linalg.svd`` on the densified input).
 
     Raises
     ------
@@ -757,7 +757,7 @@ def svdvals(x, /) -> BCOOArray:
     -------
     BCOOArray
         Shape ``(..., min(M, N))``, real of ``x``'s precision. Dense layout
-        (via :func:`jax.numpy.linalg.svd` on the densified input).
+        (via ``jax.numpy.linalg.svd`` on the densified input).
 
     Raises
     ------
@@ -779,9 +779,9 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> BCOOArray:
     x : BCOOArray or array
         Shape ``(..., M, N)``, numeric.
     offset : int
-        Which diagonal (see :func:`diagonal`).
+        Which diagonal (see [`diagonal`][bcoo_array.linalg.diagonal]).
     dtype : dtype, optional
-        Accumulation and result dtype; default as :func:`bcoo_array.sum`.
+        Accumulation and result dtype; default as [`bcoo_array.sum`][].
 
     Returns
     -------

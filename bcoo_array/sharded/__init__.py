@@ -23,7 +23,7 @@ from ._distributed import initialize_cpu_cluster, process_local_result
 def from_scipy(mat, mesh, spec, **kw) -> ShardedBCOOArray:
     """Convert a scipy.sparse matrix and partition it: ``shard(from_scipy(mat, **kw), mesh, spec)``.
 
-    Parameters and errors as in :func:`bcoo_array.from_scipy` and :func:`shard`.
+    Parameters and errors as in [`bcoo_array.from_scipy`][] and [`shard`][bcoo_array.sharded.shard].
     """
     return shard(_fs(mat, **kw), mesh, spec)
 

@@ -1,12 +1,12 @@
 """ShardedBCOOArray: one BCOOArray laid over the devices of a jax.sharding.Mesh.
 
 The array's dimension ``axis`` is cut into equal blocks, one per position of
-the mesh axes named in the partition spec (see :mod:`._partition`). Each
+the mesh axes named in the partition spec (see ``._partition``). Each
 block is a BCOO array of the block shape with local indices; the blocks'
 ``data`` and ``indices`` are stacked along a new leading axis and placed with
 ``NamedSharding(mesh, PartitionSpec(mesh_axes))``, so each device stores one
 block. Every operation runs the ordinary BCOOArray code on each block inside
-:func:`jax.shard_map` (see :mod:`._ops`), with collectives where values cross
+``jax.shard_map`` (see ``._ops``), with collectives where values cross
 blocks.
 """
 
@@ -35,8 +35,8 @@ def spec_entry(mesh_axes: tuple):
 class ShardedBCOOArray(ArrayBase):
     """A BCOOArray partitioned along one dimension over the devices of a mesh.
 
-    Create it with :func:`bcoo_array.sharded.shard`; gather it with
-    :func:`bcoo_array.sharded.unshard` or :meth:`to_device`.
+    Create it with [`bcoo_array.sharded.shard`][]; gather it with
+    [`bcoo_array.sharded.unshard`][] or ``to_device``.
 
     Attributes
     ----------
@@ -53,15 +53,15 @@ class ShardedBCOOArray(ArrayBase):
         The mesh axes the blocks are laid over (``p`` = product of their sizes).
     n_batch, n_dense : int
         The layout of each block (the block shape is ``shape`` with
-        ``shape[axis]`` replaced by :attr:`block`).
+        ``shape[axis]`` replaced by ``block``).
 
     Notes
     -----
     The class is a pytree (leaves ``data`` and ``indices``), so it passes
-    through ``jax.jit``; give its leaves :attr:`sharding` in ``in_shardings``
+    through ``jax.jit``; give its leaves ``sharding`` in ``in_shardings``
     / ``out_shardings``. Calling it on a dense vector, ``A(x)``, is the linear
-    operator ``x -> A @ x`` returning a replicated :class:`jax.Array`, which is
-    the form :func:`jax.scipy.sparse.linalg.cg` takes.
+    operator ``x -> A @ x`` returning a replicated ``jax.Array``, which is
+    the form ``jax.scipy.sparse.linalg.cg`` takes.
     """
 
     __slots__ = ("data", "indices", "shape", "axis", "mesh", "mesh_axes", "n_batch", "n_dense", "_fill",
@@ -114,17 +114,17 @@ class ShardedBCOOArray(ArrayBase):
 
     @property
     def n_blocks(self) -> int:
-        """Number of blocks ``p`` (product of the sizes of :attr:`mesh_axes`)."""
+        """Number of blocks ``p`` (product of the sizes of ``mesh_axes``)."""
         return prod(self.mesh.shape[a] for a in self.mesh_axes)
 
     @property
     def block(self) -> int:
-        """Positions of :attr:`axis` per block, ``ceil(shape[axis] / p)``."""
+        """Positions of ``axis`` per block, ``ceil(shape[axis] / p)``."""
         return _partition.block_size(self.shape[self.axis], self.n_blocks)
 
     @property
     def block_shape(self) -> tuple:
-        """The shape of each block (``shape`` with ``shape[axis]`` = :attr:`block`)."""
+        """The shape of each block (``shape`` with ``shape[axis]`` = ``block``)."""
         s = list(self.shape)
         s[self.axis] = self.block
         return tuple(s)
@@ -132,17 +132,17 @@ class ShardedBCOOArray(ArrayBase):
 
     @property
     def sharding(self) -> NamedSharding:
-        """The sharding of :attr:`data` and :attr:`indices` (use it in ``in_shardings``)."""
+        """The sharding of ``data`` and ``indices`` (use it in ``in_shardings``)."""
         return NamedSharding(self.mesh, PartitionSpec(spec_entry(self.mesh_axes)))
 
     @property
     def spec(self) -> PartitionSpec:
-        """The partition of the global array: ``mesh_axes`` at position :attr:`axis`."""
+        """The partition of the global array: ``mesh_axes`` at position ``axis``."""
         return PartitionSpec(*([None] * self.axis + [spec_entry(self.mesh_axes)]))
 
     @property
     def device(self) -> NamedSharding:
-        """The sharding the blocks live on (pass a single device to :meth:`to_device` to gather)."""
+        """The sharding the blocks live on (pass a single device to ``to_device`` to gather)."""
         return self.sharding
 
 
@@ -176,14 +176,14 @@ class ShardedBCOOArray(ArrayBase):
         return todense(self)
 
     def unshard(self, device=None) -> BCOOArray:
-        """Gather into one BCOOArray (see :func:`bcoo_array.sharded.unshard`)."""
+        """Gather into one BCOOArray (see [`bcoo_array.sharded.unshard`][])."""
         return unshard(self, device=device)
 
     def to_device(self, device, /, *, stream=None):
-        """Gather onto one :class:`jax.Device`, or re-shard onto a ``NamedSharding``.
+        """Gather onto one ``jax.Device``, or re-shard onto a ``NamedSharding``.
 
-        A ``NamedSharding(mesh, spec)`` re-partitions with :func:`shard` (the
-        spec names the dimension and mesh axes, as in :func:`shard`).
+        A ``NamedSharding(mesh, spec)`` re-partitions with [`shard`][bcoo_array.sharded.shard] (the
+        spec names the dimension and mesh axes, as in [`shard`][bcoo_array.sharded.shard]).
         """
         if stream is not None:
             raise ValueError("stream= is not supported by JAX; pass stream=None")
@@ -196,7 +196,7 @@ class ShardedBCOOArray(ArrayBase):
         return xp.to_scipy(unshard(self), format, **kw)
 
     def sum_duplicates(self) -> "ShardedBCOOArray":
-        """Canonical form of every block (sorted, duplicate-free; see :meth:`BCOOArray.sum_duplicates`).
+        """Canonical form of every block (sorted, duplicate-free; see [`BCOOArray.sum_duplicates`][bcoo_array.BCOOArray.sum_duplicates]).
 
         Blocks keep their nse (the entry counts differ between blocks, and
         every device runs the same program), padding last.
@@ -215,7 +215,7 @@ class ShardedBCOOArray(ArrayBase):
         raise TypeError("truth value of a sharded array; gather it first with unshard()")
 
     def __bcoo_function__(self, func, args, kwargs):
-        """Run namespace function ``func`` with sharded operands (see :mod:`bcoo_array._routing`)."""
+        """Run namespace function ``func`` with sharded operands (see ``bcoo_array._routing``)."""
         from ._dispatch import (
             call,  # deferred: the table's implementations construct this class
         )
@@ -223,7 +223,7 @@ class ShardedBCOOArray(ArrayBase):
         return call(func, args, kwargs)
 
     def __call__(self, x) -> jax.Array:
-        """The linear operator ``x -> A @ x`` for dense ``x``: a replicated :class:`jax.Array`."""
+        """The linear operator ``x -> A @ x`` for dense ``x``: a replicated ``jax.Array``."""
         y = xp.matmul(self, x)
         return y.todense()
 
@@ -271,7 +271,7 @@ def shard(A, mesh: Mesh, spec) -> ShardedBCOOArray:
     Parameters
     ----------
     A : BCOOArray, scipy.sparse array, or array_like
-        A concrete array (not traced; converted with :func:`bcoo_array.asarray`).
+        A concrete array (not traced; converted with [`bcoo_array.asarray`][]).
         In a multi-process run every process passes the same array; each
         device receives only its block.
     mesh : jax.sharding.Mesh

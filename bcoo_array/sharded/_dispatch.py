@@ -2,9 +2,9 @@
 
 Every public function of the ``bcoo_array`` namespace (and of
 ``bcoo_array.linalg`` and ``bcoo_array.fft``) is routed (see
-:mod:`bcoo_array._routing`): called with a :class:`ShardedBCOOArray`
+``bcoo_array._routing``): called with a [`ShardedBCOOArray`][bcoo_array.sharded.ShardedBCOOArray]
 argument it calls ``ShardedBCOOArray.__bcoo_function__``, which runs
-:func:`call`. :func:`call` looks the function up in :data:`TABLE`, built
+``call``. ``call`` looks the function up in ``TABLE``, built
 once when this module is imported; a function that is not in the table
 raises a TypeError asking to gather first. This is how
 ``array_api_compat.array_namespace(A)`` (which returns ``bcoo_array`` for a

@@ -2,7 +2,7 @@
 
 JAX runs one process per host (or per group of devices); each process sees
 the global device list, and a mesh over ``jax.devices()`` spans all of them.
-:func:`bcoo_array.sharded.shard` places each block on its device from the
+[`bcoo_array.sharded.shard`][] places each block on its device from the
 host copy that every process holds, so the whole matrix never travels.
 Cross-process collectives on CPU use gloo
 (``jax_cpu_collectives_implementation``, JAX's default since 0.4.36).
@@ -18,7 +18,7 @@ import numpy as np
 
 def initialize_cpu_cluster(coordinator_address: str, num_processes: int, process_id: int, *,
                            local_device_count: int | None = None, timeout_s: int = 60) -> None:
-    """Join a CPU cluster with :func:`jax.distributed.initialize`.
+    """Join a CPU cluster with ``jax.distributed.initialize``.
 
     Parameters
     ----------
@@ -54,7 +54,7 @@ def initialize_cpu_cluster(coordinator_address: str, num_processes: int, process
 
 
 def process_local_result(x) -> np.ndarray:
-    """The value of a replicated (e.g. reduced or gathered) :class:`jax.Array`, on this process, as NumPy."""
+    """The value of a replicated (e.g. reduced or gathered) ``jax.Array``, on this process, as NumPy."""
     if getattr(x, "is_fully_addressable", True):
         return np.asarray(x)
     return np.asarray(x.addressable_data(0))

@@ -1,5 +1,5 @@
 """Operations on ShardedBCOOArray: each runs the ordinary BCOOArray code on
-every block inside :func:`jax.shard_map`, with collectives where values cross
+every block inside ``jax.shard_map``, with collectives where values cross
 blocks.
 
 * elementwise functions, ``astype``, ``permute_dims``: block by block, no
@@ -8,7 +8,7 @@ blocks.
   with the operation's identity as fill value and counts its stored
   entries, then ``psum`` / ``pmax`` / ``pmin`` (``all_gather`` for products)
   combine the partial values and counts, and the fill value enters once for
-  the positions stored nowhere (as in :mod:`bcoo_array._kernels.reduce`);
+  the positions stored nowhere (as in ``bcoo_array._kernels.reduce``);
   other reductions are block by block;
 * ``A @ x`` with ``A`` row-partitioned: each device multiplies its rows by
   the (replicated or all-gathered) right-hand side, giving a row-partitioned
@@ -127,7 +127,7 @@ class _Run:
 
         With a ``key`` (a hashable description of ``body``), the compiled
         program is reused by later calls with the same key, operand metadata
-        and buffer shapes, and :attr:`state` (filled by ``body`` while tracing)
+        and buffer shapes, and ``state`` (filled by ``body`` while tracing)
         is restored from the first call.
         """
         full = None

@@ -116,7 +116,7 @@ def split_sparse(data: np.ndarray, indices: np.ndarray, shape: tuple, axis: int,
 
 
 def join_batch(data: np.ndarray, indices: np.ndarray, axis: int, n: int):
-    """Inverse of :func:`split_batch`: merge the stacked blocks, drop virtual elements."""
+    """Inverse of ``split_batch``: merge the stacked blocks, drop virtual elements."""
     def merge(x):
         x = np.moveaxis(x, 0, axis)
         x = x.reshape(x.shape[:axis] + (x.shape[axis] * x.shape[axis + 1],) + x.shape[axis + 2:])
@@ -126,7 +126,7 @@ def join_batch(data: np.ndarray, indices: np.ndarray, axis: int, n: int):
 
 
 def join_sparse(data: np.ndarray, indices: np.ndarray, shape: tuple, axis: int):
-    """Inverse of :func:`split_sparse` for stacked ``n_batch = 0`` blocks.
+    """Inverse of ``split_sparse`` for stacked ``n_batch = 0`` blocks.
 
     Entries of virtual positions (global index >= ``shape[axis]``) and padding
     are dropped. Returns ``(data (nse, *dense), indices (nse, n_sparse))``.
