@@ -11,7 +11,8 @@ pinned at revision ``PINNED_REVISION`` below. It is not vendored: get a checkout
     pip install -r requirements.txt
 
     python conformance/run.py PATH_TO_CHECKOUT [--max-examples N] [--module NAME]
-                              [--x64 on|off] [--seed N] [extra pytest args...]
+                              [--x64 on|off] [--seed N] [--files F ...]
+                              [extra pytest args...]
 
 What it does:
 
@@ -110,7 +111,8 @@ def check_checkout(path: Path, api_version: str) -> None:
 
 
 def build_command(
-    path: Path, max_examples: int, json_report: Path, extra: list[str], seed: int | None = None
+    path: Path, max_examples: int, json_report: Path, extra: list[str], seed: int | None = None,
+    files: list[str] | None = None,
 ) -> list[str]:
     ini = path / "pytest.ini"
     # The suite's own config file if it has one; an empty one otherwise. Either
@@ -120,7 +122,7 @@ def build_command(
         sys.executable,
         "-m",
         "pytest",
-        str(path / "array_api_tests"),
+        *([str(path / "array_api_tests" / f) for f in files] if files else [str(path / "array_api_tests")]),
         "-c",
         config,
         "--rootdir",
@@ -208,6 +210,13 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         default=None,
         help="Hypothesis seed (default: a fresh random one, printed; pass it again to reproduce)",
     )
+    parser.add_argument(
+        "--files",
+        nargs="+",
+        default=None,
+        metavar="FILE",
+        help="run only these files of the suite (e.g. test_linalg.py), in this order",
+    )
     args, extra = parser.parse_known_args(argv)
     if "--" in extra:
         extra.remove("--")
@@ -227,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"conformance: max_examples {args.max_examples}{settings}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bcoo-conformance-") as tmp:
         json_report = Path(tmp) / "report.json"
-        cmd = build_command(path, args.max_examples, json_report, extra, seed)
+        cmd = build_command(path, args.max_examples, json_report, extra, seed, args.files)
         print("conformance:", " ".join(cmd), flush=True)
         env = build_env(args.module, args.api_version, x64=args.x64 == "on")
         proc = subprocess.run(cmd, check=False, cwd=path, env=env)
