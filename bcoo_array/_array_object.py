@@ -650,6 +650,8 @@ def _as_host(x, argname):
     if isinstance(x, jax.core.Tracer):
         return None
     if isinstance(x, jax.Array):
+        if len(x.devices()) > 1:
+            return None  # sharded: the device path keeps the result on the input's mesh
         got = host_buffers(x)
         return None if got is None else got[0]
     arr = np.asarray(x)
