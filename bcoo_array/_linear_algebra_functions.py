@@ -28,7 +28,7 @@ from ._array_object import BCOOArray
 from ._elementwise_functions import conj, multiply
 from ._fill import same_value_np
 from ._kernels.host import host_buffers
-from ._kernels.matmul import batched_spmm, host_spmm, spgemm, spgemm_products_bound, spmm
+from ._kernels.matmul import batched_spmm, host_spmm, spgemm, spgemm_products_bound, spmm, spmm_dense
 from ._layout import index_dtype_for, is_concrete, is_tracer, prod
 from ._manipulation_functions import permute_dims, reshape
 from ._operands import as_operand, as_sparse, cast, check_category
@@ -183,9 +183,9 @@ def _dense_kind(x1, x2) -> str | None:
     return None
 
 
-def _as_kind(out: BCOOArray, kind: str | None):
+def _as_kind(out, kind: str | None):
     """``out`` as the mixed-type rule wants it: itself, a jax.Array, or (eagerly) a writable NumPy array."""
-    if kind is None:
+    if kind is None or (kind == "jax" and not isinstance(out, BCOOArray)):
         return out
     dense = dense_values(out)
     if isinstance(dense, BCOOArray):
@@ -290,11 +290,16 @@ def matmul(x1, x2, /):
         got = _host_matvec(x1, x2) if isinstance(x2, np.ndarray) else None
         if got is not None:
             return got
-    return _as_kind(_matmul(x1, x2), kind)
+    return _as_kind(_matmul(x1, x2, dense_out=kind == "jax"), kind)
 
 
-def _matmul(x1, x2) -> BCOOArray:
-    """[`matmul`][bcoo_array.matmul] with the result always a BCOOArray (dense layout for dense products)."""
+def _matmul(x1, x2, *, dense_out: bool = False):
+    """[`matmul`][bcoo_array.matmul] with the result a BCOOArray (dense layout for dense products).
+
+    ``dense_out``: the caller wants a dense product as a ``jax.Array``; the
+    common case (a plain matrix times a vector or matrix) then returns one
+    from the kernel itself, with no wrapping and unwrapping.
+    """
     a = as_operand(x1, "x1")
     b = as_operand(x2, "x2")
     da, db = np.dtype(a.dtype), np.dtype(b.dtype)
@@ -312,6 +317,8 @@ def _matmul(x1, x2) -> BCOOArray:
     b = dense_values(b)
     if _is_plain_matrix(a) and not isinstance(b, BCOOArray) and b.ndim <= 2:
         # The common case (scipy's A @ x, A @ X): one kernel call on the buffers.
+        if dense_out:
+            return spmm_dense(a.data, a.indices, a.shape, b, rows_sorted=a.indices_sorted)
         return _dense_result(spmm(a.data, a.indices, a.shape, b, rows_sorted=a.indices_sorted))
     squeeze_a = a.ndim == 1
     squeeze_b = b.ndim == 1

@@ -130,6 +130,19 @@ def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False,
     return csr.matmat_segments(data, plan.perm, plan.rows, plan.cols, x, m=m, n_valid=plan.n_valid)
 
 
+def spmm_dense(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False):
+    """:func:`spmm` without the leading axis: ``A @ x`` of shape ``(m,)`` or ``(m, n)``.
+
+    For callers that return the product as a ``jax.Array`` (the mixed-type
+    rule): the native kernel's eager call gives that shape in its one
+    dispatch; other kernels drop the leading axis of :func:`spmm`'s result.
+    """
+    if (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype) and native.available()
+            and is_concrete(data, indices, x)):
+        return native.coo_matmul(data, indices, x, shape[0])
+    return spmm(data, indices, shape, x, rows_sorted=rows_sorted)[0]
+
+
 def batched_spmm(data, indices, shape, x, n_batch: int):
     """``A @ x`` for a BCOO ``A`` whose last dimension is sparse, with ``n_batch`` batch dimensions
     matching those of dense ``x`` (``jax.experimental.sparse.bcoo_dot_general``)."""
