@@ -84,15 +84,18 @@ def test_model_differs_from_numpy():
 
 
 class Spy:
-    def __init__(self, monkeypatch, module, name):
+    """Counts the calls of ``module.name`` (of each name, if several: the entries of one kernel)."""
+
+    def __init__(self, monkeypatch, module, *names):
         self.calls = 0
-        real = getattr(module, name)
+        for name in names:
+            real = getattr(module, name)
 
-        def wrapper(*args, **kwargs):
-            self.calls += 1
-            return real(*args, **kwargs)
+            def wrapper(*args, _real=real, **kwargs):
+                self.calls += 1
+                return _real(*args, **kwargs)
 
-        monkeypatch.setattr(module, name, wrapper)
+            monkeypatch.setattr(module, name, wrapper)
 
 
 def _assert_same(got, want):
@@ -115,7 +118,7 @@ def _setup(monkeypatch, path):
         if not native.available():
             pytest.skip("native kernel not built")
         monkeypatch.delenv("BCOO_ARRAY_NATIVE", raising=False)
-        return Spy(monkeypatch, native, "spmm")
+        return Spy(monkeypatch, native, "spmm", "coo_matmul")  # coo_matmul: the (m,)-shaped entry
     monkeypatch.setenv("BCOO_ARRAY_NATIVE", "0")  # read at each call: the XLA kernels run
     assert not native.available()
     name = PATHS[path][0]
