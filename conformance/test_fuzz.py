@@ -950,7 +950,9 @@ def test_fuzz():
     print(f"\nbcoo fuzz: seed={seed} cases={len(indices)} first={indices[0] if len(indices) else None} "
           f"jit_every={jit_every}", file=sys.stderr)
     failures, jitted, per_name = [], 0, {}
-    for index in indices:
+    for n, index in enumerate(indices):
+        if n and n % 500 == 0:
+            print(f"bcoo fuzz: seed={seed} {n} cases run, {len(failures)} mismatches", file=sys.stderr, flush=True)
         case, bad = check_case(seed, index, jit_every)
         per_name[case.name] = per_name.get(case.name, 0) + 1
         jitted += case.jit and jit_every and index % jit_every == 0
