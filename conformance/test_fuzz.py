@@ -117,6 +117,13 @@ class Ctx:
     def __init__(self, rng):
         self.rng = rng
         self.d = GeneratorDraws(rng)
+        # Complex infinities are left out: NumPy's complex functions do not follow the
+        # standard's special cases (expm1(inf+0j) is inf+nanj in NumPy, inf+0j in the
+        # standard and in bcoo_array); the official suite (run.py) checks those cases.
+        self.complex_case = False
+
+    def inf_ok(self, dtype):
+        return np.dtype(dtype).kind == "f" and not self.complex_case
 
     def pick(self, seq):
         return self.d.sample(list(seq))
@@ -139,7 +146,8 @@ class Ctx:
         elif dtype.kind == "i":
             opts = [0, 0, 0, -1, 3]
         else:
-            opts = [0, 0, 0, -1, 3, 0.5] + ([] if finite else [math.nan, math.inf, -math.inf])
+            opts = [0, 0, 0, -1, 3, 0.5] + ([] if finite else [math.nan])
+            opts += [math.inf, -math.inf] if not finite and self.inf_ok(dtype) else []
             if dtype.kind == "c" and not finite:
                 opts.append(complex(1, -2))
         return np.asarray(self.pick(opts)).astype(dtype)[()]
@@ -149,12 +157,12 @@ class Ctx:
         if shape is None:
             shape = self.shape(min_ndim, max_ndim)
         c = build_case(self.d, shape=shape, dtype=dtype, fill=self.fill(dtype, finite), nan_values=not finite,
-                       inf_values=not finite and self.bool(0.3), nse_multiple=4, **kw)
+                       inf_values=not finite and self.inf_ok(dtype) and self.bool(0.3), nse_multiple=4, **kw)
         return Operand("sparse", c.dense, c.arr)
 
     def dense(self, dtype, shape, finite=False):
         c = build_case(self.d, shape=shape, dtype=dtype, fill=self.fill(dtype, finite), nan_values=not finite,
-                       inf_values=not finite and self.bool(0.3))
+                       inf_values=not finite and self.inf_ok(dtype) and self.bool(0.3))
         return c.dense
 
     def scalar(self, dtype, finite=False):
@@ -165,7 +173,8 @@ class Ctx:
             return self.int(0, 4)
         if dtype.kind == "i":
             return self.int(-4, 4)
-        opts = [float(self.int(-4, 4)), 0.5, self.int(-3, 3)] + ([] if finite else [math.nan, math.inf])
+        opts = [float(self.int(-4, 4)), 0.5, self.int(-3, 3)] + ([] if finite else [math.nan])
+        opts += [math.inf] if not finite and self.inf_ok(dtype) else []
         v = self.pick(opts)
         if dtype.kind == "c" and self.bool():
             v = complex(v, self.int(-2, 2))
@@ -257,6 +266,7 @@ def _binary(name):
         dt2 = c.other_dtype(dt) if name not in ("bitwise_left_shift", "bitwise_right_shift") else dt
         if dt2 not in NARROWER.get(name, CATEGORY[spec.category]):
             dt2 = dt
+        c.complex_case = "c" in (dt.kind, dt2.kind)
         s1, s2 = c.broadcast_pair()
         # Multiplying by a traced non-finite value keeps an unstored zero a zero
         # (docs/design.md, "A * s with a traced s keeps the zero fill of A,
