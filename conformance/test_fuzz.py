@@ -38,6 +38,7 @@ Environment variables (see conformance/README.md):
 from __future__ import annotations
 
 import math
+import operator
 import os
 import secrets
 import sys
@@ -619,6 +620,69 @@ def _getitem_mask(c):
         c.d.booleans(math.prod(x.dense.shape[:k])), bool).reshape(x.dense.shape[:k]))
     return Case("getitem_bool_mask", lambda ns, a, mm: a[mm], [x, m], jit=False,
                 oracle=_numpy_oracle(lambda a, mm: a[mm], x, m))
+
+
+OPERATORS = {
+    "+": ("add", "numeric"), "-": ("subtract", "numeric"), "*": ("multiply", "numeric"),
+    "/": ("divide", "floating-point"), "//": ("floor_divide", "real numeric"), "%": ("remainder", "real numeric"),
+    "**": ("pow", "floating-point"), "&": ("bitwise_and", "integer or boolean"),
+    "|": ("bitwise_or", "integer or boolean"), "^": ("bitwise_xor", "integer or boolean"),
+    "<<": ("bitwise_left_shift", "integer"), ">>": ("bitwise_right_shift", "integer"),
+    "<": ("less", "real numeric"), "<=": ("less_equal", "real numeric"), ">": ("greater", "real numeric"),
+    ">=": ("greater_equal", "real numeric"), "==": ("equal", "all"), "!=": ("not_equal", "all"),
+}
+
+
+PY_OPERATORS = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
+    "%": operator.mod, "**": operator.pow, "&": operator.and_, "|": operator.or_, "^": operator.xor,
+    "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+    ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
+}
+
+
+@fuzz("operator")
+def _operator(c):
+    """Python operators, reflected ones included (a scalar or NumPy/JAX array on the left)."""
+    op = c.pick(sorted(OPERATORS))
+    name, cat = OPERATORS[op]
+    dt = np.dtype(c.pick(CATEGORY[cat]))
+    if op in ("<<", ">>", "//", "%", "**") and dt.kind in "iu":
+        x = c.sparse(dt, finite=True)
+        other = Operand("scalar", c.int(1, 3))  # no negative exponents / shifts, no division by zero
+    else:
+        c.complex_case = dt.kind == "c"
+        s1, s2 = c.broadcast_pair()
+        x = c.sparse(dt, shape=s1, finite=name == "multiply" or dt.kind == "c")
+        other = c.operand(dt, s2, finite=name in ("multiply", "bitwise_and") or dt.kind == "c")
+        if other.kind == "jax" and c.bool():
+            other.kind = "numpy"
+    fn = PY_OPERATORS[op]
+    if other.kind in ("numpy", "jax") or c.bool():
+        # NumPy and JAX arrays on the left would run their own operator: sparse on the left.
+        return Case("operator", lambda ns, a, b: fn(a, b), [x, other], note=f"x {op} other")
+    return Case("operator", lambda ns, a, b: fn(b, a), [x, other], note=f"other {op} x")
+
+
+@fuzz("setitem")
+def _setitem(c):
+    x = c.sparse(min_ndim=1)
+    key = _basic_key(c, x.dense.shape)
+    key = tuple(k for k in (key if isinstance(key, tuple) else (key,)) if k is not None)
+    v = c.scalar(x.dense.dtype)
+    if isinstance(v, float) and x.dense.dtype.kind in "iub":
+        v = int(v)
+
+    def oracle():
+        d = x.dense.copy()
+        d[key] = v
+        return xs.asarray(d)
+
+    def call(ns, a):
+        b = ns.asarray(a, copy=True)
+        b[key] = v
+        return b
+    return Case("setitem", call, [x], note=f"key={key!r} value={v!r}", oracle=oracle)
 
 
 @fuzz("take")
