@@ -1039,7 +1039,7 @@ def test_fuzz():
           f"jit_every={jit_every}", file=sys.stderr)
     failures, jitted, per_name = [], 0, {}
     for n, index in enumerate(indices):
-        if n and n % 500 == 0:
+        if n and n % 100 == 0:
             print(f"bcoo fuzz: seed={seed} {n} cases run, {len(failures)} mismatches", file=sys.stderr, flush=True)
         case, bad = check_case(seed, index, jit_every)
         per_name[case.name] = per_name.get(case.name, 0) + 1
