@@ -373,7 +373,8 @@ for _n, _d in (("sum", NUMERIC), ("prod", NUMERIC)):
 
 def _cumulative(name):
     def gen(c):
-        x = c.sparse(dtypes=NUMERIC, min_ndim=0)
+        # The standard's x "should have one or more dimensions": 0-d input is unspecified.
+        x = c.sparse(dtypes=NUMERIC, min_ndim=1)
         nd = x.dense.ndim
         axis = c.int(-nd, nd - 1) if nd > 1 or (nd == 1 and c.bool()) else None
         kw = {"axis": axis, "include_initial": c.bool()}
