@@ -259,6 +259,21 @@ def _nonzero(ns, b):
     return ns.where(b == 0, ns.ones_like(b), b)
 
 
+def _std_floor_divide(x1, x2):
+    """The oracle of floor division: NumPy's, with the standard's special cases for floats
+    (bcoo_array's documented choice, ``_elementwise_functions._floor_divide``): where x1
+    is zero or an operand infinite, the result is ``x1 / x2`` (``0.5 // -inf`` is -0.0;
+    NumPy, following Python, gives -1.0)."""
+    want = np.asarray(xs.floor_divide(x1, x2))
+    if want.dtype.kind != "f":
+        return xs.asarray(want)
+    a, b = (np.asarray(v) if not isinstance(v, (int, float)) else v for v in (x1, x2))
+    with np.errstate(all="ignore"):
+        a, b = np.broadcast_arrays(np.asarray(a, want.dtype), np.asarray(b, want.dtype))
+        special = (a == 0) | np.isinf(a) | np.isinf(b)
+        return xs.asarray(np.where(special, a / b, want).astype(want.dtype))
+
+
 def _binary(name):
     spec = TABLE[name]
 
@@ -289,6 +304,8 @@ def _binary(name):
                 x2 = abs(x2) if isinstance(x2, (int, bool)) else ns.abs(x2)
             elif fix == "nonzero":
                 x2 = _nonzero(ns, x2)
+            if ns is xs and name == "floor_divide":
+                return _std_floor_divide(x1, x2)
             return getattr(ns, name)(x1, x2)
         return Case(name, call, [a, b])
     return gen
@@ -663,10 +680,15 @@ def _operator(c):
         if other.kind == "jax" and c.bool():
             other.kind = "numpy"
     fn = PY_OPERATORS[op]
+
+    def run(ns, a, b):
+        if ns is xs and op == "//":
+            return _std_floor_divide(a, b)
+        return fn(a, b)
     if other.kind in ("numpy", "jax") or c.bool():
         # NumPy and JAX arrays on the left would run their own operator: sparse on the left.
-        return Case("operator", lambda ns, a, b: fn(a, b), [x, other], note=f"x {op} other")
-    return Case("operator", lambda ns, a, b: fn(b, a), [x, other], note=f"other {op} x")
+        return Case("operator", lambda ns, a, b: run(ns, a, b), [x, other], note=f"x {op} other")
+    return Case("operator", lambda ns, a, b: run(ns, b, a), [x, other], note=f"other {op} x")
 
 
 @fuzz("setitem")
