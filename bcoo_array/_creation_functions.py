@@ -103,7 +103,23 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCO
         return _device_put(out, device)
     if copy is False:
         raise ValueError("asarray(copy=False) cannot convert dense input to a BCOOArray without a copy")
-    if isinstance(obj, (jax.Array, jax.core.Tracer)):
+    if isinstance(obj, jax.core.Tracer):
+        return _device_put(BCOOArray.fromdense(obj if dt is None else obj.astype(dt)), device)
+    # Concrete input (NumPy, Python values, a jax.Array) has a known pattern even while
+    # jax.jit traces: convert and store it by value, rather than staging the comparison
+    # with the fill value (which would need nse= under jit).
+    with jax.ensure_compile_time_eval():
+        out = BCOOArray.fromdense(_dense_input(obj, dt))
+    return _device_put(out, device)
+
+
+def _dense_input(obj, dt):
+    """The concrete dense values of ``asarray``'s non-sparse input ``obj`` (dtype ``dt`` if given).
+
+    NumPy and Python input stays NumPy (``BCOOArray.fromdense`` reads it on the
+    host); JAX and DLPack input is a ``jax.Array``.
+    """
+    if isinstance(obj, jax.Array):
         x = obj if dt is None else obj.astype(dt)
     elif isinstance(obj, (np.ndarray, np.generic)):
         src = _dtypes.canonicalize_dtype(obj.dtype, argname="obj.dtype") if dt is None else dt
@@ -121,7 +137,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCO
             if arr.size and (arr.min() < info.min or arr.max() > info.max):
                 raise OverflowError(f"integer values out of range for {target}")
         x = arr.astype(target)
-    return _device_put(BCOOArray.fromdense(x), device)
+    return x
 
 
 def _is_foreign_sparse(obj) -> bool:

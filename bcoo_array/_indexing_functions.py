@@ -364,7 +364,7 @@ def _basic(x: BCOOArray, key) -> BCOOArray:
     elif not out_shape:
         # A scalar result under tracing: sum the (unique) matching entry.
         c = c._canonical()
-        data = jnp.sum(jnp.where(valid, c.data, jnp.zeros((), c.dtype)))[None] if c.dtype != jnp.bool_ else \
+        data = jnp.sum(jnp.where(valid, c.data, jnp.zeros((), c.dtype)), dtype=c.dtype)[None] if c.dtype != jnp.bool_ else \
             jnp.any(valid & c.data)[None]
         has = jnp.any(valid)
         data = jnp.where(has, data, jnp.asarray(c.fill_value, c.dtype))

@@ -216,6 +216,16 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> BCOOArray:
         new = jnp.stack(cols[::-1], axis=1) if shape else jnp.zeros((nse, 0), idt)
         new = jnp.where(valid[:, None], new, jnp.asarray(shape, idt)).astype(index_dtype_for(shape))
         new_idx = new
+    if not shape:
+        # A 0-d result has no sparse dimension, so no padding: an entry at () would make
+        # x's padding count. Store the one value: the sum of the valid entries (or), or
+        # the fill value when there is none.
+        keep, data = jnp.asarray(valid), c.data
+        total = jnp.any(keep & data) if data.dtype == jnp.bool_ else \
+            jnp.sum(jnp.where(keep, data, jnp.zeros((), data.dtype)), dtype=data.dtype)
+        data = jnp.where(jnp.any(keep), total, jnp.asarray(x.fill_value, data.dtype))[None]
+        return BCOOArray._from_buffers(data, jnp.zeros((1, 0), new_idx.dtype), (), n_batch=0, n_dense=0,
+                                       fill_value=x.fill_value, indices_sorted=True, unique_indices=True)
     return BCOOArray._from_buffers(c.data, new_idx, shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
                                    indices_sorted=c.indices_sorted, unique_indices=c.unique_indices)
 

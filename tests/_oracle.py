@@ -66,42 +66,105 @@ def shapes(min_ndim: int = 0, max_ndim: int = 4, max_side: int = 3):
     return st.lists(st.integers(0, max_side), min_size=min_ndim, max_size=max_ndim).map(tuple)
 
 
-def _values(draw, dtype: np.dtype, n: int, *, nan: bool) -> np.ndarray:
-    """``n`` small values exactly representable in ``dtype`` (NaN optional)."""
+class HypothesisDraws:
+    """The random choices of :func:`build_case`, made by Hypothesis's ``draw``."""
+
+    def __init__(self, draw):
+        self.draw = draw
+
+    def shape(self, min_ndim: int, max_ndim: int, max_side: int) -> tuple:
+        return self.draw(shapes(min_ndim, max_ndim, max_side))
+
+    def sample(self, seq):
+        return self.draw(st.sampled_from(seq))
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def integers(self, lo: int, hi: int, n: int) -> list:
+        return self.draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))
+
+    def boolean(self) -> bool:
+        return self.draw(st.booleans())
+
+    def booleans(self, n: int) -> list:
+        return self.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+
+    def permutation(self, n: int) -> list:
+        return self.draw(st.permutations(range(n)))
+
+
+class GeneratorDraws:
+    """The random choices of :func:`build_case`, made by a ``numpy.random.Generator``
+    (the differential fuzz, conformance/test_fuzz.py)."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+
+    def shape(self, min_ndim: int, max_ndim: int, max_side: int) -> tuple:
+        n = int(self.rng.integers(min_ndim, max_ndim + 1))
+        return tuple(int(v) for v in self.rng.integers(0, max_side + 1, size=n))
+
+    def sample(self, seq):
+        return seq[int(self.rng.integers(len(seq)))]
+
+    def integer(self, lo: int, hi: int) -> int:
+        return int(self.rng.integers(lo, hi + 1))
+
+    def integers(self, lo: int, hi: int, n: int) -> list:
+        return [int(v) for v in self.rng.integers(lo, hi + 1, size=n)]
+
+    def boolean(self) -> bool:
+        return bool(self.rng.integers(2))
+
+    def booleans(self, n: int) -> list:
+        return [bool(v) for v in self.rng.integers(2, size=n)]
+
+    def permutation(self, n: int) -> list:
+        return [int(v) for v in self.rng.permutation(n)]
+
+
+def _values(d, dtype: np.dtype, n: int, *, nan: bool, inf: bool = False) -> np.ndarray:
+    """``n`` small values exactly representable in ``dtype`` (NaN and +-inf optional)."""
     if dtype.kind == "b":
-        return np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+        return np.array(d.booleans(n), dtype=bool)
     lo = 0 if dtype.kind == "u" else -4
-    ints = draw(st.lists(st.integers(lo, 4), min_size=n, max_size=n))
-    out = np.array(ints, dtype=np.int64).astype(dtype)
+    out = np.array(d.integers(lo, 4, n), dtype=np.int64).astype(dtype)
     if dtype.kind == "c":
-        im = draw(st.lists(st.integers(-2, 2), min_size=n, max_size=n))
-        out = out + 1j * np.array(im, dtype=dtype)
+        out = out + 1j * np.array(d.integers(-2, 2, n), dtype=dtype)
     if dtype.kind in "fc" and nan and n:
-        mask = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-        mask &= np.array(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))) == 0
+        mask = np.array(d.booleans(n))
+        mask &= np.array(d.integers(0, 5, n)) == 0
         out[mask] = np.nan
+    if dtype.kind in "fc" and inf and n:
+        mask = np.array(d.integers(0, 7, n)) == 0
+        out[mask] = np.array(d.sample([np.inf, -np.inf]), dtype=dtype)
     return out.astype(dtype)
 
 
-def fill_values(dtype: np.dtype, *, nan: bool = True):
-    """Fill values for ``dtype``: 0 (most often), another small value, or NaN."""
+def fill_options(dtype: np.dtype, *, nan: bool = True) -> list:
+    """The fill values :func:`fill_values` draws from (0 twice: the most common)."""
     dtype = np.dtype(dtype)
     if dtype.kind == "b":
-        return st.sampled_from([False, False, True]).map(lambda v: np.bool_(v))
+        return [np.bool_(False), np.bool_(False), np.bool_(True)]
     opts = [0, 0, 2] if dtype.kind == "u" else [0, 0, -1, 3]
     vals = [np.asarray(v).astype(dtype)[()] for v in opts]
     if dtype.kind in "fc" and nan:
         vals.append(np.asarray(np.nan).astype(dtype)[()])
-    return st.sampled_from(vals)
+    return vals
 
 
-def _split(draw, block: np.ndarray, dtype: np.dtype):
+def fill_values(dtype: np.dtype, *, nan: bool = True):
+    """Fill values for ``dtype``: 0 (most often), another small value, or NaN."""
+    return st.sampled_from(fill_options(dtype, nan=nan))
+
+
+def _split(d, block: np.ndarray, dtype: np.dtype):
     """Two blocks that sum (logical or for bool) exactly to ``block``."""
     if dtype.kind == "b":
         return block.copy(), block.copy()
     lo = 0 if dtype.kind == "u" else -2
-    part = np.array(draw(st.lists(st.integers(lo, 2), min_size=block.size, max_size=block.size)),
-                    dtype=np.int64).reshape(block.shape)
+    part = np.array(d.integers(lo, 2, block.size), dtype=np.int64).reshape(block.shape)
     if dtype.kind == "u":
         part = np.minimum(part, block.astype(np.int64))
     part = part.astype(dtype)
@@ -111,26 +174,40 @@ def _split(draw, block: np.ndarray, dtype: np.dtype):
 
 
 @st.composite
-def cases(draw, *, shape=None, dtype=None, dtypes=DTYPES, min_ndim: int = 0, max_ndim: int = 4,
-          max_side: int = 3, fill=None, nan_fill: bool = True, nan_values: bool = True,
-          n_batch=None, n_dense=None, allow_duplicates: bool = True, allow_padding: bool = True,
-          allow_explicit_fill: bool = True) -> Case:
+def cases(draw, **kw) -> Case:
     """Draw a :class:`Case`: a dense NumPy array and an equal BCOOArray.
 
-    Parameters fix parts of the draw (``shape``, ``dtype``, ``fill``,
-    ``n_batch``, ``n_dense``); everything else is random.
+    Keyword arguments are those of :func:`build_case`; they fix parts of the
+    draw (``shape``, ``dtype``, ``fill``, ``n_batch``, ``n_dense``);
+    everything else is random.
+    """
+    return build_case(HypothesisDraws(draw), **kw)
+
+
+def build_case(d, *, shape=None, dtype=None, dtypes=DTYPES, min_ndim: int = 0, max_ndim: int = 4,
+               max_side: int = 3, fill=None, nan_fill: bool = True, nan_values: bool = True,
+               inf_values: bool = False, n_batch=None, n_dense=None, allow_duplicates: bool = True,
+               allow_padding: bool = True, allow_explicit_fill: bool = True, nse_multiple: int = 1) -> Case:
+    """Build a :class:`Case` from the random choices of ``d``.
+
+    ``d`` is a :class:`HypothesisDraws` (the strategy :func:`cases`) or a
+    :class:`GeneratorDraws` (a seeded NumPy generator: the fuzz).
+    ``inf_values`` also stores ``+-inf`` among the values of float dtypes;
+    ``nse_multiple`` adds padding (where there is a sparse dimension) until
+    ``nse`` is a multiple of it (fewer distinct buffer shapes, so fewer XLA
+    compilations in a long fuzz).
     """
     if shape is None:
-        shape = draw(shapes(min_ndim, max_ndim, max_side))
+        shape = d.shape(min_ndim, max_ndim, max_side)
     shape = tuple(shape)
     ndim = len(shape)
-    dtype = np.dtype(dtype) if dtype is not None else draw(st.sampled_from(dtypes))
+    dtype = np.dtype(dtype) if dtype is not None else d.sample(dtypes)
     if n_batch is None:
-        n_batch = draw(st.integers(0, ndim))
+        n_batch = d.integer(0, ndim)
     if n_dense is None:
-        n_dense = draw(st.integers(0, ndim - n_batch))
+        n_dense = d.integer(0, ndim - n_batch)
     if fill is None:
-        fill = draw(fill_values(dtype, nan=nan_fill))
+        fill = d.sample(fill_options(dtype, nan=nan_fill))
     fill = np.asarray(fill).astype(dtype)[()]
     n_sparse = ndim - n_batch - n_dense
     batch = shape[:n_batch]
@@ -140,41 +217,45 @@ def cases(draw, *, shape=None, dtype=None, dtypes=DTYPES, min_ndim: int = 0, max
     P = int(np.prod(sizes, dtype=np.int64))
     D = int(np.prod(dshape, dtype=np.int64))
 
+    def values(n, nan):
+        return _values(d, dtype, n, nan=nan, inf=inf_values and nan)
+
     dense = np.full((B, P, D), fill, dtype=dtype)
     per_batch = []  # list of (index tuples, data blocks) per batch element
     for b in range(B):
-        stored = draw(st.lists(st.booleans(), min_size=P, max_size=P)) if P else []
+        stored = d.booleans(P) if P else []
         entries_i, entries_d = [], []
         for p in range(P):
             if not stored[p]:
                 continue
-            block = _values(draw, dtype, D, nan=nan_values)
-            if allow_explicit_fill and D and draw(st.integers(0, 4)) == 0:
+            block = values(D, nan_values)
+            if allow_explicit_fill and D and d.integer(0, 4) == 0:
                 block = np.full(D, fill, dtype)  # an explicit entry equal to the fill value
             dense[b, p] = block
             idx = np.unravel_index(p, sizes) if sizes else ()
-            if allow_duplicates and draw(st.integers(0, 3)) == 0:
-                b1, b2 = _split(draw, block, dtype)
+            if allow_duplicates and d.integer(0, 3) == 0:
+                b1, b2 = _split(d, block, dtype)
                 entries_i += [idx, idx]
                 entries_d += [b1, b2]
             else:
                 entries_i.append(idx)
                 entries_d.append(block)
-        if not sizes and P == 1 and not entries_i and draw(st.booleans()):
+        if not sizes and P == 1 and not entries_i and d.boolean():
             # n_sparse == 0: every stored entry sits at the single position ().
-            block = _values(draw, dtype, D, nan=nan_values)
+            block = values(D, nan_values)
             dense[b, 0] = block
             entries_i.append(())
             entries_d.append(block)
         per_batch.append((entries_i, entries_d))
     counts = [len(e[0]) for e in per_batch]
     can_pad = allow_padding and n_sparse > 0
-    extra = draw(st.integers(0, 2)) if can_pad else 0
+    extra = d.integer(0, 2) if can_pad else 0
     nse = (max(counts) if counts else 0) + extra
+    if can_pad and nse_multiple > 1:
+        nse = -(-nse // nse_multiple) * nse_multiple
     data = np.zeros((B, nse, D), dtype=dtype)
     indices = np.zeros((B, nse, n_sparse), dtype=np.int64)
     for b, (ei, ed) in enumerate(per_batch):
-        k = len(ei)
         rows_i = [np.asarray(i, dtype=np.int64).reshape(n_sparse) for i in ei]
         rows_d = list(ed)
         if n_sparse == 0 and len(rows_i) < nse:
@@ -184,18 +265,17 @@ def cases(draw, *, shape=None, dtype=None, dtypes=DTYPES, min_ndim: int = 0, max
             rows_d += [dense[b, 0].copy() if not rows_d else zero] + [zero] * (nse - len(rows_i) - 1)
             rows_i += [np.zeros(0, np.int64)] * (nse - len(rows_i))
         while len(rows_i) < nse:  # padding: at least one index equals its dimension's size
-            pad = np.array([draw(st.integers(0, s)) for s in sizes], dtype=np.int64)
-            j = draw(st.integers(0, n_sparse - 1))
+            pad = np.array([d.integer(0, s) for s in sizes], dtype=np.int64)
+            j = d.integer(0, n_sparse - 1)
             pad[j] = sizes[j]
-            if draw(st.booleans()):
+            if d.boolean():
                 pad[:] = sizes
             rows_i.append(pad)
-            rows_d.append(_values(draw, dtype, D, nan=False))  # garbage, must be ignored
-        perm = draw(st.permutations(range(nse))) if nse > 1 else list(range(nse))
+            rows_d.append(values(D, False))  # garbage, must be ignored
+        perm = d.permutation(nse) if nse > 1 else list(range(nse))
         for dst, src in enumerate(perm):
             indices[b, dst] = rows_i[src]
             data[b, dst] = rows_d[src]
-        del k
     dense = dense.reshape(shape)
     data = data.reshape(batch + (nse,) + dshape)
     indices = indices.reshape(batch + (nse, n_sparse))
@@ -257,5 +337,5 @@ def tol(dtype) -> float:
     return 1e-12
 
 
-__all__ = ["Case", "DTYPES", "FLOAT", "NUMERIC", "REAL", "assert_matches", "cases", "fill_values",
-           "same_scalar", "shapes", "tol", "to_np", "xp"]
+__all__ = ["DTYPES", "FLOAT", "NUMERIC", "REAL", "Case", "GeneratorDraws", "HypothesisDraws", "assert_matches",
+           "build_case", "cases", "fill_options", "fill_values", "same_scalar", "shapes", "to_np", "tol", "xp"]

@@ -236,3 +236,21 @@ def test_matrix_market_roundtrip(name):
     back = xp.to_scipy(a).tocsr()
     assert back.dtype == m.dtype and back.shape == m.shape
     assert (back != m.tocsr()).nnz == 0
+
+
+def test_asarray_of_concrete_input_inside_jit():
+    # NumPy, Python and closed-over jax.Array input is concrete while jit traces: asarray
+    # stores it by value (it used to stage the comparison and ask for nse=). Found by the
+    # differential fuzz (conformance/test_fuzz.py), indexing with xp.asarray(np_index).
+    idx = np.array([1, 0, 2, 0])
+    closed = jnp.asarray([0.0, 2.5, 0.0])
+
+    @jax.jit
+    def f(x):
+        return x[xp.asarray(idx)], xp.asarray([[0, 3], [0, 0]]), xp.asarray(closed, dtype=xp.float32)
+
+    got, py, cl = f(xp.asarray(np.array([5, 0, 7])))
+    np.testing.assert_array_equal(np.asarray(got.todense()), [0, 5, 7, 5])
+    assert py.nse == 1 and cl.nse == 1 and cl.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(py.todense()), [[0, 3], [0, 0]])
+    np.testing.assert_array_equal(np.asarray(cl.todense()), [0.0, 2.5, 0.0])

@@ -132,3 +132,16 @@ def test_boolean_mask_over_leading_dimensions_and_zero_size_mask():
     assert A[xp.asarray(np.zeros((0, 3), bool))].shape == (0, 4)
     with pytest.raises(IndexError, match="does not match"):
         A[np.ones((3, 3), bool)]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint32, np.float32, np.complex64])
+def test_scalar_result_under_jit_keeps_dtype(dtype):
+    # x[0] of a 1-d array under jit (the traced scalar path) summed the matching entry
+    # with jnp.sum, which widens small integers to int64/uint64. Found by the
+    # differential fuzz (conformance/test_fuzz.py, unstack under jit).
+    a = BCOOArray((np.array([[5]], dtype), np.zeros((1, 1, 0), np.int32)), shape=(1,), fill_value=1)
+    for nb in (a, BCOOArray.fromdense(np.array([0, 5, 0], dtype))):
+        got = jax.jit(lambda v: v[1 if v.shape[0] > 1 else 0])(nb)
+        assert got.dtype == np.dtype(dtype) and got.data.dtype == np.dtype(dtype)
+        assert to_np(got) == 5
+        assert jax.jit(lambda v: xp.unstack(v)[0])(nb).dtype == np.dtype(dtype)

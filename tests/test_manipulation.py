@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import bcoo_array as xp
 from bcoo_array import BCOOArray
-from _oracle import assert_matches, cases, same_scalar
+from _oracle import assert_matches, cases, same_scalar, to_np
 
 
 @settings(max_examples=30)
@@ -110,3 +110,20 @@ def test_broadcast_to(data):
         wrong[bad[0]] += 1
         with pytest.raises(ValueError, match="broadcast"):
             xp.broadcast_to(c.arr, tuple(wrong))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_reshape_to_0d_ignores_padding(jit):
+    # Reshaping (squeezing) to 0-d drops the last sparse dimension: padding entries used
+    # to land at () and be summed in (7 instead of the fill value 1 below). Found by the
+    # differential fuzz (conformance/test_fuzz.py, squeeze).
+    run = jax.jit if jit else (lambda f: f)
+    pad_only = BCOOArray((np.array([1, 1, 1, 4], np.uint32), np.ones((4, 1), np.int32)), shape=(1,), fill_value=1)
+    mixed = BCOOArray((np.array([2, 5, 3], np.int32), np.array([[1], [0], [0]], np.int32)), shape=(1,),
+                      fill_value=0)
+    flags = BCOOArray((np.array([True, False]), np.array([[1, 0], [0, 0]], np.int32)), shape=(1, 1), fill_value=False)
+    for a, want in ((pad_only, 1), (mixed, 8), (flags, False)):
+        for f in (lambda v: xp.squeeze(v, axis=tuple(range(v.ndim))), lambda v: xp.reshape(v, ())):
+            got = run(f)(a)
+            assert got.shape == () and got.dtype == a.dtype
+            assert to_np(got) == want
