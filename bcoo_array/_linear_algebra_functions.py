@@ -290,10 +290,10 @@ def matmul(x1, x2, /):
         got = _host_matvec(x1, x2) if isinstance(x2, np.ndarray) else None
         if got is not None:
             return got
-    return _as_kind(_matmul(x1, x2, dense_out=kind == "jax"), kind)
+    return _as_kind(matmul_as_bcoo(x1, x2, dense_out=kind == "jax"), kind)
 
 
-def _matmul(x1, x2, *, dense_out: bool = False):
+def matmul_as_bcoo(x1, x2, *, dense_out: bool = False):
     """[`matmul`][bcoo_array.matmul] with the result a BCOOArray (dense layout for dense products).
 
     ``dense_out``: the caller wants a dense product as a ``jax.Array``; the
@@ -422,7 +422,7 @@ def tensordot(x1, x2, /, *, axes=2):
 
     a2 = as2d(a, free_a + ax_a, (ma, kdim))
     b2 = as2d(b, ax_b + free_b, (kdim, nb))
-    out = _matmul(a2, b2)
+    out = matmul_as_bcoo(a2, b2)
     out = reshape(out, tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b))
     return _as_kind(out, _dense_kind(x1, x2))
 

@@ -47,7 +47,7 @@ def test_cli_package_imports():
         import bcoo_array.cli.demo
         from bcoo_array.cli import main
         assert bcoo_array.cli.__file__.startswith({str(ROOT)!r}), bcoo_array.cli.__file__
-        assert sorted(main.commands) == ["bench", "demo"], sorted(main.commands)
+        assert sorted(main.commands) == ["bench", "demo", "info"], sorted(main.commands)
         assert callable(bcoo_array.cli.demo.run) and callable(bcoo_array.cli.bench.run_case)
     """)
     proc = _run(["-c", code])

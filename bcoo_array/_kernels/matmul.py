@@ -131,11 +131,11 @@ def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False,
 
 
 def spmm_dense(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False):
-    """:func:`spmm` without the leading axis: ``A @ x`` of shape ``(m,)`` or ``(m, n)``.
+    """``spmm`` without the leading axis: ``A @ x`` of shape ``(m,)`` or ``(m, n)``.
 
     For callers that return the product as a ``jax.Array`` (the mixed-type
     rule): the native kernel's eager call gives that shape in its one
-    dispatch; other kernels drop the leading axis of :func:`spmm`'s result.
+    dispatch; other kernels drop the leading axis of ``spmm``'s result.
     """
     if (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype) and native.available()
             and is_concrete(data, indices, x)):

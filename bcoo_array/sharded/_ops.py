@@ -405,7 +405,7 @@ def matmul(x1, x2):
         def body(local, xb):
             j = _block_index(A.mesh_axes)
             loc = mask_virtual(local, A.shape, A.axis, b, j)
-            y = la.matmul(loc, xb).todense()
+            y = la.matmul_as_bcoo(loc, xb).todense()
             return jax.lax.psum(y, entry)
 
         return dense_layout(run.call(body, P(), key=("matmul_columns",)))
@@ -432,7 +432,7 @@ def matmul(x1, x2):
     def body(local, xb):
         if split:
             xb = jax.lax.all_gather(xb, entry, axis=0, tiled=True)[:k]
-        return la.matmul(local, xb)
+        return la.matmul_as_bcoo(local, xb)
 
     return _finish(run, body, out_shape, out_axis, key=("matmul_rows", split, k, x.ndim))
 

@@ -44,8 +44,8 @@ local_bytes = sum(v for v in A.stored_bytes_per_device().values())
 dev = jax.local_devices()[0]
 A1 = xp.from_scipy(M).to_device(dev)
 x1 = jax.device_put(x_np, dev)
-y1 = (A1 @ x1).todense()
-sol1, _ = jax.jit(lambda b: cg(lambda v: (A1 @ v).todense(), b, tol=1e-10, maxiter=200))(x1)
+y1 = A1 @ x1  # a jax.Array (the mixed-type rule)
+sol1, _ = jax.jit(lambda b: cg(lambda v: A1 @ v, b, tol=1e-10, maxiter=200))(x1)
 np.savez(out, y=process_local_result(y), sol=process_local_result(sol), y1=np.asarray(y1), sol1=np.asarray(sol1),
          n_devices=len(jax.devices()), n_local=len(jax.local_devices()), local_bytes=local_bytes)
 jax.distributed.shutdown()
