@@ -268,7 +268,8 @@ def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> BCOOA
     length = max(0, min(n_rows - start_r, n_cols - start_r - k))
     r = np.arange(start_r, start_r + length)
     idt = index_dtype_for((n_rows, n_cols))
-    idx = np.stack([r, r + k], axis=1).astype(idt)
+    # A diagonal outside the matrix stores nothing (k may be any Python int, even beyond int64).
+    idx = np.stack([r, r + k], axis=1).astype(idt) if length else np.zeros((0, 2), idt)
     out = BCOOArray._from_buffers(to_device(np.ones(length, dt), owned=True), to_device(idx, owned=True),
                                   (n_rows, n_cols), n_batch=0, n_dense=0,
                                   fill_value=0, indices_sorted=True, unique_indices=True)

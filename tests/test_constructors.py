@@ -254,3 +254,14 @@ def test_asarray_of_concrete_input_inside_jit():
     assert py.nse == 1 and cl.nse == 1 and cl.dtype == np.float32
     np.testing.assert_array_equal(np.asarray(py.todense()), [[0, 3], [0, 0]])
     np.testing.assert_array_equal(np.asarray(cl.todense()), [0.0, 2.5, 0.0])
+
+
+def test_eye_with_a_diagonal_outside_the_matrix():
+    # Found by the official suite with a fresh seed (637713012): k = 2**63 overflowed NumPy's int64.
+    import bcoo_array as xp
+
+    for n_rows, n_cols, k in ((0, 0, 2**63), (3, 4, 2**63), (3, 4, -(2**70)), (3, 4, 4), (3, 4, -3)):
+        out = xp.eye(n_rows, n_cols, k=k)
+        assert out.shape == (n_rows, n_cols) and out.nse == 0
+        np.testing.assert_array_equal(np.asarray(out.todense()), np.eye(n_rows, n_cols, k=max(min(k, 10), -10)))
+    np.testing.assert_array_equal(np.asarray(xp.eye(3, 4, k=-2).todense()), np.eye(3, 4, k=-2))
