@@ -285,6 +285,26 @@ def _matrix_row_or_column(x: BCOOArray, key):
                                    indices_sorted=canonical, unique_indices=canonical)
 
 
+def _basic_output(key, new_cols):
+    """Output dimensions of a basic key, in key order (one per slice and per None), and their index columns.
+
+    ``new_cols[ax]`` is ``(column, length)`` of the sliced axis ``ax``; a None
+    adds a dimension of size 1 (column None: all zeros).
+    """
+    out_shape, cols, ax = [], [], 0
+    for k in key:
+        if k is None:
+            out_shape.append(1)
+            cols.append(None)
+            continue
+        if isinstance(k, slice):
+            newcol, length = new_cols[ax]
+            out_shape.append(length)
+            cols.append(newcol)
+        ax += 1
+    return tuple(out_shape), cols
+
+
 def _basic(x: BCOOArray, key) -> BCOOArray:
     if all(isinstance(k, slice) and k == slice(None) for k in key if k is not None):
         if any(k is None for k in key):
@@ -332,21 +352,7 @@ def _basic(x: BCOOArray, key) -> BCOOArray:
         else:
             raise TypeError(f"index {k!r} of type {type(k).__name__} is not an integer, slice, ... or None")
         ax += 1
-    # Output dimensions in key order: one per slice and per None.
-    out_shape = []
-    cols = []
-    ax = 0
-    for k in key:
-        if k is None:
-            out_shape.append(1)
-            cols.append(None)
-            continue
-        if isinstance(k, slice):
-            newcol, length = new_cols[ax]
-            out_shape.append(length)
-            cols.append(newcol)
-        ax += 1
-    out_shape = tuple(out_shape)
+    out_shape, cols = _basic_output(key, new_cols)
     idt = index_dtype_for(out_shape)
     nse = idx.shape[0]
     pad = [jnp.full(nse, s, idt) for s in out_shape]
@@ -408,18 +414,7 @@ def _basic_host(c: BCOOArray, key) -> BCOOArray | None:
                 raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
             valid &= col == i % n
         ax += 1
-    out_shape, cols, ax = [], [], 0
-    for k in key:
-        if k is None:
-            out_shape.append(1)
-            cols.append(None)
-            continue
-        if isinstance(k, slice):
-            newcol, length = new_cols[ax]
-            out_shape.append(length)
-            cols.append(newcol)
-        ax += 1
-    out_shape = tuple(out_shape)
+    out_shape, cols = _basic_output(key, new_cols)
     keep = np.nonzero(valid)[0]
     if not out_shape:
         keep = keep[:1]

@@ -59,6 +59,15 @@ def column_plan(indices, shape: tuple[int, int]) -> ColumnPlan | None:
     return PLANS.get((indices,), ("csc-np", m, n), lambda: _column_plan_numpy(indices, (m, n)))
 
 
+def _host_csr(data, indices, shape):
+    """``(host views of data and indices, cached CSR structure)`` of concrete CPU buffers, or None."""
+    host = host_buffers(data, indices)
+    if host is None:
+        return None
+    st = csr_arrays(indices, shape)
+    return None if st is None else (host, st)
+
+
 def row(data, indices, shape: tuple[int, int], i: int):
     """Row ``i`` (``0 <= i < m``) of a zero-filled 2-D COO matrix, or None when the host path does not apply.
 
@@ -70,12 +79,10 @@ def row(data, indices, shape: tuple[int, int], i: int):
     canonical : bool
         Whether the row's columns are strictly increasing.
     """
-    host = host_buffers(data, indices)
-    if host is None:
+    got = _host_csr(data, indices, shape)
+    if got is None:
         return None
-    st = csr_arrays(indices, shape)
-    if st is None:
-        return None
+    host, st = got
     lo, hi = int(st.indptr[i]), int(st.indptr[i + 1])
     return host[0][lo:hi], st.cols[lo:hi], st.canonical
 
@@ -95,12 +102,10 @@ def row_range(data, indices, shape: tuple[int, int], start: int, stop: int):
     canonical : bool
         Whether the matrix is canonical (then so is the range).
     """
-    host = host_buffers(data, indices)
-    if host is None:
+    got = _host_csr(data, indices, shape)
+    if got is None:
         return None
-    st = csr_arrays(indices, shape)
-    if st is None:
-        return None
+    host, st = got
     lo, hi = int(st.indptr[start]), int(st.indptr[stop])
     out = aligned_empty((hi - lo, 2), st.cols.dtype)
     out[:, 0] = np.repeat(np.arange(stop - start, dtype=st.cols.dtype), np.diff(st.indptr[start:stop + 1]))
