@@ -13,6 +13,9 @@ All keep the fill value exactly.
 
 from __future__ import annotations
 
+from functools import partial
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -138,13 +141,21 @@ def broadcast(x: BCOOArray, shape) -> BCOOArray:
         return BCOOArray._from_buffers(jnp.zeros((0,), x.dtype), jnp.zeros((0, len(shape)), index_dtype_for(shape)),
                                        shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
                                        indices_sorted=True, unique_indices=True)
-    data, indices = x.data, x.indices
+    n_batch = x.n_batch + nd
+    idt = index_dtype_for(shape[n_batch:n_batch + x.n_sparse])
+    data, indices = _broadcast_buffers(x.data, x.indices, (1,) * nd + x.shape, shape, nd, n_batch, x.n_sparse,
+                                       x.n_dense, np.dtype(idt))
+    return BCOOArray._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=x.n_dense,
+                                   fill_value=x.fill_value, indices_sorted=x.indices_sorted and nd >= 0 and x.n_sparse == 0,
+                                   unique_indices=x.unique_indices)
+
+
+@partial(jax.jit, static_argnames=("cur", "shape", "nd", "n_batch", "n_sparse", "n_dense", "idt"))
+def _broadcast_buffers(data, indices, cur, shape, nd, n_batch, n_sparse, n_dense, idt):
+    """The buffers of ``broadcast`` (one compiled program): ``cur`` is the input shape with ``nd`` leading 1s."""
     if nd:
         data = data.reshape((1,) * nd + data.shape)
         indices = indices.reshape((1,) * nd + indices.shape)
-    n_batch = x.n_batch + nd
-    cur = (1,) * nd + x.shape
-    n_sparse = x.n_sparse
     for k in range(n_sparse):
         ax = n_batch + k
         n = shape[ax]
@@ -157,14 +168,11 @@ def broadcast(x: BCOOArray, shape) -> BCOOArray:
             newcol = jnp.where(jnp.concatenate([pad] * n, axis=n_batch), n, col)
             indices = indices.at[..., k].set(newcol)
             data = jnp.concatenate([data] * n, axis=n_batch)
-    idt = index_dtype_for(shape[n_batch:n_batch + n_sparse])
     indices = indices.astype(idt)
-    dense_shape = shape[len(shape) - x.n_dense:] if x.n_dense else ()
+    dense_shape = shape[len(shape) - n_dense:] if n_dense else ()
     data = jnp.broadcast_to(data, data.shape[:n_batch + 1] + dense_shape)
     data, indices = broadcast_batch(data, indices, shape, n_batch)
-    return BCOOArray._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=x.n_dense,
-                                   fill_value=x.fill_value, indices_sorted=x.indices_sorted and nd >= 0 and n_sparse == 0,
-                                   unique_indices=x.unique_indices)
+    return data, indices
 
 
 def drop_fill_entries(x: BCOOArray) -> BCOOArray:

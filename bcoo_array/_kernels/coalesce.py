@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._layout import is_concrete, prod
+from .host import adopt
 from .plan import group_batched, group_numpy, segment_reduce
 
 
@@ -28,13 +29,24 @@ def broadcast_batch(data, indices, shape, n_batch: int):
 
 def flatten_batch(data, indices, shape, n_batch: int):
     """Buffers with all batch dimensions merged into one leading dimension."""
+    return _flatten_batch(data, indices, tuple(shape), n_batch)
+
+
+def unflatten_batch(data_b, indices_b, shape, n_batch: int):
+    """Inverse of ``flatten_batch``."""
+    return _unflatten_batch(data_b, indices_b, tuple(shape), n_batch)
+
+
+# One compiled program each (eagerly, a broadcast and reshapes would compile one per primitive).
+@partial(jax.jit, static_argnames=("shape", "n_batch"))
+def _flatten_batch(data, indices, shape, n_batch: int):
     data, indices = broadcast_batch(data, indices, shape, n_batch)
     B = prod(shape[:n_batch])
     return data.reshape((B,) + data.shape[n_batch:]), indices.reshape((B,) + indices.shape[n_batch:])
 
 
-def unflatten_batch(data_b, indices_b, shape, n_batch: int):
-    """Inverse of ``flatten_batch``."""
+@partial(jax.jit, static_argnames=("shape", "n_batch"))
+def _unflatten_batch(data_b, indices_b, shape, n_batch: int):
     batch = tuple(shape[:n_batch])
     return data_b.reshape(batch + data_b.shape[1:]), indices_b.reshape(batch + indices_b.shape[1:])
 
@@ -61,14 +73,14 @@ def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str
             fast = _sort_unique_2d(np.asarray(indices), sizes)
             if fast is not None:
                 order, out_idx = fast
-                return _apply_permutation(data, jnp.asarray(order)), jnp.asarray(out_idx.astype(indices.dtype))
+                return _apply_permutation(data, adopt(order)), adopt(out_idx.astype(indices.dtype))
         p = group_numpy(np.asarray(indices), sizes)
         n_valid = int(np.count_nonzero(p.segment < p.n_out))
         if n_valid == p.n_out:
-            out = _apply_permutation(data, jnp.asarray(p.order[:p.n_out]))
+            out = _apply_permutation(data, adopt(p.order[:p.n_out]))
         else:
-            out = _apply_plan(data, jnp.asarray(p.order), jnp.asarray(p.segment), p.n_out, reduce)
-        return out, jnp.asarray(p.out_indices.astype(indices.dtype, copy=False))
+            out = _apply_plan(data, adopt(p.order), adopt(p.segment), p.n_out, reduce)
+        return out, adopt(p.out_indices.astype(indices.dtype, copy=False))
     db, ib = flatten_batch(data, indices, shape, n_batch)
     if ib.shape[2] == 0:
         # No sparse dimension: every entry sits at (), so at most one survives
@@ -80,8 +92,14 @@ def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str
         return unflatten_batch(out, ib[:, :keep], shape, n_batch)
     plan = group_batched(ib, sparse_sizes(shape, n_batch, n_dense))
     n_out = plan.n_out
-    out = jax.vmap(lambda d, o, s: segment_reduce(d[o], s, n_out, reduce))(db, plan.order, plan.segment)
-    return unflatten_batch(out, plan.out_indices.astype(indices.dtype), shape, n_batch)
+    out = _segment_reduce_batched(db, plan.order, plan.segment, n_out, reduce)
+    return unflatten_batch(out, plan.out_indices.astype(indices.dtype), tuple(shape), n_batch)
+
+
+@partial(jax.jit, static_argnames=("n_out", "reduce"))
+def _segment_reduce_batched(data_b, order, segment, n_out: int, reduce: str):
+    """``segment_reduce`` of each batch element in plan order: one compiled program."""
+    return jax.vmap(lambda d, o, s: segment_reduce(d[o], s, n_out, reduce))(data_b, order, segment)
 
 
 def _sort_unique_2d(idx: np.ndarray, sizes) -> tuple[np.ndarray, np.ndarray] | None:

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cache import PLANS
+from .host import adopt
 
 #: Fewest right-hand columns for which the native CSR kernel beats the segment sum
 #: (measured on CPU: the kernel's per-row setup dominates at one column).
@@ -72,10 +73,10 @@ def _row_plan_numpy(idx: np.ndarray, m: int, n: int) -> RowPlan:
     np.cumsum(counts, out=indptr[1:])
     nv = int(indptr[-1])  # padding (key m) sorts after every valid entry
     return RowPlan(
-        None if perm is None else jnp.asarray(perm[:nv].astype(idt)),
-        jnp.asarray(key[:nv].astype(idt)),
-        jnp.asarray(c[:nv].astype(idt)),
-        jnp.asarray(indptr),
+        None if perm is None else adopt(perm[:nv].astype(idt)),
+        adopt(key[:nv].astype(idt)),
+        adopt(c[:nv].astype(idt)),
+        adopt(indptr),
         nv,
     )
 
@@ -177,7 +178,7 @@ def _axis_plan_numpy(idx: np.ndarray, shape: tuple[int, int], axis: int) -> Axis
         seg = inv.reshape(-1).astype(_index_dtype(size + 1, key.size))
         out_idx = uniq[:n_out].astype(idx.dtype)[:, None]
         is_sorted = bool(seg.size < 2 or np.all(seg[1:] >= seg[:-1]))
-        return AxisPlan(jnp.asarray(seg), jnp.asarray(out_idx), n_out, is_sorted)
+        return AxisPlan(adopt(seg), adopt(out_idx), n_out, is_sorted)
     present = np.zeros(size + 1, dtype=bool)
     present[key] = True
     present[size] = False
@@ -188,7 +189,7 @@ def _axis_plan_numpy(idx: np.ndarray, shape: tuple[int, int], axis: int) -> Axis
     seg = rank[key].astype(idt)
     out_idx = np.nonzero(present[:size])[0].astype(idx.dtype)[:, None]
     is_sorted = bool(seg.size < 2 or np.all(seg[1:] >= seg[:-1]))
-    return AxisPlan(jnp.asarray(seg), jnp.asarray(out_idx), n_out, is_sorted)
+    return AxisPlan(adopt(seg), adopt(out_idx), n_out, is_sorted)
 
 
 def axis_plan(indices, shape: tuple[int, int], axis: int) -> AxisPlan:

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._fill import same_value
 from .._layout import is_concrete, prod
+from .host import adopt
 from .mesh import replicated_on_mesh
 
 
@@ -63,7 +64,7 @@ def _fromdense(x, shape, n_batch: int, n_dense: int, fill, nse: int | None, inde
         nz = np.nonzero(np.asarray(mask[0]))
         pad = nse - nz[0].size
         cols = [np.concatenate([c, np.full(pad, s)]) for c, s in zip(nz, sizes)]
-        idx = jnp.asarray(np.stack(cols, axis=1).astype(index_dtype))[None]
+        idx = adopt(np.stack(cols, axis=1).astype(index_dtype)[None])
     else:
         def one(m):
             nz = jnp.nonzero(m, size=nse, fill_value=sizes)

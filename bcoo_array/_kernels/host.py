@@ -48,6 +48,17 @@ def aligned_empty(shape, dtype) -> np.ndarray:
     return buf[off:off + nbytes].view(dtype).reshape(shape)
 
 
+def adopt(x: np.ndarray) -> jax.Array:
+    """A NumPy array this package has just made, as a JAX array, with no XLA compilation.
+
+    ``jnp.asarray`` of a NumPy array stages a small program per shape and
+    dtype (``lax.stage``), which eager code pays as one compilation per new
+    shape; ``jax.device_put`` does not. Same as ``to_device(x, owned=True)``:
+    ``x`` must not be written to again.
+    """
+    return to_device(np.asarray(x), owned=True)
+
+
 def to_device(x: np.ndarray, *, owned: bool = False) -> jax.Array:
     """``x`` as a JAX array on the default CPU device.
 

@@ -3,6 +3,9 @@ dense, and reading the canonical COO triplets of a layout on the host."""
 
 from __future__ import annotations
 
+from functools import partial
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -34,10 +37,6 @@ def update_layout(data, indices, shape, n_batch: int, n_dense: int, fill, fill_i
     fill value into new dense blocks where nothing was stored (that function
     knows only zero).
     """
-    from jax.experimental import (
-        sparse as jsparse,  # deferred: jax.experimental.sparse is slow to import
-    )
-
     if 0 in tuple(shape):
         # An empty array stores nothing in any layout (bcoo_update_layout fails on zero-size dimensions).
         ndim = len(shape)
@@ -46,13 +45,9 @@ def update_layout(data, indices, shape, n_batch: int, n_dense: int, fill, fill_i
                 jnp.zeros(batch + (0, ndim - new_n_batch - new_n_dense), indices.dtype))
     if new_n_dense > n_dense and not canonical:
         data, indices = sum_duplicates(data, indices, shape, n_batch, n_dense)
-    mat = jsparse.BCOO((data, indices), shape=tuple(shape))
-    out = jsparse.bcoo_update_layout(mat, n_batch=new_n_batch, n_dense=new_n_dense, on_inefficient=None)
-    new_data, new_indices = out.data, out.indices
+    new_data, new_indices = _bcoo_update_layout(data, indices, tuple(shape), new_n_batch, new_n_dense)
     if new_n_dense > n_dense and not fill_is_zero:
-        pattern = jsparse.BCOO((jnp.ones(data.shape, bool), indices), shape=tuple(shape))
-        stored = jsparse.bcoo_update_layout(pattern, n_batch=new_n_batch, n_dense=new_n_dense,
-                                            on_inefficient=None).data
+        stored, _ = _bcoo_update_layout(jnp.ones(data.shape, bool), indices, tuple(shape), new_n_batch, new_n_dense)
         # Entries that now share an index hold disjoint parts of one dense block (zeros
         # elsewhere): merge them first, or the fill written into each part adds up.
         new_data, merged = sum_duplicates(new_data, new_indices, shape, new_n_batch, new_n_dense)
@@ -60,6 +55,16 @@ def update_layout(data, indices, shape, n_batch: int, n_dense: int, fill, fill_i
         new_indices = merged
         new_data = jnp.where(stored, new_data, jnp.asarray(fill, new_data.dtype))
     return new_data, new_indices
+
+
+@partial(jax.jit, static_argnames=("shape", "n_batch", "n_dense"))
+def _bcoo_update_layout(data, indices, shape, n_batch: int, n_dense: int):
+    """``jax.experimental.sparse.bcoo_update_layout`` on buffers, as one compiled program (eagerly too)."""
+    from jax.experimental import sparse as jsparse  # deferred: slow to import
+
+    out = jsparse.bcoo_update_layout(jsparse.BCOO((data, indices), shape=shape), n_batch=n_batch, n_dense=n_dense,
+                                     on_inefficient=None)
+    return out.data, out.indices
 
 
 def coo_triplets(data, indices, shape, n_batch: int, n_dense: int, canonical: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,7 @@ padding filling the tail. This is the sort-based coalescing of COO formats
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -24,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._layout import is_concrete
+from .host import adopt
 
 
 class Plan(NamedTuple):
@@ -171,7 +173,7 @@ def group(indices, sizes: tuple[int, ...]) -> Plan:
     if is_concrete(indices):
         p = group_numpy(np.asarray(indices), sizes)
         return Plan(
-            jnp.asarray(p.order), jnp.asarray(p.segment), jnp.asarray(p.out_indices), p.count, p.n_out
+            adopt(p.order), adopt(p.segment), adopt(p.out_indices), p.count, p.n_out
         )
     return group_traced(indices, sizes)
 
@@ -186,11 +188,17 @@ def group_batched(indices, sizes: tuple[int, ...]) -> Plan:
     if B == 1:
         p = group(indices[0], sizes)
         return Plan(p.order[None], p.segment[None], p.out_indices[None], jnp.reshape(jnp.asarray(p.count), (1,)), p.n_out)
-    order, segment, out_indices, count = jax.vmap(lambda i: group_traced(i, sizes)[:4])(indices)
+    order, segment, out_indices, count = _group_batched_traced(indices, sizes)
     if is_concrete(count):
         n_out = int(np.max(np.asarray(count))) if B else 0
         return Plan(order, segment, out_indices[:, :n_out], count, n_out)
     return Plan(order, segment, out_indices, count, out_indices.shape[1])
+
+
+@partial(jax.jit, static_argnames=("sizes",))
+def _group_batched_traced(indices, sizes: tuple[int, ...]):
+    """``group_traced`` of each batch element: one compiled program (eagerly too)."""
+    return jax.vmap(lambda i: group_traced(i, sizes)[:4])(indices)
 
 
 def segment_reduce(values, segment, n_out: int, op: str = "sum"):

@@ -10,6 +10,8 @@ missing). The output keeps the kept sparse dimensions sparse.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -92,38 +94,61 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
         return vals, out_idx, (shape[1 - axes[0]],), 0, np.zeros((), data.dtype)[()]
     ndim = len(shape)
     n_sparse = ndim - n_dense
-    sp_red = [a for a in axes if a < n_sparse]
-    de_red = [a for a in axes if a >= n_sparse]
-    sp_keep = [a for a in range(n_sparse) if a not in sp_red]
+    sp_red = tuple(a for a in axes if a < n_sparse)
+    de_red = tuple(a for a in axes if a >= n_sparse)
+    sp_keep = tuple(a for a in range(n_sparse) if a not in sp_red)
     de_keep = [a for a in range(n_sparse, ndim) if a not in de_red]
     n_d = prod(shape[a] for a in de_red)
+    with jax.ensure_compile_time_eval():  # fill values are static: keep them concrete under jit
+        u = repeat_reduce(jnp.asarray(fill, data.dtype), n_d, op)
+    n_rs = prod(shape[a] for a in sp_red)
+    sizes = tuple(shape[:n_sparse])
+    kept_sizes = tuple(shape[a] for a in sp_keep)
+    # Two compiled stages around the grouping plan (NumPy when the indices are concrete),
+    # so that an eager call compiles two programs, not one per primitive.
+    data, proj, valid = _reduce_prepare(data, indices, sizes, n_sparse, de_red, sp_keep, op)
+    if sp_keep:
+        plan = group(proj, kept_sizes)
+        order, segment, out_idx, n_out = plan.order, plan.segment, plan.out_indices, plan.n_out
+    else:
+        n_out = 1 if indices.shape[0] else 0
+        order = segment = None
+        out_idx = jnp.zeros((n_out, 0), indices.dtype)
+    vals = _reduce_segments(data, valid, order, segment, u, n_out, n_rs, op)
+    out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
+    with jax.ensure_compile_time_eval():
+        out_fill = repeat_reduce(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
+    return vals, out_idx, out_shape, len(de_keep), out_fill
+
+
+@partial(jax.jit, static_argnames=("sizes", "n_sparse", "de_red", "sp_keep", "op"))
+def _reduce_prepare(data, indices, sizes, n_sparse, de_red, sp_keep, op):
+    """Reduce the dense axes ``de_red``; the kept sparse indices (padding -> sizes) and validity."""
     if de_red:
         red = _DENSE_REDUCE[op] if data.dtype != jnp.bool_ else (jnp.any if op in ("sum", "max") else jnp.all)
         # jnp.sum / jnp.prod widen small integers; the caller has already chosen the dtype.
         kw = {"dtype": data.dtype} if op in ("sum", "prod") and data.dtype != jnp.bool_ else {}
         data = red(data, axis=tuple(a - n_sparse + 1 for a in de_red), **kw)
-    with jax.ensure_compile_time_eval():  # fill values are static: keep them concrete under jit
-        u = repeat_reduce(jnp.asarray(fill, data.dtype), n_d, op)
-    n_rs = prod(shape[a] for a in sp_red)
-    sizes = tuple(shape[:n_sparse])
     nse = indices.shape[0]
     if n_sparse:
         valid = jnp.all(indices < jnp.asarray(sizes, indices.dtype), axis=1)
     else:
         valid = jnp.ones(nse, bool)
-    kept_sizes = tuple(shape[a] for a in sp_keep)
-    proj = indices[:, sp_keep]
+    proj = indices[:, list(sp_keep)]
     if sp_keep:
+        kept_sizes = tuple(sizes[a] for a in sp_keep)
         proj = jnp.where(valid[:, None], proj, jnp.asarray(kept_sizes, indices.dtype))
-    plan = group(proj, kept_sizes) if sp_keep else None
-    if plan is None:
+    return data, proj, valid
+
+
+@partial(jax.jit, static_argnames=("n_out", "n_rs", "op"))
+def _reduce_segments(data, valid, order, segment, u, n_out: int, n_rs: int, op: str):
+    """Segment-reduce the stored values in plan order and combine each output with its unstored fills."""
+    nse = data.shape[0]
+    if order is None:
         # One output position; drop padding by sending it past the single segment.
         order = jnp.arange(nse)
-        n_out = 1 if nse else 0
-        out_idx = jnp.zeros((n_out, 0), indices.dtype)
         segment = jnp.where(valid, 0, n_out).astype(jnp.int32)
-    else:
-        order, segment, out_idx, n_out = plan.order, plan.segment, plan.out_indices, plan.n_out
     if op in ("max", "min") or data.dtype == jnp.bool_:
         seg_op = {"sum": "max", "prod": "min"}.get(op, op) if data.dtype == jnp.bool_ else op
     else:
@@ -135,13 +160,8 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
     missing_b = missing.reshape(missing.shape + (1,) * (vals.ndim - 1))
     rest = repeat_reduce(jnp.broadcast_to(u, vals.shape), missing_b, op)
     if op in ("max", "min"):
-        vals = jnp.where(missing_b > 0, combine(vals, jnp.broadcast_to(u, vals.shape), op), vals)
-    else:
-        vals = combine(vals, rest, op)
-    out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
-    with jax.ensure_compile_time_eval():
-        out_fill = repeat_reduce(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
-    return vals, out_idx, out_shape, len(de_keep), out_fill
+        return jnp.where(missing_b > 0, combine(vals, jnp.broadcast_to(u, vals.shape), op), vals)
+    return combine(vals, rest, op)
 
 
 def _identity(op: str, dtype, u):

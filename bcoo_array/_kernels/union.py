@@ -13,7 +13,7 @@ import numpy as np
 from .._layout import is_concrete
 from .cache import PLANS
 from .csr import _csr_arrays_numpy, csr_arrays
-from .host import to_device
+from .host import adopt, to_device
 from .plan import group_batched, group_numpy
 
 
@@ -79,7 +79,7 @@ def _union_numpy(a: np.ndarray, b: np.ndarray, sizes: tuple[int, ...]):
     pos_b = np.full((1, n_out + 1), -1, np.int32)
     pos_a[0, where[:na]] = np.arange(na, dtype=np.int32)
     pos_b[0, where[na:]] = np.arange(where.size - na, dtype=np.int32)
-    return jnp.asarray(p.out_indices[None]), jnp.asarray(pos_a[:, :n_out]), jnp.asarray(pos_b[:, :n_out])
+    return adopt(p.out_indices[None]), adopt(pos_a[:, :n_out]), adopt(pos_b[:, :n_out])
 
 
 def union_apply_2d(fn, dx, ix, dy, iy, shape, fill_x, fill_y):
@@ -173,7 +173,7 @@ def _union_csr(a: np.ndarray, b: np.ndarray, sizes, batch: bool = True):
     out_idx, pos_a, pos_b = _merge_csr(sa, sb, (m, n), a.dtype)
     if not batch:
         return out_idx, pos_a, pos_b
-    return jnp.asarray(out_idx[None]), jnp.asarray(pos_a[None]), jnp.asarray(pos_b[None])
+    return adopt(out_idx[None]), adopt(pos_a[None]), adopt(pos_b[None])
 
 
 def take_or_fill(data, pos, fill):
