@@ -551,6 +551,24 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
                                    indices_sorted=True, unique_indices=True)
 
 
+def _mixed_coords(shape, key):
+    """Coordinates selected by a key mixing integer arrays with slices (NumPy's advanced indexing).
+
+    Each axis's coordinate is read through the key from a zero-stride view
+    of ``arange(shape[d])`` broadcast to ``shape``, so NumPy itself places
+    the broadcast array dimensions (first when the arrays are separated by
+    a slice, else in place) and only the selection is allocated, never
+    ``shape``.
+    """
+    nkey = tuple(np.asarray(_as_dense_key(k)) if _is_int_array(k) else k for k in key)
+    ndim = len(shape)
+    coords = []
+    for d, n in enumerate(shape):
+        axis = np.arange(n).reshape((n,) + (1,) * (ndim - 1 - d))
+        coords.append(np.broadcast_to(axis, shape)[nkey])
+    return coords
+
+
 def _selected_coords(shape, key):
     """Coordinate arrays (NumPy, broadcast) of the positions a key selects (None: nothing)."""
     key = _expand(key, len(shape))
@@ -588,7 +606,7 @@ def _selected_coords(shape, key):
         ax += 1
     if arrays_seen:
         if any(t == "s" for t, _ in per_axis):
-            raise IndexError("assignment with integer arrays mixed with slices is not supported")
+            return _mixed_coords(shape, key)
         return list(np.broadcast_arrays(*[v for _, v in per_axis]))
     grids = np.meshgrid(*[np.atleast_1d(v) for _, v in per_axis], indexing="ij") if per_axis else []
     # Integer keys select without keeping a dimension (the value broadcasts to the rest).

@@ -19,6 +19,7 @@ per operand layout.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -40,6 +41,30 @@ def _host(x):
         return x
     out = np.array(x)
     return out[()] if out.ndim == 0 else out
+
+
+class CSRBuffers(NamedTuple):
+    """The compressed buffers of a 2-D array ([`BCOOArray.to_csr_buffers`][bcoo_array.BCOOArray.to_csr_buffers]).
+
+    Attributes
+    ----------
+    data : numpy.ndarray, shape ``(nnz,)``
+        Stored values, row by row (column by column for "csc").
+    indices : numpy.ndarray, shape ``(nnz,)``
+        Column numbers (row numbers for "csc"), sorted within each row.
+    indptr : numpy.ndarray, shape ``(n + 1,)``
+        Row ``i``'s entries are ``data[indptr[i]:indptr[i + 1]]``.
+    shape : tuple of int
+        The matrix shape.
+    format : str
+        "csr" or "csc".
+    """
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple
+    format: str
 
 
 @functools.partial(jax.jit, static_argnames=("adjoint",))
@@ -207,6 +232,61 @@ class ScipyMethodsMixin:
     def tocsc(self, copy: bool = False):
         """``scipy.sparse.csc_array`` of the array (scipy's ``tocsc``; fill value must be 0)."""
         return self.to_scipy("csc")
+
+    def to_csr_buffers(self, format: str = "csr") -> CSRBuffers:
+        """The canonical CSR (or CSC) buffers of a 2-D array, under scipy's names, read-only.
+
+        For code written against ``scipy.sparse.csr_array``'s attributes
+        (``A.indptr``, ``A.indices`` as column numbers, ``A.data``), which
+        on a BCOOArray name the BCOO buffers instead (``A.indices`` is the
+        ``(nse, n_sparse)`` coordinate array).
+
+        Parameters
+        ----------
+        format : {"csr", "csc"}
+            Compressed rows (``indices`` are column numbers, ``indptr`` has
+            ``shape[0] + 1`` entries) or compressed columns (``indices`` are
+            row numbers, ``indptr`` has ``shape[1] + 1`` entries).
+
+        Returns
+        -------
+        CSRBuffers
+            Named tuple ``(data, indices, indptr, shape, format)``: NumPy
+            arrays of shapes ``(nnz,)``, ``(nnz,)`` and ``(n + 1,)`` in
+            canonical form (sorted within each row or column, duplicates
+            summed, explicit zeros kept), ``data`` of the array's dtype,
+            ``indices`` / ``indptr`` of scipy's index dtype (int32 when it
+            fits). The arrays are read-only: the buffers of this array are
+            immutable, so a write would change nothing.
+
+        Raises
+        ------
+        ValueError
+            If the array is not 2-D, ``format`` is not "csr" or "csc", the
+            fill value is not 0 (CSR has no fill value: subtract it first,
+            ``A - A.fill_value``), or under ``jax.jit`` (the buffers need
+            concrete values).
+
+        Examples
+        --------
+        >>> import numpy as np, bcoo_array as xp
+        >>> A = xp.asarray(np.array([[0, 1, 0], [2, 0, 3]], dtype=np.int32))
+        >>> b = A.to_csr_buffers()
+        >>> b.indptr.tolist(), b.indices.tolist(), b.data.tolist()
+        ([0, 1, 3], [1, 0, 2], [1, 2, 3])
+        """
+        if format not in ("csr", "csc"):
+            raise ValueError(f"to_csr_buffers(): format={format!r} must be 'csr' or 'csc'")
+        if self.ndim != 2:
+            raise ValueError(f"to_csr_buffers() needs a 2-D array, got shape {self.shape}; reshape it first")
+        S = self.to_scipy(format)
+        S.sum_duplicates()
+        arrays = []
+        for a in (S.data, S.indices, S.indptr):
+            a = np.asarray(a)
+            a.flags.writeable = False
+            arrays.append(a)
+        return CSRBuffers(*arrays, tuple(int(n) for n in S.shape), format)
 
     def asformat(self, format: str, copy: bool = False):
         """scipy.sparse array of ``format`` (``"bcoo"`` returns ``self``), as scipy's ``asformat``."""

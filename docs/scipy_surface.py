@@ -103,7 +103,10 @@ def render() -> str:
             lines.append(_row(n, found, getattr(xla, n, None), "`bcoo_array.linalg`"))
     lines += ["", "Conversions beyond scipy's names: `bcoo_array.from_scipy`, `to_scipy`, `from_pydata_sparse`, "
               "`to_pydata_sparse`, `from_jax_sparse`, `to_jax_sparse`, and the methods `A.to_scipy(format=...)`, "
-              "`A.to_pydata_sparse(format=...)`, `A.to_jax_sparse()`. `bcoo_array.asarray` accepts scipy.sparse, "
+              "`A.to_pydata_sparse(format=...)`, `A.to_jax_sparse()`. For code that reads a CSR matrix's `indptr`, "
+              "`indices` (column numbers) and `data`: `A.to_csr_buffers()` (or `format=\"csc\"`) returns them under "
+              "scipy's names, canonical and read-only (on a BCOOArray, `A.indices` is the BCOO coordinate array). "
+              "`bcoo_array.asarray` accepts scipy.sparse, "
               "pydata-sparse and jax.experimental.sparse objects.", ""]
     return "\n".join(lines)
 

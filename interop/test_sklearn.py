@@ -1,14 +1,13 @@
 """scikit-learn's array-API dispatch (``sklearn.set_config(array_api_dispatch=True)``)
 on BCOOArrays: pairwise kernels, metrics, scalers and PCA run unchanged on the
 sparse type and match their NumPy results on a SuiteSparse matrix.
+``Ridge(solver="svd")`` among them: its solver assigns ``d[idx] = ...`` with a
+1-D boolean mask into a 2-D array (a mask mixed with a slice), which
+``BCOOArray.__setitem__`` supports with NumPy's advanced-indexing rules.
 
 The routines live in ``interop/_sklearn_routines.py`` and run in one
 subprocess, because scikit-learn's dispatch needs ``SCIPY_ARRAY_API=1``
 before scipy is first imported.
-
-Tried and refused: ``Ridge(solver="svd")``: its solver assigns
-``d[idx] = ...`` with a 1-D boolean mask into a 2-D array, which
-``BCOOArray.__setitem__`` does not support (IndexError, no silent result).
 """
 
 from __future__ import annotations
@@ -29,9 +28,8 @@ MATRIX = ROOT.parent / "shared" / "data" / "matrices" / "karate.mtx"
 SUPPORTED = [
     "cosine_similarity", "euclidean_distances", "linear_kernel", "rbf_kernel", "polynomial_kernel",
     "r2_score", "mean_squared_error", "MinMaxScaler", "MaxAbsScaler", "Normalizer", "StandardScaler",
-    "PCA.explained_variance_",
+    "PCA.explained_variance_", "Ridge(solver='svd').coef_",
 ]
-RIDGE = "Ridge(solver='svd').coef_"
 
 
 def _run_routines():
@@ -47,7 +45,7 @@ def test_sklearn_routines_match_numpy():
     if not MATRIX.exists():
         pytest.skip("shared/data/matrices is not available")
     results = _run_routines()
-    assert set(results) == set(SUPPORTED) | {RIDGE}
+    assert set(results) == set(SUPPORTED)
     bad = {}
     for name in SUPPORTED:
         r = results[name]
@@ -58,6 +56,3 @@ def test_sklearn_routines_match_numpy():
         elif r["max_abs_diff"] > 1e-12 * max(1.0, r["scale"]):
             bad[name] = f"differs from NumPy by {r['max_abs_diff']}"
     assert not bad, bad
-    # The refusal documented above: a clear IndexError, not a wrong answer. When
-    # boolean-mask assignment lands, move Ridge to SUPPORTED.
-    assert results[RIDGE].get("error", "").startswith("IndexError"), results[RIDGE]

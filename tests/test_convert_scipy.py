@@ -225,3 +225,35 @@ def test_index_range_beyond_int32():
     np.testing.assert_array_equal(v, [2.5, 1.5])
     P = B.to_pydata_sparse()
     assert P.shape == (big, 2) and int(P.coords[0].max()) == big - 1
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("layout", [(0, 0), (1, 0), (0, 1)])
+def test_to_csr_buffers_match_scipy(fmt, layout):
+    """``A.to_csr_buffers()``: scipy's canonical indptr / indices / data, read-only, any layout."""
+    S = sp.random_array((30, 20), density=0.15, random_state=3, format="coo")
+    S = sp.coo_array((np.concatenate([S.data, [2.5, 0.0]]),
+                      (np.concatenate([S.row, [S.row[0], 29]]), np.concatenate([S.col, [S.col[0], 19]]))),
+                     shape=S.shape)  # a duplicate and an explicit zero
+    A = xp.BCOOArray.fromdense(S.toarray(), n_batch=layout[0], n_dense=layout[1]) if layout != (0, 0) else \
+        xp.from_scipy(S)
+    b = A.to_csr_buffers(fmt)
+    assert b.format == fmt and b.shape == (30, 20)
+    got = (sp.csr_array if fmt == "csr" else sp.csc_array)((b.data, b.indices, b.indptr), shape=b.shape)
+    assert got.has_canonical_format  # sorted within each row / column, no duplicates
+    np.testing.assert_allclose(got.toarray(), S.toarray())
+    if layout == (0, 0):  # the stored entries are scipy's, explicit zero included
+        want = S.asformat(fmt)
+        want.sum_duplicates()
+        np.testing.assert_array_equal(b.indptr, want.indptr)
+        np.testing.assert_array_equal(b.indices, want.indices)
+        np.testing.assert_allclose(b.data, want.data)
+    for arr in (b.data, b.indices, b.indptr):
+        with pytest.raises(ValueError, match="read-only"):
+            arr[...] = 0
+    with pytest.raises(ValueError, match="2-D"):
+        xp.reshape(A, (600,)).to_csr_buffers()
+    with pytest.raises(ValueError, match="format"):
+        A.to_csr_buffers("coo")
+    with pytest.raises(ValueError, match="fill value"):
+        (A + 1.0).to_csr_buffers()

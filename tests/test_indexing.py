@@ -145,3 +145,57 @@ def test_scalar_result_under_jit_keeps_dtype(dtype):
         assert got.dtype == np.dtype(dtype) and got.data.dtype == np.dtype(dtype)
         assert to_np(got) == 5
         assert jax.jit(lambda v: xp.unstack(v)[0])(nb).dtype == np.dtype(dtype)
+
+
+@st.composite
+def _mixed_keys(draw, shape):
+    """A key of integer arrays (or lists, or a boolean mask) mixed with slices, ints and ``...``."""
+    key = []
+    for n in shape:
+        kind = draw(st.sampled_from(["slice", "array", "list", "int"] if n else ["slice"]))
+        if kind == "slice":
+            key.append(slice(draw(st.integers(-n - 1, n)), draw(st.integers(-n - 1, n)),
+                             draw(st.sampled_from([None, 1, 2, -1]))))
+        elif kind == "int":
+            key.append(draw(st.integers(-n, n - 1)))
+        else:
+            idx = draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=3))
+            key.append(idx if kind == "list" else np.array(idx))
+    if draw(st.booleans()) and len(key) > 1:
+        key[-1] = Ellipsis
+    return tuple(key)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_setitem_integer_arrays_mixed_with_slices(data):
+    """``A[idx, :] = v``, ``A[:, idx] = v``, ... follow NumPy (advanced indexing), every layout."""
+    c = data.draw(cases(min_ndim=2, max_ndim=3, dtypes=(np.dtype(np.float64), np.dtype(np.int32)), nan_fill=False),
+                  label="case")
+    key = data.draw(_mixed_keys(c.dense.shape), label="key")
+    want = c.dense.copy()
+    try:
+        target = want[key]
+    except IndexError:
+        with pytest.raises(IndexError):
+            c.arr[key] = 1
+        return
+    value = np.arange(1, target.size + 1, dtype=want.dtype).reshape(target.shape)
+    if data.draw(st.booleans(), label="scalar") or target.size == 0:
+        value = want.dtype.type(7)
+    want[key] = value
+    a = c.arr
+    a[key] = value
+    np.testing.assert_array_equal(to_np(a), want)
+
+
+def test_setitem_mask_with_slice_and_bounds():
+    """A 1-D boolean mask with a slice (scikit-learn's Ridge(solver="svd") does ``d[idx] = ...``)."""
+    d = np.arange(12.0).reshape(3, 4)
+    a = xp.asarray(d)
+    m = np.array([True, False, True])
+    a[m, 1:3] = np.array([[10.0, 11.0], [12.0, 13.0]])
+    d[m, 1:3] = np.array([[10.0, 11.0], [12.0, 13.0]])
+    np.testing.assert_array_equal(to_np(a), d)
+    with pytest.raises(IndexError, match="out of bounds"):
+        a[np.array([0, 3]), :] = 1.0
