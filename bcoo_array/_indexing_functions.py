@@ -107,8 +107,8 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
     new = ind[src]
     new[:, ax] = qpos
     idt = index_dtype_for(shape)
-    data = c.data[jnp.asarray(src)]
-    return BCOOArray._from_buffers(data, jnp.asarray(new.astype(idt)), shape, n_batch=0, n_dense=0,
+    data = c.data[host.adopt(src)]
+    return BCOOArray._from_buffers(data, host.adopt(new.astype(idt)), shape, n_batch=0, n_dense=0,
                                    fill_value=x.fill_value, indices_sorted=False, unique_indices=True)
 
 

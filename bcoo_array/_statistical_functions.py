@@ -18,7 +18,7 @@ from ._data_type_functions import astype
 from ._elementwise_functions import divide, sqrt
 from ._fill import eval_fill
 from ._kernels.plan import group
-from ._kernels.reduce import reduce_coo
+from ._kernels.reduce import reduce_coo, reduce_prepare, variance_segments
 from ._layout import normalize_axes
 from ._layout import prod as _size  # (the name prod is the reduction below)
 from ._manipulation_functions import reshape
@@ -143,30 +143,16 @@ def _var(x: BCOOArray, axes, correction, keepdims) -> BCOOArray:
     shape = c.shape
     keep = [a for a in range(len(shape)) if a not in axes]
     sizes = tuple(shape[a] for a in keep)
-    nse = c.nse
-    valid = jnp.all(c.indices < jnp.asarray(shape, c.indices.dtype), axis=1) if shape else jnp.ones(nse, bool)
+    # Two compiled stages around the grouping plan (see ._kernels.reduce).
+    _, proj, valid = reduce_prepare(c.data, c.indices, tuple(shape), len(shape), (), tuple(keep), "sum")
     if keep:
-        proj = jnp.where(valid[:, None], c.indices[:, keep], jnp.asarray(sizes, c.indices.dtype))
         plan = group(proj, sizes)
         order, seg, out_idx, n_out = plan.order, plan.segment, plan.out_indices, plan.n_out
     else:
-        order = jnp.arange(nse)
-        n_out = 1 if nse else 0
-        seg = jnp.where(valid, 0, n_out).astype(jnp.int32)
+        n_out = 1 if c.nse else 0
+        order = seg = None
         out_idx = jnp.zeros((n_out, 0), c.indices.dtype)
-    f = jnp.asarray(c.fill_value, c.dtype)
-    d = c.data[order]
-    cnt = jax.ops.segment_sum(jnp.ones(nse, c.dtype), seg, num_segments=n_out, indices_are_sorted=True)
-    s1 = jax.ops.segment_sum(d, seg, num_segments=n_out, indices_are_sorted=True)
-    n_f = jnp.asarray(n, c.dtype)
-    miss = n_f - cnt  # unstored entries per slice; 0 * NaN-fill must stay 0
-    zero = jnp.zeros((), c.dtype)
-    m = (s1 + jnp.where(miss > 0, miss * f, zero)) / n_f
-    dev = d - m[jnp.clip(seg, 0, n_out - 1)] if n_out else d  # (builtin max is shadowed here)
-    s2 = jax.ops.segment_sum(dev * dev, seg, num_segments=n_out, indices_are_sorted=True)
-    s2 = s2 + jnp.where(miss > 0, miss * (f - m) ** 2, zero)
-    dof = jnp.asarray(n - correction, c.dtype)
-    vals = s2 / dof
+    vals = variance_segments(c.data, valid, order, seg, jnp.asarray(c.fill_value, c.dtype), n_out, n, correction)
     # An all-unstored slice: mean == fill, every deviation (fill - fill).
     fill = eval_fill(lambda ff: n * (ff - ff) ** 2 / (n - correction), c.fill_value)
     if n - correction <= 0:

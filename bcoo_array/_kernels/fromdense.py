@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -88,9 +90,10 @@ def gather(x, indices, shape, n_batch: int, n_dense: int):
     Padding positions read 0. An ``x`` split over Explicit mesh axes gives
     a result replicated over its mesh.
     """
-    return replicated_on_mesh(lambda v, i: _gather(v, i, shape, n_batch, n_dense), x, indices)
+    return replicated_on_mesh(lambda v, i: _gather(v, i, tuple(shape), n_batch, n_dense), x, indices)
 
 
+@partial(jax.jit, static_argnames=("shape", "n_batch", "n_dense"))
 def _gather(x, indices, shape, n_batch: int, n_dense: int):
     batch = tuple(shape[:n_batch])
     B = prod(batch)

@@ -106,7 +106,7 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
     kept_sizes = tuple(shape[a] for a in sp_keep)
     # Two compiled stages around the grouping plan (NumPy when the indices are concrete),
     # so that an eager call compiles two programs, not one per primitive.
-    data, proj, valid = _reduce_prepare(data, indices, sizes, n_sparse, de_red, sp_keep, op)
+    data, proj, valid = reduce_prepare(data, indices, sizes, n_sparse, de_red, sp_keep, op)
     if sp_keep:
         plan = group(proj, kept_sizes)
         order, segment, out_idx, n_out = plan.order, plan.segment, plan.out_indices, plan.n_out
@@ -122,7 +122,7 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
 
 
 @partial(jax.jit, static_argnames=("sizes", "n_sparse", "de_red", "sp_keep", "op"))
-def _reduce_prepare(data, indices, sizes, n_sparse, de_red, sp_keep, op):
+def reduce_prepare(data, indices, sizes, n_sparse, de_red, sp_keep, op):
     """Reduce the dense axes ``de_red``; the kept sparse indices (padding -> sizes) and validity."""
     if de_red:
         red = _DENSE_REDUCE[op] if data.dtype != jnp.bool_ else (jnp.any if op in ("sum", "max") else jnp.all)
@@ -162,6 +162,32 @@ def _reduce_segments(data, valid, order, segment, u, n_out: int, n_rs: int, op: 
     if op in ("max", "min"):
         return jnp.where(missing_b > 0, combine(vals, jnp.broadcast_to(u, vals.shape), op), vals)
     return combine(vals, rest, op)
+
+
+@partial(jax.jit, static_argnames=("n_out", "n", "correction"))
+def variance_segments(data, valid, order, segment, fill, n_out: int, n: int, correction):
+    """Variance of each output slice (plan order, ``n`` positions per slice, ``fill`` at unstored ones).
+
+    Two passes, as NumPy's ``var``: the mean of the stored values plus
+    ``missing * fill``, then the squared deviations of the stored values
+    plus ``missing * (fill - mean)**2``, divided by ``n - correction``.
+    """
+    nse = data.shape[0]
+    if order is None:
+        order = jnp.arange(nse)
+        segment = jnp.where(valid, 0, n_out).astype(jnp.int32)
+    dt = data.dtype
+    d = data[order]
+    cnt = jax.ops.segment_sum(jnp.ones(nse, dt), segment, num_segments=n_out, indices_are_sorted=True)
+    s1 = jax.ops.segment_sum(d, segment, num_segments=n_out, indices_are_sorted=True)
+    n_f = jnp.asarray(n, dt)
+    miss = n_f - cnt  # unstored entries per slice; 0 * NaN-fill must stay 0
+    zero = jnp.zeros((), dt)
+    m = (s1 + jnp.where(miss > 0, miss * fill, zero)) / n_f
+    dev = d - m[jnp.clip(segment, 0, n_out - 1)] if n_out else d
+    s2 = jax.ops.segment_sum(dev * dev, segment, num_segments=n_out, indices_are_sorted=True)
+    s2 = s2 + jnp.where(miss > 0, miss * (fill - m) ** 2, zero)
+    return s2 / jnp.asarray(n - correction, dt)
 
 
 def _identity(op: str, dtype, u):
