@@ -26,19 +26,32 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._elementwise_functions import conj, multiply
-from ._fill import same_value_np
 from ._kernels.host import host_buffers
-from ._kernels.matmul import batched_spmm, host_spmm, spgemm, spgemm_products_bound, spmm, spmm_dense
+from ._kernels.matmul import (
+    batched_spmm,
+    host_spmm,
+    spgemm,
+    spgemm_products_bound,
+    spmm,
+    spmm_dense,
+)
 from ._layout import index_dtype_for, is_concrete, is_tracer, prod
 from ._manipulation_functions import permute_dims, reshape
 from ._operands import as_operand, as_sparse, cast, check_category
 from ._relayout import broadcast, dense_layout, dense_values, update_layout
-from ._statistical_functions import sum as _sum
 from ._routing import routed
+from ._statistical_functions import sum as _sum
+
+_ZERO_BYTES: dict = {}
 
 
 def _zero_fill(x: BCOOArray) -> bool:
-    return same_value_np(x.fill_value, np.zeros((), x.dtype))
+    """Whether the fill value is exactly 0 (+0.0 for floats; bit comparison, as ``same_value_np``)."""
+    f = x.fill_value
+    zero = _ZERO_BYTES.get(f.dtype)
+    if zero is None:
+        zero = _ZERO_BYTES[f.dtype] = np.zeros((), f.dtype).tobytes()
+    return f.tobytes() == zero
 
 
 def _stored_delta(x: BCOOArray) -> BCOOArray:
@@ -176,6 +189,9 @@ def _is_plain_matrix(x) -> bool:
 
 def _dense_kind(x1, x2) -> str | None:
     """The type of a product's dense result: "jax" with a JAX operand, "numpy" with a NumPy one, else None."""
+    t1, t2 = type(x1), type(x2)
+    if (t1 is BCOOArray and t2 is np.ndarray) or (t1 is np.ndarray and t2 is BCOOArray):
+        return "numpy"  # scipy's A @ x (checked first: the commonest eager call)
     if any(isinstance(x, (jax.Array, jax.core.Tracer)) for x in (x1, x2)):
         return "jax"
     if any(isinstance(x, (np.ndarray, np.generic)) for x in (x1, x2)):

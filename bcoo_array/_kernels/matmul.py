@@ -45,7 +45,7 @@ import scipy.sparse as sp
 from .._layout import is_concrete, is_tracer
 from . import csr, ell, native
 from .coo import coo_matmat
-from .host import host_buffers
+from .host import host_buffers, on_host
 
 
 def host_spmm(data, indices, shape: tuple[int, int], x):
@@ -66,13 +66,17 @@ def host_spmm(data, indices, shape: tuple[int, int], x):
         return None
     if x.shape[0] != shape[1]:  # the loops read x[col] unchecked on the CSR path
         raise ValueError(f"host_spmm: x has {x.shape[0]} rows for a matrix of shape {tuple(shape)}")
+    if x.ndim == 1 and not isinstance(indices, np.ndarray) and is_concrete(indices) and on_host(indices):
+        # A JAX index buffer: its CSR structure is cached (one dict lookup per call after the first).
+        st = csr.csr_arrays(indices, shape)  # None unless row-sorted with valid entries first (canonical form)
+        if st is not None and st.indptr.dtype == st.cols.dtype:
+            host = host_buffers(data, x)
+            if host is None:
+                return None
+            return native.host_csr_spmv(st.indptr, st.cols, host[0], host[1], shape[0], aligned=False)[0]
     host = host_buffers(data, indices, x)
     if host is None:
         return None
-    if x.ndim == 1 and not isinstance(indices, np.ndarray):  # a JAX buffer: its CSR structure is cached
-        st = csr.csr_arrays(indices, shape)  # None unless row-sorted with valid entries first (canonical form)
-        if st is not None and st.indptr.dtype == st.cols.dtype:
-            return native.host_csr_spmv(st.indptr, st.cols, host[0], host[2], shape[0])[0]
     return native.host_spmm(*host, shape[0])[0]
 
 
@@ -139,6 +143,7 @@ def spmm_dense(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = 
     """
     if (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype) and native.available()
             and is_concrete(data, indices, x)):
+        # (One jitted FFI call, ~50 us; the host loop plus handing its result to JAX costs more.)
         return native.coo_matmul(data, indices, x, shape[0])
     return spmm(data, indices, shape, x, rows_sorted=rows_sorted)[0]
 
@@ -146,7 +151,9 @@ def spmm_dense(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = 
 def batched_spmm(data, indices, shape, x, n_batch: int):
     """``A @ x`` for a BCOO ``A`` whose last dimension is sparse, with ``n_batch`` batch dimensions
     matching those of dense ``x`` (``jax.experimental.sparse.bcoo_dot_general``)."""
-    from jax.experimental import sparse as jsparse  # deferred: slow to import, rarely needed
+    from jax.experimental import (
+        sparse as jsparse,  # deferred: slow to import, rarely needed
+    )
 
     mat = jsparse.BCOO((data, indices), shape=tuple(shape))
     dims = (([len(shape) - 1], [x.ndim - 2]), (list(range(n_batch)), list(range(n_batch))))
