@@ -509,8 +509,12 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
     """Return ``x`` with the positions selected by ``key`` set to ``value``.
 
     ``key`` may hold integers, slices, ``...``, ``None``, integer arrays
-    (pointwise) or a boolean mask; the selected positions must be concrete.
-    ``value`` broadcasts to the selection and is cast to ``x.dtype``.
+    (or lists) and a boolean mask, combined as NumPy's advanced indexing
+    combines them (``A[idx, :] = v``, ``A[:, idx] = v``, ``A[mask, 1:3] =
+    v``: the broadcast arrays' dimensions first when a slice separates
+    them, else in place); the selected positions must be concrete.
+    ``value`` broadcasts to the selection and is cast to ``x.dtype``; where
+    a position is selected twice the last write wins, as in NumPy.
 
     Raises
     ------

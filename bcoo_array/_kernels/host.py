@@ -27,6 +27,16 @@ def _cpu_only() -> bool:
     return _CPU_ONLY[0]
 
 
+_SINGLE_CPU: list = []
+
+
+def _single_cpu() -> bool:
+    """Whether JAX has exactly one device, a CPU (DLPack imports are committed to it, harmlessly then)."""
+    if not _SINGLE_CPU:
+        _SINGLE_CPU.append(_cpu_only() and jax.device_count() == 1)
+    return _SINGLE_CPU[0]
+
+
 def on_host(a) -> bool:
     """Whether concrete array ``a`` (JAX or NumPy) lives in host memory (a view costs no transfer)."""
     if _cpu_only() or isinstance(a, np.ndarray):
@@ -98,15 +108,17 @@ def to_device(x: np.ndarray, *, owned: bool = False) -> jax.Array:
 
     Notes
     -----
-    When JAX runs on the CPU alone the buffer is handed over by DLPack
+    When JAX has a single device, a CPU, the buffer is handed over by DLPack
     (``jax.dlpack.from_dlpack``: no copy, no compilation, about half the
-    fixed cost of ``jax.device_put`` here); otherwise ``jax.device_put``.
+    fixed cost of ``jax.device_put`` here); otherwise ``jax.device_put``,
+    whose result is not committed to a device (a DLPack import is), so it
+    can meet arrays laid out on a mesh.
     """
     want = jax.dtypes.canonicalize_dtype(x.dtype)
     if not owned or _address(x) % 64 or not x.flags.c_contiguous or want != x.dtype:
         y = aligned_empty(x.shape, want)
         y[...] = x
         x = y
-    if _cpu_only() and x.dtype != np.bool_:
+    if _single_cpu() and x.dtype != np.bool_:
         return jax.dlpack.from_dlpack(x)
-    return jax.device_put(x)
+    return jax.device_put(x)  # uncommitted: free to join arrays on any device of a mesh

@@ -208,8 +208,10 @@ class ShardedBCOOArray(ArrayBase):
 
 
     def __array__(self, dtype=None, copy=None):
-        raise RuntimeError("converting a ShardedBCOOArray to NumPy would gather and densify it; "
-                           "call np.asarray(A.todense()) or bcoo_array.sharded.unshard(A)")
+        raise RuntimeError("converting a ShardedBCOOArray to NumPy would gather and densify it. To stay "
+                           "sparse, gather the blocks into one BCOOArray with bcoo_array.sharded.unshard(A) "
+                           "(or A.unshard()), then A.unshard().tocsr() for scipy.sparse and scikit-learn; "
+                           "to densify on purpose, np.asarray(A.todense())")
 
     def __bool__(self):
         raise TypeError("truth value of a sharded array; gather it first with unshard()")
@@ -222,10 +224,20 @@ class ShardedBCOOArray(ArrayBase):
 
         return call(func, args, kwargs)
 
-    def __call__(self, x) -> jax.Array:
-        """The linear operator ``x -> A @ x`` for dense ``x``: a replicated ``jax.Array``."""
+    def __call__(self, x):
+        """The linear operator ``x -> A @ x`` for dense ``x``, as [`BCOOArray.__call__`][bcoo_array.BCOOArray.__call__].
+
+        Returns
+        -------
+        jax.Array or numpy.ndarray
+            A ``jax.Array`` for a JAX ``x`` (or tracer); a fresh NumPy array
+            for anything else (NumPy arrays, lists), as scipy's solvers expect.
+        """
+        if not isinstance(x, (jax.Array, jax.core.Tracer)) and not hasattr(type(x), "__bcoo_function__") \
+                and not isinstance(x, BCOOArray):
+            x = np.asarray(x)
         y = xp.matmul(self, x)
-        return y.todense()
+        return y.todense() if hasattr(y, "todense") else y
 
 
 def _parse_spec(spec, mesh: Mesh, ndim: int):

@@ -119,7 +119,7 @@ _NAMES = {
     "asarray": asarray,
     "sum": sum, "prod": prod, "max": _extreme("max"), "min": _extreme("min"),
     "mean": mean, "var": var, "std": std,
-    "matmul": _ops.matmul,
+    "matmul": _ops.matmul_mixed,
     "permute_dims": _ops.permute,
     "matrix_transpose": matrix_transpose,
     "result_type": _on_dtypes("result_type"),

@@ -368,6 +368,24 @@ def _rhs_split_spec(x, entry):
     return spec is not None and len(spec) > 0 and spec[0] == entry and all(s is None for s in spec[1:])
 
 
+def matmul_mixed(x1, x2):
+    """``bcoo_array.matmul`` with a sharded operand, under the mixed-type rule of the namespace.
+
+    With a dense JAX operand the product is a ``jax.Array`` (laid out on the
+    mesh as the sharded result's blocks were, or replicated); with a dense
+    NumPy operand, eagerly, a NumPy array; with sparse operands only, a
+    ShardedBCOOArray or BCOOArray, as :func:`matmul` gives.
+    """
+    out = matmul(x1, x2)
+    kind = la._dense_kind(x1, x2)
+    if kind is None:
+        return out
+    dense = out.todense() if isinstance(out, (ShardedBCOOArray, BCOOArray)) else out
+    if kind == "numpy" and not is_tracer(dense):
+        return np.array(dense)
+    return dense
+
+
 def matmul(x1, x2):
     """``x1 @ x2`` with exactly one ShardedBCOOArray operand (see the module notes)."""
     if isinstance(x1, ShardedBCOOArray) and isinstance(x2, ShardedBCOOArray):

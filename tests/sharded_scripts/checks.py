@@ -180,8 +180,15 @@ def matmul_row_and_column_partitions():
     for mesh in meshes():
         A = shard(xp.from_scipy(M), mesh, P("x", None))
         y = A @ jnp.asarray(v)
-        assert isinstance(y, ShardedBCOOArray) and y.axis == 0 and y.shape == (21,)
+        # the mixed-type rule, as for a BCOOArray: a dense JAX operand gives a jax.Array,
+        # a NumPy operand a NumPy array, and A(x) follows x's type
+        assert isinstance(y, jax.Array) and y.shape == (21,), type(y)
         close(y, D @ v)
+        assert isinstance(A @ v, np.ndarray) and isinstance(A(v), np.ndarray) and isinstance(v @ A.T, np.ndarray)
+        close(A @ v, D @ v)
+        close(A(list(v)), D @ v)
+        close(v @ A.T, D @ v)
+        assert isinstance(A(jnp.asarray(v)), jax.Array)
         close(A @ jnp.asarray(V), D @ V)
         close(xp.matmul(A, V), D @ V)
         close(A(jnp.asarray(v)), D @ v)
@@ -268,7 +275,9 @@ def errors():
         else:
             raise AssertionError(f"{name} accepted a sharded array")
     x = np.arange(8, dtype=np.float64)
-    close(xp.linalg.matmul(A, x).todense(), M @ x, what="linalg.matmul of a sharded array")
+    got = xp.linalg.matmul(A, x)
+    assert isinstance(got, np.ndarray), type(got)  # the mixed-type rule
+    close(got, M @ x, what="linalg.matmul of a sharded array")
     try:
         A @ A
     except TypeError:
