@@ -19,7 +19,7 @@ from . import _dtypes
 from ._array_object import BCOOArray
 from ._convert import from_foreign
 from ._fill import same_value_np
-from ._kernels.host import to_device
+from ._kernels.host import adopt, to_device
 from ._layout import index_dtype_for, is_concrete, normalize_shape
 from ._operands import PY_SCALARS
 from ._relayout import dense_layout, is_dense_layout, update_layout
@@ -353,7 +353,7 @@ def _tri(x, k: int, lower: bool) -> BCOOArray:
     out = c._replace(indices=idx)
 
     if is_concrete(keep):
-        sel = jnp.asarray(np.nonzero(np.asarray(keep))[0])
+        sel = adopt(np.nonzero(np.asarray(keep))[0])
         out = c._replace(indices=c.indices[sel], data=c.data[sel])
     return out
 

@@ -547,7 +547,7 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
         new_idx = new_idx[keep]
         val = val[jnp.asarray(keep)]
     c = update_layout(x, 0, 0)._canonical()
-    out_idx, pos_a, pos_b = union(c.indices[None], jnp.asarray(new_idx)[None].astype(c.indices.dtype), c.shape)
+    out_idx, pos_a, pos_b = union(c.indices[None], host.adopt(new_idx.astype(np.dtype(c.indices.dtype))[None]), c.shape)
     old = take_or_fill(c.data[None], pos_a, c.fill_value)
     new = take_or_fill(val[None], pos_b, c.fill_value)
     data = jnp.where(pos_b >= 0, new, old)

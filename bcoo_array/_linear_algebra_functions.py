@@ -26,7 +26,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._elementwise_functions import conj, multiply
-from ._kernels.host import host_buffers
+from ._kernels.host import adopt, host_buffers
 from ._kernels.matmul import (
     batched_spmm,
     host_spmm,
@@ -173,8 +173,11 @@ def sparse_product(a: BCOOArray, b: BCOOArray, nse: int | None = None) -> BCOOAr
                 f"compute the product outside jit; or densify on purpose: x1 @ x2.todense()."
             )
     data, indices, is_sorted = spgemm(a.data, a.indices, b.data, b.indices, m, k, n, products=products)
-    indices = jnp.asarray(np.asarray(indices) if is_concrete(indices) else indices).astype(index_dtype_for((m, n)))
-    out = BCOOArray._from_buffers(jnp.asarray(data), indices, (m, n), n_batch=0, n_dense=0, fill_value=0,
+    idt = index_dtype_for((m, n))
+    # The host kernels' fresh NumPy buffers reach JAX without a staged copy per shape.
+    indices = adopt(indices.astype(idt, copy=False)) if isinstance(indices, np.ndarray) else indices.astype(idt)
+    data = adopt(data) if isinstance(data, np.ndarray) else data
+    out = BCOOArray._from_buffers(data, indices, (m, n), n_batch=0, n_dense=0, fill_value=0,
                                   indices_sorted=is_sorted, unique_indices=True)
     if nse is not None and out.nse != min(nse, m * n):
         out = out._with_nse(min(nse, m * n))

@@ -24,6 +24,7 @@ from ._array_object import BCOOArray
 from ._fill import same_value_np
 from ._kernels import slicing
 from ._kernels.coalesce import broadcast_batch
+from ._kernels.host import adopt
 from ._layout import (
     index_dtype_for,
     is_concrete,
@@ -202,7 +203,7 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> BCOOArray:
             if len(sizes) else np.zeros(nse, np.int64)
         new = np.stack(np.unravel_index(flat, shape), axis=1) if shape else np.zeros((nse, 0), np.int64)
         new = np.where(valid[:, None], new, np.asarray(shape, np.int64))
-        new_idx = jnp.asarray(new.astype(index_dtype_for(shape)))
+        new_idx = adopt(new.astype(index_dtype_for(shape)))
     else:
         idt = index_dtype_for((x.size,))
         valid = jnp.all(jnp.stack(valid_cols, axis=1), axis=1) if sizes else jnp.ones(nse, bool)
@@ -676,7 +677,7 @@ def repeat(x, repeats, /, *, axis=None) -> BCOOArray:
     idx = c.indices.astype(idt)
     valid = jnp.all(idx < jnp.asarray(x.shape, idt), axis=1)
     col = jnp.where(valid, idx[:, ax], 0)
-    starts = jnp.asarray(np.concatenate([[0], np.cumsum(reps)[:-1]]).astype(idt))
+    starts = adopt(np.concatenate([[0], np.cumsum(reps)[:-1]]).astype(idt))
     counts = jnp.asarray(reps.astype(idt))
     k = jnp.arange(R, dtype=idt)
     new_col = starts[col][None, :] + k[:, None]  # (R, nse)

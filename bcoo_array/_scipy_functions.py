@@ -16,7 +16,6 @@ canonical (sorted, duplicate-free).
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from . import _dtypes
@@ -25,6 +24,7 @@ from ._convert._common import coo_triplets
 from ._convert.scipy import from_scipy
 from ._creation_functions import asarray, eye
 from ._fill import same_value_np
+from ._kernels.host import adopt
 from ._layout import index_dtype_for, normalize_shape
 from ._manipulation_functions import reshape
 from ._routing import routed
@@ -59,7 +59,7 @@ def _build(rows, cols, vals, shape, dtype, fill=0) -> BCOOArray:
     order = np.lexsort((cols, rows))
     idx = np.stack([rows[order], cols[order]], axis=1).astype(idt) if rows.size else np.zeros((0, 2), idt)
     return BCOOArray._from_buffers(
-        jnp.asarray(np.asarray(vals)[order].astype(dtype, copy=False)), jnp.asarray(idx), shape,
+        adopt(np.asarray(vals)[order].astype(dtype, copy=False)), adopt(idx), shape,
         n_batch=0, n_dense=0, fill_value=np.asarray(fill).astype(dtype)[()], indices_sorted=True,
         unique_indices=True,
     )

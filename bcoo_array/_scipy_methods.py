@@ -28,7 +28,7 @@ import numpy as np
 from . import _dtypes
 from ._fill import same_value_np
 from ._foreign import foreign_kind
-from ._kernels.host import host_buffers
+from ._kernels.host import adopt, host_buffers
 from ._kernels.layout import coo_triplets
 from ._kernels.matmul import host_spmm
 from ._layout import index_dtype_for, is_concrete, prod
@@ -776,7 +776,7 @@ class ScipyMethodsMixin:
         order = np.lexsort((cols, rows))
         idt = index_dtype_for(self.shape)
         idx = np.stack([rows[order], cols[order]], axis=1).astype(idt)
-        self._set(jnp.asarray(data[order]), jnp.asarray(idx), self.shape, 0, 0, self.fill_value, True, True)
+        self._set(adopt(data[order]), adopt(idx), self.shape, 0, 0, self.fill_value, True, True)
 
     # -- elementwise methods scipy.sparse offers because they map 0 to 0 -----------------
 

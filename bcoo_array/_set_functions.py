@@ -24,6 +24,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._fill import eval_fill
+from ._kernels.host import adopt
 from ._kernels.layout import coo_triplets
 from ._kernels.sorting import unique_entries
 from ._layout import index_dtype_for, is_concrete
@@ -102,7 +103,7 @@ def _values_counts(x: BCOOArray, name: str):
 
 
 def _idx(a) -> BCOOArray:
-    return dense_layout(jnp.asarray(np.asarray(a).astype(_dtypes.default_int())))
+    return dense_layout(adopt(np.asarray(a).astype(_dtypes.default_int())))
 
 
 @routed
