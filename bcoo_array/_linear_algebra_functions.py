@@ -303,6 +303,17 @@ def matmul(x1, x2, /):
       sum(d, axis=-2)`` can give ``nan`` where NumPy gives ``inf`` (its two
       terms meet as ``-inf + inf``); finite operands are exact.
     """
+    if type(x1) is BCOOArray and _is_plain_matrix(x1):
+        # The commonest calls first, with no operand normalisation: scipy's A @ x with a NumPy x
+        # (the host kernel writes the NumPy result) and A @ x with a JAX x of A's dtype (one
+        # kernel dispatch returns the jax.Array).
+        if type(x2) is np.ndarray:
+            got = _host_matvec(x1, x2)
+            if got is not None:
+                return got
+        elif (isinstance(x2, jax.Array) and x2.ndim in (1, 2) and x2.shape[0] == x1.shape[1]
+              and x2.dtype == x1.data.dtype and not is_tracer(x2)):
+            return spmm_dense(x1.data, x1.indices, x1.shape, x2, rows_sorted=x1.indices_sorted)
     kind = _dense_kind(x1, x2)
     if kind == "numpy":
         # scipy's A @ x: the host kernel writes the NumPy result directly.
