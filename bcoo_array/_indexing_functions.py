@@ -23,6 +23,7 @@ and https://data-apis.org/array-api/2025.12/API_specification/indexing.html
 from __future__ import annotations
 
 import operator
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -430,26 +431,32 @@ def _basic_host(c: BCOOArray, key) -> BCOOArray | None:
 
 def _lookup(c: BCOOArray, coords):
     """Values of canonical all-sparse ``c`` at integer coordinates (a list of equal-shape arrays)."""
-    shape = c.shape
     idt = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
-    # Lexicographic comparison through a sorted linear key when it fits, else row by row.
-    if prod(shape) < np.iinfo(np.dtype(idt)).max:
-        def lin(cols):
-            key = jnp.zeros(cols[0].shape, idt)
-            for col, s in zip(cols, shape):
-                key = key * s + col.astype(idt)
-            return key
-        valid = jnp.all(c.indices < jnp.asarray(shape, c.indices.dtype), axis=1)
-        keys = jnp.where(valid, lin([c.indices[:, k] for k in range(len(shape))]), jnp.iinfo(idt).max)
-        order = jnp.argsort(keys)
-        skeys = keys[order]
-        q = lin(coords)
-        pos = jnp.searchsorted(skeys, q)
-        posc = jnp.clip(pos, 0, max(skeys.shape[0] - 1, 0))
-        found = (skeys[posc] == q) if skeys.shape[0] else jnp.zeros(q.shape, bool)
-        vals = c.data[order][posc] if skeys.shape[0] else jnp.zeros(q.shape, c.dtype)
-        return jnp.where(found, vals, jnp.asarray(c.fill_value, c.dtype))
-    raise IndexError("pointwise indexing of an array with more than 2**63 elements is not supported")
+    if prod(c.shape) >= np.iinfo(np.dtype(idt)).max:
+        raise IndexError("pointwise indexing of an array with more than 2**63 elements is not supported")
+    return _lookup_values(c.data, c.indices, tuple(coords), jnp.asarray(c.fill_value, c.dtype), tuple(c.shape))
+
+
+@partial(jax.jit, static_argnames=("shape",))
+def _lookup_values(data, indices, coords, fill, shape):
+    """``_lookup`` as one compiled program (eagerly too): a sorted linear key and a binary search."""
+    idt = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+
+    def lin(cols):
+        key = jnp.zeros(cols[0].shape, idt)
+        for col, s in zip(cols, shape):
+            key = key * s + col.astype(idt)
+        return key
+    valid = jnp.all(indices < jnp.asarray(shape, indices.dtype), axis=1)
+    keys = jnp.where(valid, lin([indices[:, k] for k in range(len(shape))]), jnp.iinfo(idt).max)
+    order = jnp.argsort(keys)
+    skeys = keys[order]
+    q = lin(coords)
+    pos = jnp.searchsorted(skeys, q)
+    posc = jnp.clip(pos, 0, max(skeys.shape[0] - 1, 0))
+    found = (skeys[posc] == q) if skeys.shape[0] else jnp.zeros(q.shape, bool)
+    vals = data[order][posc] if skeys.shape[0] else jnp.zeros(q.shape, data.dtype)
+    return jnp.where(found, vals, fill)
 
 
 def _pointwise(x: BCOOArray, key) -> BCOOArray:
