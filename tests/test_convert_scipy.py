@@ -257,3 +257,48 @@ def test_to_csr_buffers_match_scipy(fmt, layout):
         A.to_csr_buffers("coo")
     with pytest.raises(ValueError, match="fill value"):
         (A + 1.0).to_csr_buffers()
+
+
+@pytest.mark.parametrize("native_env", ["1", "0"])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_from_scipy_csr_native_and_numpy_expansion(monkeypatch, native_env, index_dtype):
+    """CSR -> COO indices: the one-pass native loop and the NumPy expansion give the same buffers."""
+    monkeypatch.setenv("BCOO_ARRAY_NATIVE", native_env)
+    rng = np.random.default_rng(5)
+    for shape, k in (((7, 9), 20), ((0, 4), 0), ((5, 0), 0), ((6, 6), 0), ((300, 40), 2000)):
+        if k:
+            S = sp.coo_array((rng.standard_normal(k), (rng.integers(0, shape[0], k), rng.integers(0, shape[1], k))),
+                             shape=shape).tocsr()
+        else:
+            S = sp.csr_array(shape)
+        S.indptr = S.indptr.astype(index_dtype)
+        S.indices = S.indices.astype(index_dtype)
+        A = xp.from_scipy(S)
+        want = S.tocoo()
+        idx = np.asarray(A.indices)
+        np.testing.assert_array_equal(idx[:, 0], want.row)
+        np.testing.assert_array_equal(idx[:, 1], want.col)
+        np.testing.assert_array_equal(np.asarray(A.data), S.data)
+        np.testing.assert_array_equal(A.toarray(), S.toarray())
+        assert A.indices_sorted == bool(S.has_canonical_format)
+    # an unsorted CSR (columns out of order within a row) keeps its order and its flags
+    U = sp.csr_array((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 1]), np.array([0, 2, 3])), shape=(2, 3))
+    A = xp.from_scipy(U)
+    assert not A.indices_sorted
+    np.testing.assert_array_equal(np.asarray(A.indices), [[0, 2], [0, 0], [1, 1]])
+    np.testing.assert_array_equal(A.toarray(), U.toarray())
+
+
+def test_host_csr_to_coo_rejects_bad_row_pointers():
+    """The native loop reads unchecked, so a row pointer that does not fit is refused (False), not run."""
+    from bcoo_array._kernels import native
+
+    out = np.zeros((3, 2), np.int32)
+    ind = np.array([0, 1, 2], np.int32)
+    for ptr in (np.array([1, 3], np.int32), np.array([0, 4], np.int32), np.array([0, 2, 1, 3], np.int32),
+                np.array([0, 3], np.int64)):
+        assert not native.host_csr_to_coo(ptr, ind, out)
+    assert not out.any()
+    if native.available():
+        assert native.host_csr_to_coo(np.array([0, 2, 3], np.int32), ind, out)
+        np.testing.assert_array_equal(out, [[0, 0], [0, 1], [1, 2]])

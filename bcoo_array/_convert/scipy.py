@@ -15,8 +15,9 @@ from .. import _dtypes
 from .._array_object import BCOOArray
 from .._fill import same_value_np
 from .._kernels.csr import csr_arrays
-from .._layout import index_dtype_for
 from .._kernels.host import aligned_empty, to_device
+from .._kernels.native import host_csr_to_coo
+from .._layout import index_dtype_for
 from .._relayout import update_layout
 
 
@@ -59,10 +60,18 @@ def from_scipy(mat, *, drop_zeros: bool = False, dtype=None) -> BCOOArray:
     if mat.format == "csr" and mat.ndim == 2:
         canonical = bool(mat.has_canonical_format)
         indptr = np.asarray(mat.indptr)
+        data = np.asarray(mat.data)
+        if not drop_zeros and data.size == mat.indices.size:
+            # One native pass writes the (row, column) pairs straight into the aligned index buffer.
+            idx = aligned_empty((data.size, 2), idt)
+            if host_csr_to_coo(indptr, np.asarray(mat.indices), idx):
+                return BCOOArray._from_buffers(
+                    to_device(data.astype(dt, copy=False)), to_device(idx, owned=True), shape, n_batch=0,
+                    n_dense=0, fill_value=np.zeros((), dt)[()], indices_sorted=canonical, unique_indices=canonical,
+                )
         rows = np.repeat(np.arange(shape[0], dtype=idt), np.diff(indptr))
         cols = np.asarray(mat.indices).astype(idt, copy=False)
         coords = (rows, cols)
-        data = np.asarray(mat.data)
     else:
         coo = mat.tocoo()
         canonical = bool(getattr(coo, "has_canonical_format", False))

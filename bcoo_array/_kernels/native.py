@@ -221,3 +221,39 @@ def host_csr_spmv(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, x: np.
                        np.ascontiguousarray(x), out, m, _DTYPE_CODE[np.dtype(data.dtype)],
                        indptr.dtype == np.int64)
     return out
+
+
+def host_csr_to_coo(indptr: np.ndarray, indices: np.ndarray, out: np.ndarray) -> bool:
+    """Write the ``(nnz, 2)`` COO indices of a CSR structure into ``out``, in one native pass.
+
+    Parameters
+    ----------
+    indptr : numpy.ndarray, shape ``(m + 1,)``, int32 or int64
+    indices : numpy.ndarray, shape ``(nnz,)``, the dtype of ``indptr``
+    out : numpy.ndarray, shape ``(nnz, 2)``, int32 or int64, C-contiguous, writable
+
+    Returns
+    -------
+    bool
+        False (``out`` untouched) when the native module is not built or the
+        dtypes or shapes do not fit; the caller then expands with NumPy.
+
+    Notes
+    -----
+    ``indptr`` must be a valid row pointer (``indptr[0] == 0``,
+    non-decreasing, ``indptr[m] == nnz``): checked here in O(m) before the
+    loop, which reads ``indices`` and writes ``out`` unchecked.
+    """
+    if not available():
+        return False
+    ok = (indptr.dtype == indices.dtype and indptr.dtype in INDEX_DTYPES and out.dtype in INDEX_DTYPES
+          and indptr.ndim == 1 and indices.ndim == 1 and out.shape == (indices.size, 2) and out.flags.c_contiguous
+          and out.flags.writeable and indptr.size >= 1)
+    if not ok or int(indptr[0]) != 0 or int(indptr[-1]) != indices.size or (
+            indptr.size > 1 and bool(np.any(indptr[1:] < indptr[:-1]))):
+        return False
+    from .._native import _ffi
+
+    _ffi.host_csr_to_coo(np.ascontiguousarray(indptr), np.ascontiguousarray(indices), out, indptr.size - 1,
+                         indptr.dtype == np.int64, out.dtype == np.int64)
+    return True

@@ -53,6 +53,49 @@ static PyObject* host_coo_matmul(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+namespace {
+
+// out[p] = (row of entry p, indices[p]) for the entries of a CSR structure, in one pass.
+template <typename In, typename Out>
+void CsrToCoo(const In* indptr, const In* indices, Out* out, int64_t m) {
+  for (int64_t r = 0; r < m; ++r) {
+    const int64_t end = static_cast<int64_t>(indptr[r + 1]);
+    for (int64_t p = static_cast<int64_t>(indptr[r]); p < end; ++p) {
+      out[2 * p] = static_cast<Out>(r);
+      out[2 * p + 1] = static_cast<Out>(indices[p]);
+    }
+  }
+}
+
+}  // namespace
+
+// host_csr_to_coo(indptr, indices, out, m, in64, out64): the (nnz, 2) COO index array of a CSR
+// structure written into ``out`` (the caller checks shapes, dtypes and that indptr is monotone
+// with indptr[0] == 0 and indptr[m] == nnz; see bcoo_array/_kernels/native.py).
+static PyObject* host_csr_to_coo(PyObject*, PyObject* args) {
+  PyObject *indptr, *indices, *out;
+  long long m;
+  int in64, out64;
+  if (!PyArg_ParseTuple(args, "OOOLpp", &indptr, &indices, &out, &m, &in64, &out64)) return nullptr;
+  Buf bp(indptr, false), bi(indices, false), bo(out, true);
+  if (!(bp.ok && bi.ok && bo.ok)) return nullptr;
+  Py_BEGIN_ALLOW_THREADS
+  if (in64 && out64)
+    CsrToCoo(static_cast<const int64_t*>(bp.view.buf), static_cast<const int64_t*>(bi.view.buf),
+             static_cast<int64_t*>(bo.view.buf), m);
+  else if (in64)
+    CsrToCoo(static_cast<const int64_t*>(bp.view.buf), static_cast<const int64_t*>(bi.view.buf),
+             static_cast<int32_t*>(bo.view.buf), m);
+  else if (out64)
+    CsrToCoo(static_cast<const int32_t*>(bp.view.buf), static_cast<const int32_t*>(bi.view.buf),
+             static_cast<int64_t*>(bo.view.buf), m);
+  else
+    CsrToCoo(static_cast<const int32_t*>(bp.view.buf), static_cast<const int32_t*>(bi.view.buf),
+             static_cast<int32_t*>(bo.view.buf), m);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
 static PyObject* registrations(PyObject*, PyObject*) {
   PyObject* dict = PyDict_New();
   if (dict == nullptr) return nullptr;
@@ -93,6 +136,8 @@ static PyMethodDef methods[] = {
      "out = A @ x for a COO matrix on C-contiguous host buffers (no XLA)."},
     {"host_csr_spmv", host_csr_spmv, METH_VARARGS,
      "out = A @ x for a CSR matrix on C-contiguous host buffers (no XLA)."},
+    {"host_csr_to_coo", host_csr_to_coo, METH_VARARGS,
+     "out = the (nnz, 2) COO indices of a CSR structure, in one pass (no XLA)."},
     {nullptr, nullptr, 0, nullptr}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ffi",
