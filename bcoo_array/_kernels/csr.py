@@ -230,6 +230,10 @@ def _host_row_sums(data, indices, shape: tuple[int, int]):
     """
     from . import native  # deferred: the native module loads its extension on first use
 
+    if max(shape) > 4 * indices.shape[0] + 1024:
+        # The row pointer, the dense row sums and the vector of ones are O(m + n): only when
+        # that is of the order of the entries (a 3e9-row matrix keeps the O(nse) segment sum).
+        return None
     if not (native.available() and native.supports(data.dtype, data.dtype, indices.dtype)):
         return None
     host = host_buffers(data)
