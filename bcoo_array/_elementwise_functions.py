@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -99,14 +100,21 @@ _sqrt = _complex_fix(jnp.sqrt, [
 _PI_2 = float(np.pi / 2)
 
 
+def _exact_zero(v):
+    """``v == +-0`` by its bits: XLA on CPU flushes subnormals, so ``v == 0`` holds for them too."""
+    itype = jnp.int64 if v.dtype == jnp.float64 else jnp.int32
+    bits = jax.lax.bitcast_convert_type(v, itype)
+    return (bits & jnp.asarray(np.iinfo(np.dtype(itype)).max, itype)) == 0  # all but the sign bit
+
+
 def _zero(v, negative: bool):
-    return (v == 0) & (jnp.signbit(v) == negative)
+    return _exact_zero(v) & (jnp.signbit(v) == negative)
 
 
 # More special cases of the standard's complex pages (finite/infinite/NaN
 # combinations where XLA returns NaN + NaN j or another value).
 _cosh = _complex_fix(jnp.cosh, [
-    (lambda re, im: (re == 0) & ~jnp.isfinite(im), complex(_NAN, 0.0)),
+    (lambda re, im: _exact_zero(re) & ~jnp.isfinite(im), complex(_NAN, 0.0)),
     (lambda re, im: jnp.isinf(re) & ~jnp.isfinite(im), complex(_INF, _NAN)),
 ])
 _sinh = _complex_fix(jnp.sinh, [
@@ -132,19 +140,21 @@ _log1p = _complex_fix(jnp.log1p, [
 _asinh = _complex_fix(jnp.arcsinh, [
     (lambda re, im: jnp.isnan(re) & _zero(im, False), complex(_NAN, 0.0)),
     (lambda re, im: jnp.isnan(re) & _zero(im, True), complex(_NAN, -0.0)),
-    (lambda re, im: jnp.isnan(re) & jnp.isfinite(im) & (im != 0), complex(_NAN, _NAN)),
+    (lambda re, im: jnp.isnan(re) & jnp.isfinite(im) & ~_exact_zero(im), complex(_NAN, _NAN)),
 ])
 _acosh = _complex_fix(jnp.arccosh, [
-    (lambda re, im: (re == 0) & jnp.isnan(im), complex(_NAN, _PI_2)),
+    (lambda re, im: _exact_zero(re) & jnp.isnan(im), complex(_NAN, _PI_2)),
+    (lambda re, im: jnp.isfinite(re) & ~_exact_zero(re) & jnp.isnan(im), complex(_NAN, _NAN)),
+    (lambda re, im: jnp.isnan(re) & jnp.isfinite(im), complex(_NAN, _NAN)),
 ])
 _acos = _complex_fix(jnp.arccos, [
-    (lambda re, im: (re == 0) & jnp.isnan(im), complex(_PI_2, _NAN)),
-    (lambda re, im: jnp.isfinite(re) & (re != 0) & jnp.isnan(im), complex(_NAN, _NAN)),
+    (lambda re, im: _exact_zero(re) & jnp.isnan(im), complex(_PI_2, _NAN)),
+    (lambda re, im: jnp.isfinite(re) & ~_exact_zero(re) & jnp.isnan(im), complex(_NAN, _NAN)),
     (lambda re, im: jnp.isnan(re) & jnp.isfinite(im), complex(_NAN, _NAN)),
 ])
 _atanh = _complex_fix(jnp.arctanh, [
     (lambda re, im: jnp.isnan(re) & ~jnp.isinf(im), complex(_NAN, _NAN)),
-    (lambda re, im: jnp.isfinite(re) & (re != 0) & jnp.isnan(im), complex(_NAN, _NAN)),
+    (lambda re, im: jnp.isfinite(re) & ~_exact_zero(re) & jnp.isnan(im), complex(_NAN, _NAN)),
     (lambda re, im: _zero(re, False) & jnp.isnan(im), complex(0.0, _NAN)),
     (lambda re, im: _zero(re, True) & jnp.isnan(im), complex(-0.0, _NAN)),
     (lambda re, im: _pos_inf(re) & jnp.isnan(im), complex(0.0, _NAN)),

@@ -270,3 +270,36 @@ def test_nonzero_fill_with_traced_nonfinite_operand_uses_the_documented_form():
     np.testing.assert_array_equal(got, form)
     # the documented difference is real: entries where NumPy has inf and the form has nan
     assert np.any(np.isnan(got) & np.isinf(numpy_result))
+
+
+def test_outer_of_sparse_vectors_with_nonfinite_values():
+    """``linalg.outer``: a stored inf / nan meets the other's unstored zeros as NumPy's 0 * inf = nan
+    (the official suite compares with element-wise products; seed 3158567285, x64 off)."""
+    a = np.array([0.0, np.inf, 2.0], np.float32)
+    b = np.array([np.nan, 0.0, -1.0], np.float32)
+    got = np.asarray(xp.linalg.outer(xp.asarray(a), xp.asarray(b)).todense())
+    with np.errstate(invalid="ignore"):
+        want = np.outer(a, b)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
+    # finite values keep the product pattern: nse = nse1 * nse2
+    f = xp.linalg.outer(xp.asarray(np.array([0.0, 3.0], np.float32)), xp.asarray(np.array([2.0, 0.0], np.float32)))
+    assert f.nse == 1 and np.asarray(f.todense()).tolist() == [[0.0, 0.0], [6.0, 0.0]]
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_special_cases_with_subnormal_and_large_real_parts(dtype):
+    """acosh / acos of (finite non-zero) + NaN j is NaN + NaN j, also for subnormal real parts (which XLA's
+    flush-to-zero comparisons take for 0) and huge ones; a zero real part keeps the pi/2 part."""
+    tiny = np.finfo(np.float32 if dtype == np.complex64 else np.float64).smallest_subnormal
+    big = np.finfo(np.float32 if dtype == np.complex64 else np.float64).max / 4
+    re = np.array([tiny, -tiny, big, -big, 1.0, 0.0, -0.0])
+    z = np.empty(re.shape, dtype)
+    z.real, z.imag = re, np.nan  # (re + 1j * nan would make every real part NaN)
+    x = xp.asarray(z)
+    for fn, zero_case in ((xp.acosh, (np.nan, np.pi / 2)), (xp.acos, (np.pi / 2, np.nan))):
+        got = np.asarray(fn(x).todense())
+        assert np.isnan(got[:5].real).all() and np.isnan(got[:5].imag).all(), (fn.__name__, got)
+        for v in got[5:]:
+            for part, want in ((v.real, zero_case[0]), (v.imag, zero_case[1])):
+                assert (np.isnan(part) and np.isnan(want)) or np.isclose(part, want), (fn.__name__, v)

@@ -577,7 +577,7 @@ def outer(x1, x2, /) -> BCOOArray:
     shape = (a.shape[0], b.shape[0])
     zero = np.zeros((), dt)
     if a.n_sparse == 1 and b.n_sparse == 1 and same_value_np(a.fill_value, zero) \
-            and same_value_np(b.fill_value, zero):
+            and same_value_np(b.fill_value, zero) and _finite_values(a, b):
         idt = index_dtype_for(shape)
         ia, ib = a.indices[:, 0].astype(idt), b.indices[:, 0].astype(idt)
         na, nb = ia.shape[0], ib.shape[0]
@@ -589,6 +589,18 @@ def outer(x1, x2, /) -> BCOOArray:
         return BCOOArray._from_buffers(data, idx, shape, n_batch=0, n_dense=0, fill_value=zero,
                                        unique_indices=a.unique_indices and b.unique_indices)
     return multiply(reshape(a, (shape[0], 1)), reshape(b, (1, shape[1])))
+
+
+def _finite_values(a: BCOOArray, b: BCOOArray) -> bool:
+    """Whether the stored values of both are finite, so an unstored 0 times them is 0 (``multiply``'s rule).
+
+    A stored ``inf`` or ``nan`` times the other's unstored zeros is ``nan``, as
+    NumPy gives: then ``outer`` takes the element-wise product. Traced values
+    count as finite, as a traced factor does for ``multiply`` (docs/design.md).
+    """
+    if a.dtype.kind not in "fc" or not is_concrete(a.data, b.data):
+        return True
+    return bool(np.isfinite(np.asarray(a.data)).all() and np.isfinite(np.asarray(b.data)).all())
 
 
 @routed

@@ -374,7 +374,7 @@ def matmul_mixed(x1, x2):
     With a dense JAX operand the product is a ``jax.Array`` (laid out on the
     mesh as the sharded result's blocks were, or replicated); with a dense
     NumPy operand, eagerly, a NumPy array; with sparse operands only, a
-    ShardedBCOOArray or BCOOArray, as :func:`matmul` gives.
+    ShardedBCOOArray or BCOOArray, as ``matmul`` below gives.
     """
     out = matmul(x1, x2)
     kind = la._dense_kind(x1, x2)
