@@ -559,9 +559,13 @@ def outer(x1, x2, /) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        Shape ``(N, M)``, promoted dtype. Two zero-filled sparse vectors give
-        the product pattern (nse = nse1 * nse2); otherwise the elementwise
-        product ``x1[:, None] * x2[None, :]`` under the fill-value rule.
+        Shape ``(N, M)``, promoted dtype. Two zero-filled sparse vectors with
+        finite stored values give the product pattern (nse = nse1 * nse2):
+        NumPy's values, except that an unstored 0 times a stored negative
+        value is the fill ``+0`` rather than ``-0.0`` (see "Non-finite
+        values" in ``docs/design.md``); otherwise (a non-zero fill, a stored
+        ``inf`` or ``nan``) the element-wise product ``x1[:, None] * x2[None,
+        :]`` under the fill-value rule.
 
     Raises
     ------
