@@ -166,7 +166,7 @@ def _mixed_keys(draw, shape):
     return tuple(key)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_setitem_integer_arrays_mixed_with_slices(data):
     """``A[idx, :] = v``, ``A[:, idx] = v``, ... follow NumPy (advanced indexing), every layout."""
