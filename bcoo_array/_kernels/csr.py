@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cache import PLANS
-from .host import adopt, host_buffers
+from .host import adopt
 
 #: Fewest right-hand columns for which the native CSR kernel beats the segment sum
 #: (measured on CPU: the kernel's per-row setup dominates at one column).
@@ -212,35 +212,4 @@ def sum_axis(data, indices, shape: tuple[int, int], axis: int):
     others are the fill value, 0), in sorted order.
     """
     plan = axis_plan(indices, shape, axis)
-    if axis == 1:
-        vals = _host_row_sums(data, indices, tuple(shape))
-        if vals is not None:
-            return vals, plan.out_indices
     return _segment_sum(data, plan.segment, plan.n_out, plan.is_sorted), plan.out_indices
-
-
-def _host_row_sums(data, indices, shape: tuple[int, int]):
-    """Sums of the rows that store something, by the native CSR loop on host views (A @ ones), or None.
-
-    The same additions in the same order as the segment sum (row-sorted
-    entries from 0; times 1 is exact), without XLA's serial scatter-add:
-    scipy computes ``A.sum(axis=1)`` the same way. None unless the native
-    kernel runs, the values are concrete on the CPU in a supported dtype and
-    the index buffer has a CSR structure (row-sorted, valid entries first).
-    """
-    from . import native  # deferred: the native module loads its extension on first use
-
-    if max(shape) > 4 * indices.shape[0] + 1024:
-        # The row pointer, the dense row sums and the vector of ones are O(m + n): only when
-        # that is of the order of the entries (a 3e9-row matrix keeps the O(nse) segment sum).
-        return None
-    if not (native.available() and native.supports(data.dtype, data.dtype, indices.dtype)):
-        return None
-    host = host_buffers(data)
-    if host is None:
-        return None
-    st = csr_arrays(indices, shape)
-    if st is None or st.indptr.dtype != st.cols.dtype:
-        return None
-    y = native.host_csr_spmv(st.indptr, st.cols, host[0], np.ones(shape[1], host[0].dtype), shape[0], aligned=False)
-    return adopt(y[0][np.diff(st.indptr) > 0])
