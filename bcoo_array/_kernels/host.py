@@ -81,8 +81,9 @@ def adopt(x: np.ndarray) -> jax.Array:
 
     ``jnp.asarray`` of a NumPy array stages a small program per shape and
     dtype (``lax.stage``), which eager code pays as one compilation per new
-    shape; ``jax.device_put`` does not. Same as ``to_device(x, owned=True)``:
-    ``x`` must not be written to again.
+    shape; ``to_device`` hands the buffer over without one (DLPack or
+    ``jax.device_put``). Same as ``to_device(x, owned=True)``: ``x`` must
+    not be written to again.
     """
     return to_device(np.asarray(x), owned=True)
 
