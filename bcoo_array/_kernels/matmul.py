@@ -73,7 +73,7 @@ def host_spmm(data, indices, shape: tuple[int, int], x):
             host = host_buffers(data, x)
             if host is None:
                 return None
-            return native.host_csr_spmv(st.indptr, st.cols, host[0], host[1], shape[0], aligned=False)[0]
+            return native.host_csr_spmv(st.indptr, st.cols, host[0], host[1], shape[0])[0]
     host = host_buffers(data, indices, x)
     if host is None:
         return None
@@ -143,7 +143,6 @@ def spmm_dense(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = 
     """
     if (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype) and native.available()
             and is_concrete(data, indices, x)):
-        # (One jitted FFI call, ~50 us; the host loop plus handing its result to JAX costs more.)
         return native.coo_matmul(data, indices, x, shape[0])
     return spmm(data, indices, shape, x, rows_sorted=rows_sorted)[0]
 
@@ -151,9 +150,7 @@ def spmm_dense(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = 
 def batched_spmm(data, indices, shape, x, n_batch: int):
     """``A @ x`` for a BCOO ``A`` whose last dimension is sparse, with ``n_batch`` batch dimensions
     matching those of dense ``x`` (``jax.experimental.sparse.bcoo_dot_general``)."""
-    from jax.experimental import (
-        sparse as jsparse,  # deferred: slow to import, rarely needed
-    )
+    from jax.experimental import sparse as jsparse  # deferred: slow to import, rarely needed
 
     mat = jsparse.BCOO((data, indices), shape=tuple(shape))
     dims = (([len(shape) - 1], [x.ndim - 2]), (list(range(n_batch)), list(range(n_batch))))

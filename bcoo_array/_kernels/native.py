@@ -203,9 +203,8 @@ def host_spmm(data: np.ndarray, indices: np.ndarray, x: np.ndarray, m: int) -> n
     return out
 
 
-def host_csr_spmv(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, x: np.ndarray, m: int,
-                  aligned: bool = True) -> np.ndarray:
-    """``A @ x`` for a CSR matrix on host buffers, without XLA: ``(1, m)``, 64-byte aligned if ``aligned``.
+def host_csr_spmv(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, x: np.ndarray, m: int) -> np.ndarray:
+    """``A @ x`` for a CSR matrix on host buffers, without XLA: a NumPy ``(1, m)`` result.
 
     ``indptr`` ``(m + 1,)`` and ``cols`` ``(n_valid,)`` share int32 or int64;
     ``data`` holds at least ``n_valid`` values in the same order, of a
@@ -216,7 +215,7 @@ def host_csr_spmv(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, x: np.
     _load()
     from .._native import _ffi
 
-    out = aligned_empty((1, m), data.dtype) if aligned else np.empty((1, m), data.dtype)
+    out = np.empty((1, m), data.dtype)  # returned as NumPy: no aligned buffer needed
     _ffi.host_csr_spmv(np.ascontiguousarray(indptr), np.ascontiguousarray(cols), np.ascontiguousarray(data),
                        np.ascontiguousarray(x), out, m, _DTYPE_CODE[np.dtype(data.dtype)],
                        indptr.dtype == np.int64)
