@@ -70,6 +70,9 @@ def _complex_fix(fn, cases):
             out = jnp.where(pred(re, im), jnp.asarray(value, out.dtype), out)
         return out
 
+    # Eagerly these run primitive by primitive on complex input: fused into one XLA program, the
+    # bit tests of ``_exact_zero`` take a subnormal for zero on the CPU (flush-to-zero), as under jit.
+    wrapped.fuse_complex = False
     return wrapped
 
 

@@ -9,6 +9,7 @@ loses nothing.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from typing import Callable
@@ -17,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._layout import is_tracer
+from ._layout import is_concrete, is_tracer
 
 
 def fill_scalar(value, dtype: np.dtype) -> np.generic:
@@ -122,3 +123,52 @@ def eval_fill(fn: Callable, *fills) -> np.generic:
         while len(_FILL_RESULTS) > _FILL_RESULTS_SIZE:
             _FILL_RESULTS.popitem(last=False)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _values_and_fill(fn: Callable):
+    """``fn`` on stored values and on fill values, as one compiled program (one per ``fn``)."""
+    def run(args, fills):
+        return fn(*args), fn(*fills)
+
+    return jax.jit(run)
+
+
+def on_one_device(args) -> bool:
+    """Whether every concrete operand is a NumPy value or a JAX array on a single device."""
+    for a in args:
+        if isinstance(a, jax.Array):
+            if len(a.sharding.device_set) != 1:
+                return False
+        elif not isinstance(a, (np.ndarray, np.generic)):
+            return False
+    return True
+
+
+def apply_with_fill(fn: Callable, args: tuple, fills: tuple):
+    """``fn(*args)`` on stored values and ``fn(*fills)`` on fill values: ``(values, fill)``.
+
+    Eagerly (concrete operands on one device) both run in one compiled
+    program, cached per ``fn`` and operand shapes, instead of one XLA program
+    per primitive of ``fn`` plus one for the fill value: a first call of an
+    element-wise function compiles once. While tracing, ``fn`` joins the
+    trace and the fill value comes from ``eval_fill``. ``fn`` must be a
+    stable function (module level, or from a cached factory), since the
+    compiled program is cached on it. A function with a false
+    ``fuse_complex`` attribute runs primitive by primitive on complex
+    operands (see ``_elementwise_functions._complex_fix``).
+
+    Returns
+    -------
+    values : array
+        ``fn(*args)``.
+    fill : numpy.generic
+        ``fn(*fills)``, exactly what ``fn`` gives on stored entries.
+    """
+    if not (is_concrete(*args) and on_one_device(args)) or (
+            not getattr(fn, "fuse_complex", True) and any(np.dtype(a.dtype).kind == "c" for a in args)):
+        return fn(*args), eval_fill(fn, *fills)
+    values, fill = _values_and_fill(fn)(tuple(args), tuple(np.asarray(f) for f in fills))
+    if is_tracer(fill):  # concrete operands inside an outer trace (shard_map, jit): staged out
+        return values, eval_fill(fn, *fills)
+    return values, np.asarray(fill)[()]

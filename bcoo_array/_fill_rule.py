@@ -18,6 +18,7 @@ under ``jit`` the union of the broadcast patterns is stored).
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import jax
@@ -25,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._array_object import BCOOArray
-from ._fill import eval_fill, same_value, same_value_np
+from ._fill import apply_with_fill, eval_fill, on_one_device, same_value, same_value_np
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.mesh import replicated_on_mesh
@@ -37,8 +38,8 @@ from ._relayout import broadcast, dense_layout, dense_values, update_layout
 def unary(fn: Callable, x: BCOOArray, *, linear: bool = False) -> BCOOArray:
     """Apply ``fn`` to every entry; ``linear`` functions skip summing duplicates."""
     src = x if linear else x._canonical()
-    data = fn(src.data)
-    return src._replace(data=data, fill_value=eval_fill(fn, src.fill_value))
+    data, fill = apply_with_fill(fn, (src.data,), (src.fill_value,))
+    return src._replace(data=data, fill_value=fill)
 
 
 def _dense_operand(y):
@@ -66,7 +67,13 @@ def binary(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
         return _sparse_sparse(fn, x, y, out_shape)
     if xs:
         return _sparse_dense(fn, x, _dense_operand(y), out_shape, annihilator)
-    return _sparse_dense(lambda a, b: fn(b, a), y, _dense_operand(x), out_shape, annihilator)
+    return _sparse_dense(_swapped(fn), y, _dense_operand(x), out_shape, annihilator)
+
+
+@functools.lru_cache(maxsize=None)
+def _swapped(fn: Callable) -> Callable:
+    """``fn`` with its two arguments swapped: one stable function per ``fn`` (compiled stages cache on it)."""
+    return lambda a, b: fn(b, a)
 
 
 def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool = False) -> BCOOArray | None:
@@ -77,11 +84,18 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool 
     fa = a.fill_value
     if d.ndim == 0 and is_concrete(d):
         src = a._canonical()
-        res = src._replace(data=fn(src.data, d), fill_value=eval_fill(fn, fa, d))
+        data, fill = apply_with_fill(fn, (src.data, d), (fa, d))
+        res = src._replace(data=data, fill_value=fill)
         return broadcast(res, out_shape) if res.shape != tuple(out_shape) else res
     keep_sparse = False
     fill = None
-    if is_concrete(d):
+    if is_concrete(d) and d.size and on_one_device((d,)):
+        with jax.ensure_compile_time_eval():  # concrete even inside an outer trace (shard_map, jit)
+            constant, g0 = _constant_probe(fn)(np.asarray(fa), d)  # one compiled program
+        if bool(constant):
+            keep_sparse = True
+            fill = np.asarray(g0)[()]
+    elif is_concrete(d):
         with jax.ensure_compile_time_eval():
             g = fn(jnp.asarray(fa), d)
             g0 = replicated_on_mesh(lambda v: v.reshape(-1)[0], g) if g.size else None
@@ -97,9 +111,24 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool 
             return None
         return dense_layout(fn(broadcast(a, out_shape).todense(), jnp.broadcast_to(d, out_shape)))
     src = broadcast(a, out_shape)._canonical()
-    vals = gather(jnp.broadcast_to(d, out_shape), src.indices, src.shape, src.n_batch, src.n_dense)
-    data = fn(jnp.broadcast_to(src.data, vals.shape), vals)
-    return src._replace(data=data, fill_value=fill)
+    vals = gather(d, src.indices, src.shape, src.n_batch, src.n_dense)  # broadcasts d to src.shape
+    return src._replace(data=_stored_apply(fn)(src.data, vals), fill_value=fill)
+
+
+@functools.lru_cache(maxsize=None)
+def _constant_probe(fn: Callable):
+    """``fn(fill, d)`` for every dense entry ``d``: whether it is one value, and that value (one program)."""
+    def run(fill, d):
+        g = fn(fill, d).reshape(-1)
+        return jnp.all(same_value(g, g[0])), g[0]
+
+    return jax.jit(run)
+
+
+@functools.lru_cache(maxsize=None)
+def _stored_apply(fn: Callable):
+    """``fn(values, other)`` with ``values`` broadcast to ``other``'s shape, as one compiled program."""
+    return jax.jit(lambda values, other: fn(jnp.broadcast_to(values, other.shape), other))
 
 
 #: A sparse operand that broadcasts against the other (a row or column of scales, say) and has at
@@ -120,7 +149,7 @@ def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
         if got is not None:
             return got
     elif _small_broadcast(x, out_shape) and not _small_broadcast(y, out_shape):
-        got = _sparse_dense(lambda a, b: fn(b, a), y, x.todense(), out_shape, None, or_none=True)
+        got = _sparse_dense(_swapped(fn), y, x.todense(), out_shape, None, or_none=True)
         if got is not None:
             return got
     x = broadcast(x, out_shape)
@@ -143,11 +172,11 @@ def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
     out_idx, pos_x, pos_y = union(ix, iy.astype(ix.dtype), sparse_sizes(shape, n_batch, n_dense))
     vx = take_or_fill(dx, pos_x, x.fill_value)
     vy = take_or_fill(dy, pos_y, y.fill_value)
-    data = fn(vx, vy)
+    data, fill = apply_with_fill(fn, (vx, vy), (x.fill_value, y.fill_value))
     data, indices = unflatten_batch(data, out_idx, shape, n_batch)
     return BCOOArray._from_buffers(
         data, indices, shape, n_batch=n_batch, n_dense=n_dense,
-        fill_value=eval_fill(fn, x.fill_value, y.fill_value), indices_sorted=True, unique_indices=True,
+        fill_value=fill, indices_sorted=True, unique_indices=True,
     )
 
 

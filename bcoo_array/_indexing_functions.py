@@ -434,7 +434,7 @@ def _lookup(c: BCOOArray, coords):
     idt = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
     if prod(c.shape) >= np.iinfo(np.dtype(idt)).max:
         raise IndexError("pointwise indexing of an array with more than 2**63 elements is not supported")
-    return _lookup_values(c.data, c.indices, tuple(coords), jnp.asarray(c.fill_value, c.dtype), tuple(c.shape))
+    return _lookup_values(c.data, c.indices, tuple(coords), np.asarray(c.fill_value, c.dtype), tuple(c.shape))
 
 
 @partial(jax.jit, static_argnames=("shape",))
@@ -462,15 +462,18 @@ def _lookup_values(data, indices, coords, fill, shape):
 def _pointwise(x: BCOOArray, key) -> BCOOArray:
     arrs = []
     for ax, k in enumerate(key):
-        a = jnp.asarray(_as_dense_key(k))
+        a = _as_dense_key(k)
         n = x.shape[ax]
-        if is_concrete(a) and a.size:
-            an = np.asarray(a)
-            if an.min() < -n or an.max() >= n:
-                bad = an.min() if an.min() < -n else an.max()
+        if is_concrete(a):
+            # Concrete keys are checked and wrapped on the host (no XLA program per key shape).
+            a = np.asarray(a)
+            if a.size and (a.min() < -n or a.max() >= n):
+                bad = a.min() if a.min() < -n else a.max()
                 raise IndexError(f"index {int(bad)} is out of bounds for axis {ax} with size {n}")
-        arrs.append(jnp.where(a < 0, a + n, a))
-    arrs = jnp.broadcast_arrays(*arrs)
+            arrs.append(np.where(a < 0, a + n, a))
+        else:
+            arrs.append(jnp.where(a < 0, a + n, a))
+    arrs = np.broadcast_arrays(*arrs) if all(isinstance(a, np.ndarray) for a in arrs) else jnp.broadcast_arrays(*arrs)
     c = update_layout(x, 0, 0)._canonical()
     return dense_layout(_lookup(c, arrs))
 
@@ -531,9 +534,10 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
         If ``value`` would need a lossy cast of kind (float into int, ...).
     """
     if isinstance(value, PY_SCALARS):
-        val = jnp.asarray(value, x.dtype)
+        val = np.asarray(value, x.dtype)
     else:
-        val = value.todense() if isinstance(value, BCOOArray) else jnp.asarray(value)
+        val = value.todense() if isinstance(value, BCOOArray) else value
+        val = val if isinstance(val, np.ndarray) or is_tracer(val) else jnp.asarray(val)
         if np.dtype(val.dtype) != x.dtype:
             if result_type(val.dtype, x.dtype) != x.dtype:
                 raise TypeError(f"cannot assign values of dtype {val.dtype} into an array of dtype {x.dtype}")
@@ -542,7 +546,10 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
     if coords is None:  # a False 0-d mask selects nothing
         return x
     sel_shape = coords[0].shape if coords else ()
-    val = jnp.broadcast_to(val, sel_shape).reshape(-1)
+    # A concrete value is shaped on the host (NumPy), with no XLA program per shape.
+    host_val = None if is_tracer(val) else np.asarray(val)
+    val = np.broadcast_to(host_val, sel_shape).reshape(-1) if host_val is not None else \
+        jnp.broadcast_to(val, sel_shape).reshape(-1)
     flat = [np.asarray(cc).reshape(-1) for cc in coords]
     n = flat[0].size if flat else 1
     idt = index_dtype_for(x.shape)
@@ -552,14 +559,20 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
         _, last = np.unique(new_idx[::-1], axis=0, return_index=True)
         keep = np.sort(n - 1 - last)
         new_idx = new_idx[keep]
-        val = val[jnp.asarray(keep)]
+        val = val[keep] if host_val is not None else val[jnp.asarray(keep)]
     c = update_layout(x, 0, 0)._canonical()
     out_idx, pos_a, pos_b = union(c.indices[None], host.adopt(new_idx.astype(np.dtype(c.indices.dtype))[None]), c.shape)
-    old = take_or_fill(c.data[None], pos_a, c.fill_value)
-    new = take_or_fill(val[None], pos_b, c.fill_value)
-    data = jnp.where(pos_b >= 0, new, old)
-    return BCOOArray._from_buffers(data[0], out_idx[0], x.shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
+    data, out_idx = _merge_set(c.data, val, out_idx, pos_a, pos_b, np.asarray(c.fill_value, c.dtype))
+    return BCOOArray._from_buffers(data, out_idx, x.shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
                                    indices_sorted=True, unique_indices=True)
+
+
+@jax.jit
+def _merge_set(data, val, out_idx, pos_a, pos_b, fill):
+    """The values of a union whose second operand's values win (``setitem``), as one compiled program."""
+    old = take_or_fill(data[None], pos_a, fill)
+    new = take_or_fill(val[None], pos_b, fill)
+    return jnp.where(pos_b >= 0, new, old)[0], out_idx[0]
 
 
 def _mixed_coords(shape, key):

@@ -20,7 +20,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._convert import from_foreign
-from ._fill import eval_fill
+from ._fill import apply_with_fill
 from ._relayout import dense_layout
 
 PY_SCALARS = (bool, int, float, complex)
@@ -143,13 +143,14 @@ def cast(x, dtype: np.dtype):
     if isinstance(x, BCOOArray):
         # Duplicates are summed first: casting does not commute with summation.
         src = x._canonical()
-        return src._replace(data=src.data.astype(dtype), fill_value=eval_fill(_caster(np.dtype(dtype)), src.fill_value))
+        data, fill = apply_with_fill(_caster(np.dtype(dtype)), (src.data,), (src.fill_value,))
+        return src._replace(data=data, fill_value=fill)
     return x.astype(dtype)
 
 
 @functools.lru_cache(maxsize=None)
 def _caster(dtype: np.dtype):
-    """One stable function per dtype, so ``eval_fill`` remembers cast fill values."""
+    """One stable function per dtype, so compiled casts and cast fill values are cached on it."""
     return lambda f: f.astype(dtype)
 
 

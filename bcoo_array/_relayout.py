@@ -31,7 +31,7 @@ def dense_layout(x) -> BCOOArray:
     """Wrap a dense array as a BCOOArray with every entry stored (n_sparse = 0, nse = 1)."""
     x = jnp.asarray(x)
     return BCOOArray._from_buffers(
-        x[None], jnp.zeros((1, 0), jnp.int32), x.shape, n_batch=0, n_dense=x.ndim,
+        x[None], jnp.asarray(np.zeros((1, 0), np.int32)), x.shape, n_batch=0, n_dense=x.ndim,
         fill_value=np.zeros((), x.dtype)[()], indices_sorted=True, unique_indices=True,
     )
 

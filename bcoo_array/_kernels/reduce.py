@@ -100,7 +100,8 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
     de_keep = [a for a in range(n_sparse, ndim) if a not in de_red]
     n_d = prod(shape[a] for a in de_red)
     with jax.ensure_compile_time_eval():  # fill values are static: keep them concrete under jit
-        u = repeat_reduce(jnp.asarray(fill, data.dtype), n_d, op)
+        f = np.asarray(fill) if np.asarray(fill).dtype == data.dtype else jnp.asarray(fill, data.dtype)
+        u = _repeat_fill(f, n_d, op)
     n_rs = prod(shape[a] for a in sp_red)
     sizes = tuple(shape[:n_sparse])
     kept_sizes = tuple(shape[a] for a in sp_keep)
@@ -113,12 +114,16 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
     else:
         n_out = 1 if indices.shape[0] else 0
         order = segment = None
-        out_idx = jnp.zeros((n_out, 0), indices.dtype)
+        out_idx = jnp.asarray(np.zeros((n_out, 0), indices.dtype))  # a transfer, not a compiled program
     vals = _reduce_segments(data, valid, order, segment, u, n_out, n_rs, op)
     out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
     with jax.ensure_compile_time_eval():
-        out_fill = repeat_reduce(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
+        out_fill = _repeat_fill(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
     return vals, out_idx, out_shape, len(de_keep), out_fill
+
+
+#: ``repeat_reduce`` on a fill value as one compiled program (per dtype and op), not one per primitive.
+_repeat_fill = jax.jit(repeat_reduce, static_argnames=("op",))
 
 
 @partial(jax.jit, static_argnames=("sizes", "n_sparse", "de_red", "sp_keep", "op"))
@@ -193,9 +198,9 @@ def variance_segments(data, valid, order, segment, fill, n_out: int, n: int, cor
 def _identity(op: str, dtype, u):
     """Value of an empty reduction (used for the fill of a zero-size slice)."""
     if op == "sum":
-        return jnp.zeros((), dtype)
+        return np.zeros((), dtype)
     if op == "prod":
-        return jnp.ones((), dtype)
+        return np.ones((), dtype)
     return u
 
 

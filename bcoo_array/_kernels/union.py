@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._layout import is_concrete
+from .._layout import is_concrete, is_tracer
 from .cache import PLANS
 from .csr import _csr_arrays_numpy, csr_arrays
 from .host import adopt, aligned_empty, to_device
@@ -185,7 +185,8 @@ def _union_csr(a: np.ndarray, b: np.ndarray, sizes, batch: bool = True):
 
 def take_or_fill(data, pos, fill):
     """``data[pos]`` along the nse axis (axis 1 of ``(B, nse, *dense)``), ``fill`` where ``pos < 0``."""
-    return _take_or_fill(data, pos, np.asarray(fill, data.dtype))
+    fill = jnp.asarray(fill, data.dtype) if is_tracer(fill) else np.asarray(fill, data.dtype)
+    return _take_or_fill(data, pos, fill)
 
 
 @jax.jit
