@@ -318,8 +318,17 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     def todense(self) -> jax.Array:
         """Return the dense ``jax.Array`` of shape [`shape`][bcoo_array.BCOOArray.shape] (unstored entries = fill value)."""
+        if self.ndim == 0 and self.data.shape[0] <= 1 and is_concrete(self.data):
+            # A 0-d array is its one stored value or its fill value: read it, with no compiled program.
+            return jax.device_put(self._host_scalar())
         fill_is_zero = same_value_np(self._fill, np.zeros((), self.dtype))
         return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
+
+    def _host_scalar(self) -> np.ndarray:
+        """The value of a concrete 0-d array with at most one stored entry, as a 0-d NumPy array."""
+        if self.data.shape[0]:
+            return np.asarray(self.data).reshape(())
+        return np.asarray(self._fill, self.dtype)
 
     def __array__(self, dtype=None, copy=None):
         """Refuse ``numpy.asarray(A)``, the densifying path of NumPy, scipy and scikit-learn.
@@ -345,6 +354,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             raise TypeError(f"only size-1 arrays convert to Python {name}; this one has shape {self.shape}")
         if not is_concrete(self.data, self.indices):
             raise jax.errors.ConcretizationTypeError(self.data, f"{name}() of a traced BCOOArray")
+        if self.ndim == 0 and self.data.shape[0] <= 1:
+            return kind(self._host_scalar().item())
         return kind(np.asarray(self.todense()).reshape(()).item())
 
     def __call__(self, x):

@@ -150,7 +150,7 @@ def _fill_only(shape, fill, dtype, device) -> BCOOArray:
     dt = dtype
     idt = index_dtype_for(shape)
     out = BCOOArray._from_buffers(
-        jnp.asarray(np.zeros((0,), dt)), jnp.asarray(np.zeros((0, len(shape)), idt)), shape, n_batch=0, n_dense=0,
+        jax.device_put(np.zeros((0,), dt)), jax.device_put(np.zeros((0, len(shape)), idt)), shape, n_batch=0, n_dense=0,
         fill_value=fill, indices_sorted=True, unique_indices=True,
     )
     return _device_put(out, device)

@@ -117,7 +117,7 @@ def eval_fill(fn: Callable, *fills) -> np.generic:
     if hit is not None:
         return hit
     with jax.ensure_compile_time_eval():
-        out = np.asarray(fn(*(jnp.asarray(f) for f in fills)))[()]
+        out = np.asarray(fn(*(jax.device_put(np.asarray(f)) for f in fills)))[()]
     with _FILL_LOCK:
         _FILL_RESULTS[key] = out
         while len(_FILL_RESULTS) > _FILL_RESULTS_SIZE:

@@ -32,7 +32,13 @@ from ._kernels.fromdense import gather
 from ._kernels.mesh import replicated_on_mesh
 from ._kernels.union import take_or_fill, union, union_apply_2d
 from ._layout import is_concrete
-from ._relayout import broadcast, dense_layout, dense_values, update_layout
+from ._relayout import (
+    broadcast,
+    dense_layout,
+    dense_layout_block,
+    dense_values,
+    update_layout,
+)
 
 
 def unary(fn: Callable, x: BCOOArray, *, linear: bool = False) -> BCOOArray:
@@ -61,13 +67,20 @@ def binary(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
     xs = isinstance(x, BCOOArray) and x.ndim > 0
     ys = isinstance(y, BCOOArray) and y.ndim > 0
     if not xs and not ys:
-        return dense_layout(fn(_dense_operand(x), _dense_operand(y)))
+        # Dense (or 0-d) operands: the result's stored block in one compiled program.
+        return dense_layout_block(_dense_block(fn)(_dense_operand(x), _dense_operand(y)))
     out_shape = jnp.broadcast_shapes(tuple(x.shape), tuple(y.shape))
     if xs and ys:
         return _sparse_sparse(fn, x, y, out_shape)
     if xs:
         return _sparse_dense(fn, x, _dense_operand(y), out_shape, annihilator)
     return _sparse_dense(_swapped(fn), y, _dense_operand(x), out_shape, annihilator)
+
+
+@functools.lru_cache(maxsize=None)
+def _dense_block(fn: Callable):
+    """``fn(a, b)[None]``, the stored block of a dense-layout result, as one compiled program."""
+    return jax.jit(lambda a, b: fn(a, b)[None])
 
 
 @functools.lru_cache(maxsize=None)

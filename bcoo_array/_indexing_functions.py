@@ -32,6 +32,7 @@ import numpy as np
 from ._array_object import BCOOArray
 from ._dtypes import result_type
 from ._kernels import host, slicing
+from ._kernels.coalesce import take_entries
 from ._kernels.union import take_or_fill, union
 from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod
 from ._manipulation_functions import expand_dims, reshape
@@ -108,7 +109,7 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
     new = ind[src]
     new[:, ax] = qpos
     idt = index_dtype_for(shape)
-    data = c.data[host.adopt(src)]
+    data = take_entries(c.data, host.adopt(src))
     return BCOOArray._from_buffers(data, host.adopt(new.astype(idt)), shape, n_batch=0, n_dense=0,
                                    fill_value=x.fill_value, indices_sorted=False, unique_indices=True)
 
@@ -503,11 +504,11 @@ def _mask_index(x: BCOOArray, key) -> BCOOArray:
 
         flat = np.flatnonzero(m) if m.shape == dims else np.zeros(0, np.int64)
         merged = reshape(x, x.shape[:start] + (int(np.prod(dims)),) + x.shape[start + m.ndim:])
-        out = take(merged, jnp.asarray(flat.astype(np.int32 if flat.size < 2**31 else np.int64)), axis=start)
+        out = take(merged, jax.device_put(flat.astype(np.int32 if flat.size < 2**31 else np.int64)), axis=start)
         rest = key[pos + 1:]
         return out if not rest else getitem(out, (slice(None),) * (start + 1) + rest)
     nz = np.nonzero(m)
-    new_key = key[:pos] + tuple(jnp.asarray(a) for a in nz) + key[pos + 1:]
+    new_key = key[:pos] + tuple(nz) + key[pos + 1:]
     if all(_is_int_array(k) for k in new_key) and len(new_key) == x.ndim:
         return _pointwise(x, new_key)
     if m.ndim == 1:

@@ -324,12 +324,19 @@ def broadcast_shapes(*shapes) -> tuple:
 
 def _coo_offset(c: BCOOArray, ax: int, offset: int, out_shape) -> tuple:
     """Indices of all-sparse ``c`` moved by ``offset`` along ``ax``, in ``out_shape``; padding re-marked."""
-    idx = c.indices.astype(index_dtype_for(out_shape))
-    if c.ndim:
-        valid = jnp.all(idx < jnp.asarray(c.shape, idx.dtype), axis=1)
-        idx = idx.at[:, ax].add(offset)
-        idx = jnp.where(valid[:, None], idx, jnp.asarray(out_shape, idx.dtype))
-    return c.data, idx
+    idt = np.dtype(index_dtype_for(out_shape))
+    if not c.ndim:
+        return c.data, c.indices.astype(idt)
+    return c.data, _offset_indices(c.indices, np.asarray(offset, idt), ax, tuple(c.shape), tuple(out_shape))
+
+
+@partial(jax.jit, static_argnames=("ax", "shape", "out_shape"))
+def _offset_indices(indices, offset, ax: int, shape, out_shape):
+    """``_coo_offset``'s index arithmetic as one compiled program (the offset is an argument, not a constant)."""
+    idx = indices.astype(offset.dtype)
+    valid = jnp.all(idx < jnp.asarray(shape, idx.dtype), axis=1)
+    idx = idx.at[:, ax].add(offset)
+    return jnp.where(valid[:, None], idx, jnp.asarray(out_shape, idx.dtype))
 
 
 @routed

@@ -29,10 +29,14 @@ from ._layout import index_dtype_for, normalize_shape, prod
 
 def dense_layout(x) -> BCOOArray:
     """Wrap a dense array as a BCOOArray with every entry stored (n_sparse = 0, nse = 1)."""
-    x = jnp.asarray(x)
+    return dense_layout_block(jnp.asarray(x)[None])
+
+
+def dense_layout_block(block) -> BCOOArray:
+    """The dense-layout BCOOArray whose one stored block is ``block`` (shape ``(1, *shape)``)."""
     return BCOOArray._from_buffers(
-        x[None], jnp.asarray(np.zeros((1, 0), np.int32)), x.shape, n_batch=0, n_dense=x.ndim,
-        fill_value=np.zeros((), x.dtype)[()], indices_sorted=True, unique_indices=True,
+        block, jax.device_put(np.zeros((1, 0), np.int32)), tuple(block.shape[1:]), n_batch=0, n_dense=block.ndim - 1,
+        fill_value=np.zeros((), block.dtype)[()], indices_sorted=True, unique_indices=True,
     )
 
 

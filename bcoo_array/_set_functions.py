@@ -344,7 +344,7 @@ def _test_values(b, dt):
     if b.size == 0:
         return jnp.zeros((0,), dt)
     c = to_coo(b)._canonical()
-    fill = jnp.asarray(np.asarray(b.fill_value).astype(dt))
+    fill = jax.device_put(np.asarray(b.fill_value).astype(dt))
     if c.nse == 0:
         return fill.reshape(1)
     vals = c.data.astype(dt)

@@ -16,7 +16,6 @@ from . import _dtypes
 from ._array_object import BCOOArray
 from ._data_type_functions import astype
 from ._elementwise_functions import divide, sqrt
-from ._fill import eval_fill
 from ._kernels.plan import group
 from ._kernels.reduce import reduce_coo, reduce_prepare, variance_segments
 from ._layout import normalize_axes
@@ -135,6 +134,12 @@ def std(x, /, *, axis=None, correction=0.0, keepdims: bool = False) -> BCOOArray
     return sqrt(_var(x, axes, correction, keepdims))
 
 
+@jax.jit
+def _var_fill(ff, n, dof):
+    """The variance of a slice of fill values only, ``n * (ff - ff)**2 / dof`` (NaN for non-finite fills)."""
+    return n * (ff - ff) ** 2 / dof
+
+
 def _var(x: BCOOArray, axes, correction, keepdims) -> BCOOArray:
     """Two-pass variance: mean per slice, then the squared deviations of the
     stored entries plus ``missing * (fill - mean)**2`` for the unstored ones."""
@@ -151,10 +156,11 @@ def _var(x: BCOOArray, axes, correction, keepdims) -> BCOOArray:
     else:
         n_out = 1 if c.nse else 0
         order = seg = None
-        out_idx = jnp.zeros((n_out, 0), c.indices.dtype)
-    vals = variance_segments(c.data, valid, order, seg, jnp.asarray(c.fill_value, c.dtype), n_out, n, correction)
+        out_idx = jax.device_put(np.zeros((n_out, 0), c.indices.dtype))
+    vals = variance_segments(c.data, valid, order, seg, np.asarray(c.fill_value, c.dtype), n_out, n, correction)
     # An all-unstored slice: mean == fill, every deviation (fill - fill).
-    fill = eval_fill(lambda ff: n * (ff - ff) ** 2 / (n - correction), c.fill_value)
+    with jax.ensure_compile_time_eval():
+        fill = np.asarray(_var_fill(np.asarray(c.fill_value), n, n - correction))[()]
     if n - correction <= 0:
         # No degrees of freedom left: NaN, as NumPy and the standard's reference implementation give.
         vals = jnp.full_like(vals, jnp.nan)

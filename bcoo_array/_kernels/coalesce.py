@@ -136,6 +136,15 @@ def _sort_unique_2d(idx: np.ndarray, sizes) -> tuple[np.ndarray, np.ndarray] | N
     return order, out
 
 
+def take_entries(data, positions):
+    """``data[positions]`` along the nse axis, as one compiled program.
+
+    Eager JAX indexing runs several primitives (bounds wrap, broadcast,
+    gather), each compiled on its first shape; this is one program.
+    """
+    return _apply_permutation(data, positions)
+
+
 @jax.jit
 def _apply_permutation(data, order):
     return data[order]

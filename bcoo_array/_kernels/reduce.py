@@ -30,12 +30,12 @@ def repeat_reduce(value, n, op: str):
         if value.dtype == jnp.bool_:
             return value & (n > 0)
         # where, not a bare product: n == 0 copies of NaN or inf sum to 0, not NaN
-        return jnp.where(jnp.asarray(n) > 0, value * jnp.asarray(n).astype(value.dtype), jnp.zeros((), value.dtype))
+        return jnp.where(jnp.asarray(n) > 0, value * jnp.asarray(n).astype(value.dtype), np.zeros((), value.dtype))
     if op == "prod":
         if value.dtype == jnp.bool_:
             return value | (n == 0)
         return _int_pow(value, n) if jnp.issubdtype(value.dtype, jnp.integer) else \
-            jnp.where(n == 0, jnp.ones((), value.dtype), value ** jnp.asarray(n).astype(value.dtype))
+            jnp.where(n == 0, np.ones((), value.dtype), value ** jnp.asarray(n).astype(value.dtype))
     return value
 
 
@@ -114,7 +114,7 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
     else:
         n_out = 1 if indices.shape[0] else 0
         order = segment = None
-        out_idx = jnp.asarray(np.zeros((n_out, 0), indices.dtype))  # a transfer, not a compiled program
+        out_idx = jax.device_put(np.zeros((n_out, 0), indices.dtype))  # a transfer, not a compiled program
     vals = _reduce_segments(data, valid, order, segment, u, n_out, n_rs, op)
     out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
     with jax.ensure_compile_time_eval():

@@ -15,8 +15,10 @@ Spec: https://data-apis.org/array-api/2025.12/extensions/linear_algebra_function
 from __future__ import annotations
 
 import operator
+from functools import partial
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -31,11 +33,11 @@ from .._layout import index_dtype_for, is_concrete, normalize_axes
 from .._linear_algebra_functions import matmul, matrix_transpose, tensordot, vecdot
 from .._manipulation_functions import broadcast_arrays, broadcast_to, reshape, stack
 from .._operands import as_operand, as_sparse, binary_operands, cast, check_category
-from .._relayout import dense_layout, to_coo
+from .._relayout import dense_layout, dense_layout_block, to_coo
+from .._routing import routed
 from .._statistical_functions import max as _max
 from .._statistical_functions import min as _min
 from .._statistical_functions import sum as _sum
-from .._routing import routed
 
 
 class EigResult(NamedTuple):
@@ -761,8 +763,15 @@ def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
         If ``x`` has fewer than 2 dimensions.
     """
     x = _matrix(x, "svd")
-    u, s, vh = jnp.linalg.svd(x.todense(), full_matrices=full_matrices)
-    return SVDResult(dense_layout(u), dense_layout(s), dense_layout(vh))
+    u, s, vh = _svd_blocks(x.todense(), full_matrices)
+    return SVDResult(dense_layout_block(u), dense_layout_block(s), dense_layout_block(vh))
+
+
+@partial(jax.jit, static_argnames=("full_matrices",))
+def _svd_blocks(a, full_matrices: bool):
+    """``svd``'s factors as dense-layout blocks (a leading axis of 1), one compiled program."""
+    u, s, vh = jnp.linalg.svd(a, full_matrices=full_matrices)
+    return u[None], s[None], vh[None]
 
 
 @routed
