@@ -365,3 +365,60 @@ def test_identity_cache_buffer_dying_while_lock_held_does_not_deadlock():
     t.join(timeout=600)  # a deadlock guard, not a timing: the scenario takes milliseconds
     assert not t.is_alive(), "weakref callback blocked on the cache lock"
     assert len(cache) == 0
+
+
+class _CompileCounter:
+    """Count XLA compilations (JAX logs each one when ``jax_log_compiles`` is on)."""
+
+    def __init__(self):
+        import logging
+
+        self.count = 0
+        self._handler = logging.Handler()
+        self._handler.emit = self._emit
+        self._logger = logging.getLogger("jax")
+
+    def _emit(self, record):
+        if record.getMessage().startswith("Compiling "):
+            self.count += 1
+
+    def __enter__(self):
+        import logging
+
+        self._old_level = self._logger.level
+        self._logger.addHandler(self._handler)
+        self._logger.setLevel(logging.WARNING)
+        self._old_flag = jax.config.jax_log_compiles
+        jax.config.update("jax_log_compiles", True)
+        return self
+
+    def __exit__(self, *exc):
+        jax.config.update("jax_log_compiles", self._old_flag)
+        self._logger.removeHandler(self._handler)
+        self._logger.setLevel(self._old_level)
+
+
+def test_eager_elementwise_compiles_one_program_per_call():
+    """An eager element-wise call on a new shape compiles one XLA program (values and fill value together),
+    not one per primitive; so does a scalar operation, and a 0-d result is read without one."""
+    rng = np.random.default_rng(7)
+    d = (rng.random((37, 29)) < 0.2) * rng.standard_normal((37, 29))
+    A = xp.asarray(d.astype(np.float32))
+    A = A._canonical()
+    with _CompileCounter() as c:
+        S = xp.sign(A)  # a composite function of several primitives
+    assert c.count <= 1, c.count
+    np.testing.assert_array_equal(np.asarray(S.todense()), np.sign(d.astype(np.float32)))
+    with _CompileCounter() as c:
+        B = A * np.float32(3)
+    assert c.count <= 1, c.count
+    np.testing.assert_array_equal(np.asarray(B.todense()), d.astype(np.float32) * 3)
+    s = xp.sum(A)
+    with _CompileCounter() as c:
+        v = float(s)
+    assert c.count == 0, c.count
+    assert np.isclose(v, d.astype(np.float32).sum(), rtol=1e-5)
+    with _CompileCounter() as c:
+        z = xp.zeros((41, 43))
+    assert c.count == 0, c.count
+    assert z.nse == 0
