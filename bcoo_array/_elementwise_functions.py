@@ -190,6 +190,20 @@ def _remainder(x1, x2):
     return jnp.where(r == 0, jnp.copysign(jnp.zeros((), r.dtype), x2), r)
 
 
+def _pow(x1, x2):
+    """jnp.power, with the standard's complex zero base: ``0 ** z`` is 0 for a finite ``z`` of positive real part.
+
+    The standard defines complex ``pow`` through ``exp(x2 * log(x1))``, and
+    ``log(0) = -inf``, so the result is ``exp(-inf + ...) = 0`` (NumPy's and
+    C99's ``cpow`` agree); XLA returns NaN + NaN j there.
+    """
+    out = jnp.power(x1, x2)
+    if not jnp.issubdtype(out.dtype, jnp.complexfloating):
+        return out
+    zero_base = (x1 == 0) & (jnp.real(x2) > 0) & jnp.isfinite(x2)
+    return jnp.where(zero_base, jnp.zeros((), out.dtype), out)
+
+
 def _real(x):
     return jnp.real(x)
 
@@ -268,7 +282,7 @@ TABLE: dict[str, Spec] = {
     "multiply": Spec(jnp.multiply, 2, "numeric", "product", annihilator=0),
     "nextafter": Spec(jnp.nextafter, 2, "real floating-point", "next representable value after x1 towards x2"),
     "not_equal": Spec(jnp.not_equal, 2, "all", "inequality test"),
-    "pow": Spec(jnp.power, 2, "numeric", "x1 raised to x2"),
+    "pow": Spec(_pow, 2, "numeric", "x1 raised to x2"),
     "remainder": Spec(_remainder, 2, "real numeric", "remainder with the sign of x2"),
     "subtract": Spec(jnp.subtract, 2, "numeric", "difference"),
 }

@@ -306,3 +306,21 @@ def test_complex_special_cases_with_subnormal_and_large_real_parts(dtype):
         for v in got[5:]:
             for part, want in ((v.real, zero_case[0]), (v.imag, zero_case[1])):
                 assert (np.isnan(part) and np.isnan(want)) or np.isclose(part, want), (fn.__name__, v)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_pow_of_zero_base(dtype):
+    """0 ** z is 0 for finite z with a positive real part (the standard's exp(z * log(0)), NumPy's and C99's
+    cpow); XLA gives NaN + NaN j. Found by the differential fuzz (seed 559856425, case 6334): a zero-filled
+    sparse base raised to a dense complex exponent."""
+    if np.dtype(dtype) == np.complex128 and not jax.config.jax_enable_x64:
+        pytest.skip("complex128 needs x64")
+    base = np.zeros(5, dtype)
+    exponent = np.array([2 - 1j, -3 - 2j, 0j, 1j, 0.5 + 0j], dtype)
+    with np.errstate(all="ignore"):
+        want = np.power(base, exponent)
+    S = xp.asarray(base)
+    got = np.asarray(xp.pow(S, jnp.asarray(exponent)).todense())
+    np.testing.assert_allclose(got, want)
+    got_jit = np.asarray(jax.jit(lambda s, e: xp.pow(s, e).todense())(S, jnp.asarray(exponent)))
+    np.testing.assert_allclose(got_jit, want)
