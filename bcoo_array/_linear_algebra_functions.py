@@ -215,9 +215,13 @@ def _as_kind(out, kind: str | None):
     return dense
 
 
-def _host_matvec(a, b):
-    """``a @ b`` for a plain matrix ``a`` and a NumPy ``b`` on the host kernel (a NumPy result), or None."""
-    if not (_is_plain_matrix(a) and isinstance(b, np.ndarray) and b.ndim in (1, 2) and b.shape[0] == a.shape[1]):
+def _host_matvec(a, b, *, plain: bool = False):
+    """``a @ b`` for a plain matrix ``a`` and a NumPy ``b`` on the host kernel (a NumPy result), or None.
+
+    ``plain``: the caller has checked ``_is_plain_matrix(a)``.
+    """
+    if not ((plain or _is_plain_matrix(a)) and isinstance(b, np.ndarray) and b.ndim in (1, 2)
+            and b.shape[0] == a.shape[1]):
         return None
     data = a.data
     if b.dtype != a.dtype:
@@ -308,7 +312,7 @@ def matmul(x1, x2, /):
         # (the host kernel writes the NumPy result) and A @ x with a JAX x of A's dtype (one
         # kernel dispatch returns the jax.Array).
         if type(x2) is np.ndarray:
-            got = _host_matvec(x1, x2)
+            got = _host_matvec(x1, x2, plain=True)
             if got is not None:
                 return got
         elif (isinstance(x2, jax.Array) and x2.ndim in (1, 2) and x2.shape[0] == x1.shape[1]

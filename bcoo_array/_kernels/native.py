@@ -212,14 +212,20 @@ def host_csr_spmv(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, x: np.
     in the same order as ``host_spmm`` on row-sorted entries (equal bits),
     with scipy's memory traffic (one column index per entry).
     """
+    ffi = _STATE.get("module") or _module()
+    out = np.empty((1, m), data.dtype)  # returned as NumPy: no aligned buffer needed
+    ffi.host_csr_spmv(np.ascontiguousarray(indptr), np.ascontiguousarray(cols), np.ascontiguousarray(data),
+                      np.ascontiguousarray(x), out, m, _DTYPE_CODE[data.dtype], indptr.dtype == np.int64)
+    return out
+
+
+def _module():
+    """The loaded extension module (kept in ``_STATE``: the eager SpMV skips the import machinery)."""
     _load()
     from .._native import _ffi
 
-    out = np.empty((1, m), data.dtype)  # returned as NumPy: no aligned buffer needed
-    _ffi.host_csr_spmv(np.ascontiguousarray(indptr), np.ascontiguousarray(cols), np.ascontiguousarray(data),
-                       np.ascontiguousarray(x), out, m, _DTYPE_CODE[np.dtype(data.dtype)],
-                       indptr.dtype == np.int64)
-    return out
+    _STATE["module"] = _ffi
+    return _ffi
 
 
 def host_csr_to_coo(indptr: np.ndarray, indices: np.ndarray, out: np.ndarray) -> bool:
