@@ -24,7 +24,7 @@ from ._kernels.coalesce import todense as _todense
 from ._kernels.csr import csr_arrays
 from ._kernels.fromdense import fromdense as _fromdense
 from ._kernels.fromdense import fromdense_host
-from ._kernels.host import host_buffers, to_device
+from ._kernels.host import host_buffers, single_cpu, to_device
 from ._layout import (
     check_buffers,
     check_index_values,
@@ -318,8 +318,9 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     def todense(self) -> jax.Array:
         """Return the dense ``jax.Array`` of shape [`shape`][bcoo_array.BCOOArray.shape] (unstored entries = fill value)."""
-        if self.ndim == 0 and self.data.shape[0] <= 1 and is_concrete(self.data):
-            # A 0-d array is its one stored value or its fill value: read it, with no compiled program.
+        if self.ndim == 0 and self.data.shape[0] <= 1 and single_cpu() and is_concrete(self.data):
+            # A 0-d array is its one stored value or its fill value: read it, with no compiled program
+            # (with one CPU device only: elsewhere the result keeps the buffers' device and sharding).
             return jax.device_put(self._host_scalar())
         fill_is_zero = same_value_np(self._fill, np.zeros((), self.dtype))
         return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)

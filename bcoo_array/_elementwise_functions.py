@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _fill_rule
 from ._array_object import BCOOArray
+from ._layout import is_tracer
 from ._operands import (
     PY_SCALARS,
     as_operand,
@@ -204,6 +205,19 @@ def _pow(x1, x2):
     return jnp.where(zero_base, jnp.zeros((), out.dtype), out)
 
 
+def _check_integer_exponent(x2) -> None:
+    """Refuse a concrete negative integer scalar exponent, as ``jax.numpy.power`` does (NumPy too).
+
+    (``pow``'s values run in a compiled program that sees the exponent as a traced value and would
+    wrap around; the standard leaves negative integer exponents unspecified.)
+    """
+    if isinstance(x2, BCOOArray) or is_tracer(x2) or np.ndim(x2) != 0 or np.dtype(x2.dtype).kind not in "iu":
+        return
+    if int(np.asarray(x2)) < 0:
+        raise TypeError("pow(): integers cannot be raised to negative integer powers; "
+                        "cast the base to a floating dtype first, e.g. xp.astype(x, xp.float32)")
+
+
 def _real(x):
     return jnp.real(x)
 
@@ -360,6 +374,8 @@ def _binary(name: str):
 
     def fn(x1, x2, /):
         a, b, _ = binary_operands(x1, x2, name, spec.category)
+        if name == "pow":
+            _check_integer_exponent(b)
         out = _fill_rule.binary(spec.fn, a, b, annihilator=spec.annihilator)
         return drop_fill_entries(out) if prune else out
 

@@ -86,7 +86,11 @@ def _dense_block(fn: Callable):
 @functools.lru_cache(maxsize=None)
 def _swapped(fn: Callable) -> Callable:
     """``fn`` with its two arguments swapped: one stable function per ``fn`` (compiled stages cache on it)."""
-    return lambda a, b: fn(b, a)
+    def swapped(a, b):
+        return fn(b, a)
+
+    swapped.fuse_complex = getattr(fn, "fuse_complex", True)
+    return swapped
 
 
 def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool = False) -> BCOOArray | None:

@@ -467,7 +467,7 @@ def _pointwise(x: BCOOArray, key) -> BCOOArray:
         n = x.shape[ax]
         if is_concrete(a):
             # Concrete keys are checked and wrapped on the host (no XLA program per key shape).
-            a = np.asarray(a)
+            a = np.asarray(a).astype(np.int64, copy=False)  # (a + n must not overflow a small key dtype)
             if a.size and (a.min() < -n or a.max() >= n):
                 bad = a.min() if a.min() < -n else a.max()
                 raise IndexError(f"index {int(bad)} is out of bounds for axis {ax} with size {n}")
@@ -618,7 +618,7 @@ def _selected_coords(shape, key):
         if isinstance(k, slice):
             per_axis.append(("s", np.arange(n)[k]))
         elif _is_int_array(k):
-            a = np.asarray(_as_dense_key(k))
+            a = np.asarray(_as_dense_key(k)).astype(np.int64, copy=False)  # (a + n must not overflow)
             if a.size and (a.min() < -n or a.max() >= n):
                 raise IndexError(f"index out of bounds for axis {ax} with size {n}")
             per_axis.append(("a", np.where(a < 0, a + n, a)))

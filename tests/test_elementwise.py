@@ -241,3 +241,15 @@ def test_column_scaling_keeps_the_pattern():
     # Under jit the union of the broadcast patterns is stored: same values.
     jitted = jax.jit(lambda a, v: a / v)(A, s1)
     np.testing.assert_allclose(np.asarray(jitted.todense()), D / want_s1, rtol=1e-15)
+
+
+def test_integer_pow_refuses_a_negative_scalar_exponent():
+    """x ** -2 on integers raises (as jax.numpy and NumPy do) rather than wrapping around, though the
+    values run in one compiled program that sees the exponent as traced; positive exponents work."""
+    x = xp.asarray(np.array([0, 3, 2, 0], np.int32))
+    with pytest.raises(TypeError, match="negative integer powers"):
+        x ** -2
+    with pytest.raises(TypeError, match="negative integer powers"):
+        xp.pow(x, np.int32(-1))
+    np.testing.assert_array_equal(np.asarray((x ** 2).todense()), [0, 9, 4, 0])
+    np.testing.assert_array_equal(np.asarray(xp.pow(x, np.int32(3)).todense()), [0, 27, 8, 0])

@@ -199,3 +199,20 @@ def test_setitem_mask_with_slice_and_bounds():
     np.testing.assert_array_equal(to_np(a), d)
     with pytest.raises(IndexError, match="out of bounds"):
         a[np.array([0, 3]), :] = 1.0
+
+
+@pytest.mark.parametrize("key_dtype", [np.uint8, np.int8, np.int16])
+def test_small_integer_keys_on_a_long_axis(key_dtype):
+    """Integer-array keys of a narrow dtype index an axis longer than the dtype's range (negative ones
+    wrap around it) without overflow, pointwise and mixed with slices, as in NumPy."""
+    d = np.arange(300 * 4, dtype=np.float32).reshape(300, 4) * (np.arange(4) % 2)
+    A = xp.asarray(d)
+    rows = np.array([1, 3, 100] if key_dtype == np.uint8 else [1, -1, -100], key_dtype)
+    cols = np.array([1, 3, 3], key_dtype)
+    np.testing.assert_array_equal(np.asarray(A[rows, cols].todense()), d[rows, cols])
+    np.testing.assert_array_equal(np.asarray(A[rows, :].todense()), d[rows, :])
+    B = xp.asarray(d)
+    B[rows, 1:3] = 7.0
+    want = d.copy()
+    want[rows, 1:3] = 7.0
+    np.testing.assert_array_equal(np.asarray(B.todense()), want)

@@ -41,6 +41,7 @@ CHECKS = [
     "jit_with_shardings_and_cg",
     "explicit_mesh_conversions",
     "real_matrices",
+    "zero_d_results_keep_their_device",
 ]
 
 

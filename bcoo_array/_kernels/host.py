@@ -30,7 +30,7 @@ def _cpu_only() -> bool:
 _SINGLE_CPU: list = []
 
 
-def _single_cpu() -> bool:
+def single_cpu() -> bool:
     """Whether JAX has exactly one device, a CPU (DLPack imports are committed to it, harmlessly then)."""
     if not _SINGLE_CPU:
         _SINGLE_CPU.append(_cpu_only() and jax.device_count() == 1)
@@ -120,6 +120,6 @@ def to_device(x: np.ndarray, *, owned: bool = False) -> jax.Array:
         y = aligned_empty(x.shape, want)
         y[...] = x
         x = y
-    if _single_cpu() and x.dtype != np.bool_:
+    if single_cpu() and x.dtype != np.bool_:
         return jax.dlpack.from_dlpack(x)
     return jax.device_put(x)  # uncommitted: free to join arrays on any device of a mesh

@@ -423,6 +423,16 @@ def real_matrices():
         assert sum(per_dev.values()) >= whole
 
 
+@check
+def zero_d_results_keep_their_device():
+    """A 0-d result (a full reduction) stays on its buffers' device through todense(), with several devices."""
+    dev = jax.devices()[3]
+    x = jax.device_put(xp.asarray(np.eye(4, dtype=np.float32)), dev)
+    v = xp.sum(x).todense()
+    assert v.devices() == {dev}, v.devices()
+    assert float(v) == 4.0
+
+
 results = {}
 only = os.environ.get("SHARDED_CHECKS")
 for name, fn in CHECKS.items():
