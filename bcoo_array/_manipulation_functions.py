@@ -678,9 +678,14 @@ def repeat(x, repeats, /, *, axis=None) -> BCOOArray:
     if (reps < 0).any():
         raise ValueError("repeat(): every repeat count must be non-negative")
     out_shape = x.shape[:ax] + (int(reps.sum()),) + x.shape[ax + 1:]
-    c = to_coo(x)
-    R = int(reps.max()) if reps.size else 0
     idt = index_dtype_for(out_shape)
+    if n == 0 or not reps.any():
+        # Nothing to copy (an empty axis, or every count zero): no stored entry, only the fill value.
+        return BCOOArray._from_buffers(jax.device_put(np.zeros((0,), x.dtype)),
+                                       jax.device_put(np.zeros((0, x.ndim), idt)), out_shape, n_batch=0,
+                                       n_dense=0, fill_value=x.fill_value, indices_sorted=True, unique_indices=True)
+    c = to_coo(x)
+    R = int(reps.max())
     idx = c.indices.astype(idt)
     valid = jnp.all(idx < jnp.asarray(x.shape, idt), axis=1)
     col = jnp.where(valid, idx[:, ax], 0)

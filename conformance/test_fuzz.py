@@ -692,7 +692,17 @@ def _operator(c):
             other.kind = "numpy"
     fn = PY_OPERATORS[op]
 
+    int_op = op in ("<<", ">>", "//", "%", "**") and dt.kind in "iu"
+
     def run(ns, a, b):
+        if int_op:
+            # The sparse array is the right operand of a reflected operator (``2 // x``): its
+            # entries, unstored ones included, are made non-zero divisors / non-negative shifts and
+            # exponents in both namespaces, as the scalar is (the standard leaves the rest unspecified).
+            if op in ("//", "%"):
+                b = _nonzero(ns, b)
+            else:
+                b = abs(b) if isinstance(b, (bool, int)) else ns.abs(b)
         if ns is xs and op == "//":
             return _std_floor_divide(a, b)
         return fn(a, b)

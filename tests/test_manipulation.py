@@ -6,6 +6,7 @@ fill value, eagerly and under ``jax.jit``.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -127,3 +128,17 @@ def test_reshape_to_0d_ignores_padding(jit):
             got = run(f)(a)
             assert got.shape == () and got.dtype == a.dtype
             assert to_np(got) == want
+
+
+def test_repeat_of_an_empty_axis_or_zero_counts():
+    """repeat with a repeats array on an empty axis (an array whose slots are all padding) or with every
+    count zero gives an empty result, as NumPy does (found by the fuzz: seed 1556888735, case 6700)."""
+    padded = BCOOArray._from_buffers(jnp.zeros(4, jnp.int8), jnp.zeros((4, 1), jnp.int32), (0,), n_batch=0,
+                                     n_dense=0, fill_value=np.int8(0))
+    out = xp.repeat(padded, np.zeros(0, np.int64))
+    assert out.shape == (0,) and out.nse == 0
+    A = xp.asarray(np.array([[1.0, 0.0], [0.0, 2.0]], np.float32))
+    got = xp.repeat(A, np.array([0, 0]), axis=0)
+    assert got.shape == (0, 2) and got.todense().shape == (0, 2)
+    want = np.repeat(np.array([[1.0, 0.0], [0.0, 2.0]], np.float32), [2, 0], axis=1)
+    np.testing.assert_array_equal(np.asarray(xp.repeat(A, np.array([2, 0]), axis=1).todense()), want)
