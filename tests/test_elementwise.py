@@ -251,5 +251,7 @@ def test_integer_pow_refuses_a_negative_scalar_exponent():
         x ** -2
     with pytest.raises(TypeError, match="negative integer powers"):
         xp.pow(x, np.int32(-1))
+    with pytest.raises(TypeError, match="negative integer powers"):
+        x ** xp.asarray(np.array(-2, np.int32))  # a 0-d BCOOArray exponent
     np.testing.assert_array_equal(np.asarray((x ** 2).todense()), [0, 9, 4, 0])
     np.testing.assert_array_equal(np.asarray(xp.pow(x, np.int32(3)).todense()), [0, 27, 8, 0])
