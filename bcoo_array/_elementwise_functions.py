@@ -192,17 +192,21 @@ def _remainder(x1, x2):
 
 
 def _pow(x1, x2):
-    """jnp.power, with the standard's complex zero base: ``0 ** z`` is 0 for a finite ``z`` of positive real part.
+    """jnp.power, with two of the standard's complex special cases that XLA misses.
 
-    The standard defines complex ``pow`` through ``exp(x2 * log(x1))``, and
-    ``log(0) = -inf``, so the result is ``exp(-inf + ...) = 0`` (NumPy's and
-    C99's ``cpow`` agree); XLA returns NaN + NaN j there.
+    The standard defines complex ``pow`` through ``exp(x2 * log(x1))``:
+    ``0 ** z`` is 0 for a finite ``z`` of positive real part (``log(0) =
+    -inf``; XLA gives NaN + NaN j), and a NaN in ``z`` gives NaN + NaN j even
+    for a base of 1 (XLA gives 1). NumPy's and C99's ``cpow`` agree.
     """
     out = jnp.power(x1, x2)
     if not jnp.issubdtype(out.dtype, jnp.complexfloating):
         return out
     zero_base = (x1 == 0) & (jnp.real(x2) > 0) & jnp.isfinite(x2)
-    return jnp.where(zero_base, jnp.zeros((), out.dtype), out)
+    out = jnp.where(zero_base, jnp.zeros((), out.dtype), out)
+    # A NaN in the exponent makes exp(x2 * log(x1)) NaN + NaN j, a base of 1 included (XLA gives 1).
+    nan_exponent = jnp.isnan(jnp.real(x2)) | jnp.isnan(jnp.imag(x2))
+    return jnp.where(nan_exponent, jnp.asarray(complex(_NAN, _NAN), out.dtype), out)
 
 
 def _check_integer_exponent(x2) -> None:

@@ -324,3 +324,8 @@ def test_complex_pow_of_zero_base(dtype):
     np.testing.assert_allclose(got, want)
     got_jit = np.asarray(jax.jit(lambda s, e: xp.pow(s, e).todense())(S, jnp.asarray(exponent)))
     np.testing.assert_allclose(got_jit, want)
+    # A NaN exponent gives NaN + NaN j, a base of 1 included (fuzz seed 3537630914, case 59: 0-d operands).
+    one = xp.asarray(np.array(1, dtype))
+    nan_exp = xp.asarray(np.array(complex(np.nan, 0), dtype))
+    got = complex(np.asarray(xp.pow(one, nan_exp).todense()))
+    assert np.isnan(got.real) and np.isnan(got.imag), got
