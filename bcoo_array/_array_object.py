@@ -318,15 +318,19 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     def todense(self) -> jax.Array:
         """Return the dense ``jax.Array`` of shape [`shape`][bcoo_array.BCOOArray.shape] (unstored entries = fill value)."""
-        if self.ndim == 0 and self.data.shape[0] <= 1 and single_cpu() and is_concrete(self.data):
+        if single_cpu():
             # A 0-d array is its one stored value or its fill value: read it, with no compiled program
             # (with one CPU device only: elsewhere the result keeps the buffers' device and sharding).
-            return jax.device_put(self._host_scalar())
+            value = self._host_scalar()
+            if value is not None:
+                return jax.device_put(value)
         fill_is_zero = same_value_np(self._fill, np.zeros((), self.dtype))
         return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
 
-    def _host_scalar(self) -> np.ndarray:
-        """The value of a concrete 0-d array with at most one stored entry, as a 0-d NumPy array."""
+    def _host_scalar(self) -> np.ndarray | None:
+        """The value of a concrete 0-d array with at most one stored entry, as a 0-d NumPy array; else None."""
+        if self.ndim != 0 or self.data.shape[0] > 1 or not is_concrete(self.data):
+            return None
         if self.data.shape[0]:
             return np.asarray(self.data).reshape(())
         return np.asarray(self._fill, self.dtype)
@@ -355,8 +359,9 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             raise TypeError(f"only size-1 arrays convert to Python {name}; this one has shape {self.shape}")
         if not is_concrete(self.data, self.indices):
             raise jax.errors.ConcretizationTypeError(self.data, f"{name}() of a traced BCOOArray")
-        if self.ndim == 0 and self.data.shape[0] <= 1:
-            return kind(self._host_scalar().item())
+        value = self._host_scalar()
+        if value is not None:
+            return kind(value.item())
         return kind(np.asarray(self.todense()).reshape(()).item())
 
     def __call__(self, x):

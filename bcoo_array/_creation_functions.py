@@ -22,7 +22,7 @@ from ._fill import same_value_np
 from ._kernels.host import adopt, to_device
 from ._layout import index_dtype_for, is_concrete, normalize_shape
 from ._operands import PY_SCALARS
-from ._relayout import dense_layout, is_dense_layout, update_layout
+from ._relayout import dense_layout, fill_only, is_dense_layout, update_layout
 from ._routing import routed
 
 
@@ -146,14 +146,7 @@ def _is_foreign_sparse(obj) -> bool:
 
 
 def _fill_only(shape, fill, dtype, device) -> BCOOArray:
-    shape = normalize_shape(shape)
-    dt = dtype
-    idt = index_dtype_for(shape)
-    out = BCOOArray._from_buffers(
-        jax.device_put(np.zeros((0,), dt)), jax.device_put(np.zeros((0, len(shape)), idt)), shape, n_batch=0, n_dense=0,
-        fill_value=fill, indices_sorted=True, unique_indices=True,
-    )
-    return _device_put(out, device)
+    return _device_put(fill_only(normalize_shape(shape), dtype, fill), device)
 
 
 def _dtype_or(dtype, default: np.dtype) -> np.dtype:

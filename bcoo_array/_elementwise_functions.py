@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _fill_rule
 from ._array_object import BCOOArray
-from ._layout import is_concrete, is_tracer
+from ._layout import is_tracer
 from ._operands import (
     PY_SCALARS,
     as_operand,
@@ -218,10 +218,8 @@ def _check_integer_exponent(x2) -> None:
     if np.ndim(x2) != 0 or np.dtype(x2.dtype).kind not in "iu":
         return
     if isinstance(x2, BCOOArray):
-        if x2.data.shape[0] > 1 or not is_concrete(x2.data):
-            return
-        x2 = x2._host_scalar()
-    elif is_tracer(x2):
+        x2 = x2._host_scalar()  # None: traced, or several stored entries to sum
+    if x2 is None or is_tracer(x2):
         return
     if int(np.asarray(x2)) < 0:
         raise TypeError("pow(): integers cannot be raised to negative integer powers; "

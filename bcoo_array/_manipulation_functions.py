@@ -34,7 +34,7 @@ from ._layout import (
     prod,
 )
 from ._operands import as_operand, as_sparse, cast
-from ._relayout import broadcast, dense_layout, is_dense_layout, to_coo
+from ._relayout import broadcast, dense_layout, fill_only, is_dense_layout, to_coo
 from ._routing import routed
 
 
@@ -188,9 +188,7 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> BCOOArray:
         return x._replace(data=x.data.reshape((1,) + shape), shape=shape, n_dense=len(shape))
     if x.size == 0:
         # Nothing can be stored in a zero-size array (np.unravel_index refuses the shape).
-        return BCOOArray._from_buffers(jnp.zeros((0,), x.dtype), jnp.zeros((0, len(shape)), index_dtype_for(shape)),
-                                       shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
-                                       indices_sorted=True, unique_indices=True)
+        return fill_only(shape, x.dtype, x.fill_value)
     c = to_coo(x)
     idx = c.indices
     nse = idx.shape[0]
@@ -678,12 +676,10 @@ def repeat(x, repeats, /, *, axis=None) -> BCOOArray:
     if (reps < 0).any():
         raise ValueError("repeat(): every repeat count must be non-negative")
     out_shape = x.shape[:ax] + (int(reps.sum()),) + x.shape[ax + 1:]
-    idt = index_dtype_for(out_shape)
     if n == 0 or not reps.any():
         # Nothing to copy (an empty axis, or every count zero): no stored entry, only the fill value.
-        return BCOOArray._from_buffers(jax.device_put(np.zeros((0,), x.dtype)),
-                                       jax.device_put(np.zeros((0, x.ndim), idt)), out_shape, n_batch=0,
-                                       n_dense=0, fill_value=x.fill_value, indices_sorted=True, unique_indices=True)
+        return fill_only(out_shape, x.dtype, x.fill_value)
+    idt = index_dtype_for(out_shape)
     c = to_coo(x)
     R = int(reps.max())
     idx = c.indices.astype(idt)

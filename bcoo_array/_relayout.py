@@ -32,6 +32,18 @@ def dense_layout(x) -> BCOOArray:
     return dense_layout_block(jnp.asarray(x)[None])
 
 
+def fill_only(shape: tuple, dtype, fill_value) -> BCOOArray:
+    """A BCOOArray of ``shape`` storing nothing: every entry is ``fill_value`` (of ``dtype``).
+
+    The empty buffers reach JAX by ``jax.device_put`` (no compiled program).
+    """
+    shape = tuple(shape)
+    return BCOOArray._from_buffers(
+        jax.device_put(np.zeros((0,), dtype)), jax.device_put(np.zeros((0, len(shape)), index_dtype_for(shape))),
+        shape, n_batch=0, n_dense=0, fill_value=fill_value, indices_sorted=True, unique_indices=True,
+    )
+
+
 def dense_layout_block(block) -> BCOOArray:
     """The dense-layout BCOOArray whose one stored block is ``block`` (shape ``(1, *shape)``)."""
     return BCOOArray._from_buffers(
@@ -142,9 +154,7 @@ def broadcast(x: BCOOArray, shape) -> BCOOArray:
         raise ValueError(f"cannot broadcast an array of shape {x.shape} to {shape}")
     if prod(shape) == 0 and x.n_sparse:
         # A size-1 sparse dimension broadcast to 0 (or any empty target): nothing is stored.
-        return BCOOArray._from_buffers(jnp.zeros((0,), x.dtype), jnp.zeros((0, len(shape)), index_dtype_for(shape)),
-                                       shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
-                                       indices_sorted=True, unique_indices=True)
+        return fill_only(shape, x.dtype, x.fill_value)
     n_batch = x.n_batch + nd
     idt = index_dtype_for(shape[n_batch:n_batch + x.n_sparse])
     data, indices = _broadcast_buffers(x.data, x.indices, (1,) * nd + x.shape, shape, nd, n_batch, x.n_sparse,

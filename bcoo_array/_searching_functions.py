@@ -43,6 +43,7 @@ from ._operands import (
 from ._relayout import (
     dense_layout,
     dense_values,
+    fill_only,
     is_dense_layout,
     to_coo,
     update_layout,
@@ -331,8 +332,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
 def _scalar_operand(v, dtype) -> BCOOArray:
     """A 0-d BCOOArray storing nothing, whose fill value is ``v``."""
     fill = np.asarray(v).astype(dtype)[()]
-    return BCOOArray._from_buffers(jnp.zeros((0,), dtype), jnp.zeros((0, 0), jnp.int32), (), n_batch=0, n_dense=0,
-                                   fill_value=fill, indices_sorted=True, unique_indices=True)
+    return fill_only((), dtype, fill)
 
 
 @routed

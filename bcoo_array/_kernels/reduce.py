@@ -100,8 +100,8 @@ def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: st
     de_keep = [a for a in range(n_sparse, ndim) if a not in de_red]
     n_d = prod(shape[a] for a in de_red)
     with jax.ensure_compile_time_eval():  # fill values are static: keep them concrete under jit
-        f = np.asarray(fill) if np.asarray(fill).dtype == data.dtype else jnp.asarray(fill, data.dtype)
-        u = _repeat_fill(f, n_d, op)
+        f = np.asarray(fill)
+        u = _repeat_fill(f if f.dtype == data.dtype else jnp.asarray(f, data.dtype), n_d, op)
     n_rs = prod(shape[a] for a in sp_red)
     sizes = tuple(shape[:n_sparse])
     kept_sizes = tuple(shape[a] for a in sp_keep)
