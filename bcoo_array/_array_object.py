@@ -25,6 +25,7 @@ from ._kernels.csr import csr_arrays
 from ._kernels.fromdense import fromdense as _fromdense
 from ._kernels.fromdense import fromdense_host
 from ._kernels.host import host_buffers, single_cpu, to_device
+from ._kernels.matmul import host_matvec
 from ._layout import (
     check_buffers,
     check_index_values,
@@ -123,7 +124,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     (over leading batch dimensions) work.
     """
 
-    __slots__ = ("data", "indices", "shape", "n_batch", "n_dense", "indices_sorted", "unique_indices", "_fill")
+    __slots__ = ("data", "indices", "shape", "n_batch", "n_dense", "indices_sorted", "unique_indices", "_fill",
+                 "_matvec")
 
     def __init__(
         self,
@@ -197,6 +199,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         self._fill = fill
         self.indices_sorted = bool(indices_sorted)
         self.unique_indices = bool(unique_indices)
+        self._matvec = None  # (data, indices, bound host matvec or None), see _bound_matvec
 
     @classmethod
     def _from_buffers(cls, data, indices, shape, *, n_batch, n_dense, fill_value,
@@ -326,6 +329,24 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
                 return jax.device_put(value)
         fill_is_zero = same_value_np(self._fill, np.zeros((), self.dtype))
         return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
+
+    def _bound_matvec(self):
+        """The native host loop bound to this matrix for ``A @ x`` with NumPy vectors, or None.
+
+        ``._kernels.matmul.host_matvec`` builds it on first use for a
+        zero-filled 2-D matrix with every dimension sparse; it is kept while
+        the array keeps the same ``data`` and ``indices`` objects (in-place
+        operations replace them). None where it does not apply (see there).
+        """
+        memo = self._matvec
+        if memo is not None and memo[0] is self.data and memo[1] is self.indices:
+            return memo[2]
+        bound = None
+        if (self.ndim == 2 and self.n_batch == 0 and self.n_dense == 0
+                and same_value_np(self._fill, np.zeros((), self.dtype))):
+            bound = host_matvec(self.data, self.indices, self.shape)
+        self._matvec = (self.data, self.indices, bound)
+        return bound
 
     def _host_scalar(self) -> np.ndarray | None:
         """The value of a concrete 0-d array with at most one stored entry, as a 0-d NumPy array; else None."""

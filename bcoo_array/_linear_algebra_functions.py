@@ -227,12 +227,11 @@ def _host_matvec(a, b, *, plain: bool = False):
     if b.dtype != a.dtype:
         if b.dtype.kind not in "fc" or a.dtype.kind not in "fc":
             return None
-        try:
-            want = _dtypes.result_type(a.dtype, b.dtype)
-        except ValueError:
-            # A 64-bit NumPy operand with JAX's x64 mode off: the NumPy result needs no 64-bit JAX
-            # array, so it is computed in the promoted dtype on the host (scipy's result exactly).
-            want = np.result_type(a.dtype, b.dtype)
+        # Floating and complex dtypes promote by the standard's table, which is NumPy's. With JAX's
+        # x64 mode off a 64-bit NumPy operand still gives a 64-bit result: the NumPy result needs
+        # no 64-bit JAX array, so it is computed on the host (scipy's result exactly), never
+        # downcast (``_dtypes.result_type`` caps at 32 bits then, for JAX results).
+        want = np.result_type(a.dtype, b.dtype)
         if want != a.dtype:
             got = host_buffers(a.data)
             if got is None:
@@ -307,10 +306,16 @@ def matmul(x1, x2, /):
       sum(d, axis=-2)`` can give ``nan`` where NumPy gives ``inf`` (its two
       terms meet as ``-inf + inf``); finite operands are exact.
     """
+    if type(x1) is BCOOArray and type(x2) is np.ndarray:
+        # scipy's A @ x with a NumPy vector x of A's dtype, the commonest call: the native loop
+        # bound to A once, on zero-copy views of its buffers (no checks or lookups per call).
+        bound = x1._bound_matvec()
+        if bound is not None and bound.serves(x2):
+            return bound(x2)
     if type(x1) is BCOOArray and _is_plain_matrix(x1):
-        # The commonest calls first, with no operand normalisation: scipy's A @ x with a NumPy x
-        # (the host kernel writes the NumPy result) and A @ x with a JAX x of A's dtype (one
-        # kernel dispatch returns the jax.Array).
+        # The other common calls, with no operand normalisation: A @ x with a NumPy x (the host
+        # kernel writes the NumPy result) and A @ x with a JAX x of A's dtype (one kernel
+        # dispatch returns the jax.Array).
         if type(x2) is np.ndarray:
             got = _host_matvec(x1, x2, plain=True)
             if got is not None:

@@ -82,17 +82,21 @@ def _check_2d(x, name):
         raise ValueError(f"{name}() follows scipy.sparse and needs a 2-D array; this one is {x.ndim}-D")
 
 
-def _as_dense_operand(other, name):
+def _as_dense_operand(other, name, *, host_float64: bool = False):
     """``other`` as a dense operand: a JAX array stays one, anything else becomes a NumPy array.
 
     NumPy stays on the host (so that the host kernel can take it without a
-    transfer); a 64-bit dtype with x64 off raises instead of downcasting.
+    transfer); a 64-bit dtype with x64 off raises instead of downcasting,
+    except, with ``host_float64``, a float64 or complex128 NumPy operand of a
+    product that ``_product`` computes on the host in that dtype.
     """
     if isinstance(other, jax.Array) or isinstance(other, jax.core.Tracer):
         return other
     arr = np.asarray(other)
     if arr.dtype.kind not in "biufc":
         raise TypeError(f"{name}() needs a numeric operand, got dtype {arr.dtype}")
+    if host_float64 and arr.dtype in (np.float64, np.complex128):
+        return arr
     dt = _dtypes.canonicalize_dtype(arr.dtype, argname=f"{name}() operand dtype")
     return arr.astype(dt, copy=False)
 
@@ -105,6 +109,17 @@ def _product(a, v, adjoint: bool = False):
     transfer), as scipy's own products do; everything else runs one compiled
     JAX function (``_apply``).
     """
+    if not adjoint and type(v) is np.ndarray:
+        bound = a._bound_matvec()  # the loop bound to ``a`` once (BCOOArray._bound_matvec)
+        if bound is not None and bound.serves(v):
+            return bound(v)
+        if not _dtypes.x64_enabled() and v.dtype in (np.float64, np.complex128):
+            # scipy's float32 @ float64 is float64: ``matmul`` computes it on the host (a NumPy
+            # result needs no 64-bit JAX array) or raises where it cannot; never a downcast.
+            out = namespace().matmul(a, v)
+            if out.dtype != np.result_type(a.dtype, v.dtype):  # defensive: the rule above must hold
+                raise AssertionError(f"{a.dtype} @ {v.dtype} gave {out.dtype}")
+            return out
     if (a.n_batch == 0 and a.n_dense == 0 and _dtypes.result_type(a.dtype, np.dtype(v.dtype)) == a.dtype
             and same_value_np(a.fill_value, np.zeros((), a.dtype))):
         data, indices, shape = a.data, a.indices, a.shape
@@ -402,7 +417,7 @@ class ScipyMethodsMixin:
             For a non-numeric ``x``.
         """
         _check_2d(self, "matvec")
-        v = _as_dense_operand(x, "matvec")
+        v = _as_dense_operand(x, "matvec", host_float64=True)
         if v.shape not in ((self.shape[1],), (self.shape[1], 1)):
             raise ValueError(f"matvec(): x has shape {v.shape}; expected ({self.shape[1]},) or ({self.shape[1]}, 1)")
         return _product(self, v)
@@ -426,7 +441,7 @@ class ScipyMethodsMixin:
         Errors as [`matvec`][bcoo_array.BCOOArray.matvec].
         """
         _check_2d(self, "matmat")
-        v = _as_dense_operand(X, "matmat")
+        v = _as_dense_operand(X, "matmat", host_float64=True)
         if v.ndim != 2 or v.shape[0] != self.shape[1]:
             raise ValueError(f"matmat(): X has shape {v.shape}; expected ({self.shape[1]}, k)")
         return _product(self, v)
@@ -469,7 +484,7 @@ class ScipyMethodsMixin:
             return matmul(self, other)
         if np.ndim(other) == 0:
             return namespace().multiply(self, other)
-        v = _as_dense_operand(other, "dot")
+        v = _as_dense_operand(other, "dot", host_float64=True)
         if self.ndim == 2 and v.ndim in (1, 2):
             if v.shape[0] != self.shape[1]:
                 raise ValueError(f"dot(): dimension mismatch, {self.shape} @ {v.shape}")

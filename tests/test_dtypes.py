@@ -65,6 +65,41 @@ def test_x64_off_refuses_64_bit_dtypes():
     assert out.stdout.strip().endswith("ok")
 
 
+def test_x64_off_float32_matrix_times_float64_numpy_is_float64():
+    """scipy's float32 @ float64 is float64: with x64 off the NumPy result is computed on the host in
+    float64 (``@``, ``dot``, ``matvec``, ``matmat``, scipy's ``cg``), never rounded to float32; where
+    the product would need a 64-bit JAX array the error names the fix."""
+    code = """
+        import jax, numpy as np, scipy.sparse as sp, scipy.sparse.linalg as spla
+        import bcoo_array as xp
+        assert not jax.config.jax_enable_x64
+        S = sp.random(30, 20, density=0.3, random_state=1, format="csr", dtype=np.float32)
+        A = xp.from_scipy(S)
+        v = np.linspace(1, 2, 20) + 1e-9  # the 1e-9 does not survive a float32 rounding
+        want = S.astype(np.float64) @ v
+        for name, got in [("@", A @ v), ("dot", A.dot(v)), ("matvec", A.matvec(v)),
+                          ("matmat", A.matmat(v[:, None])[:, 0]), ("@ 2-D", (A @ np.stack([v, v], 1))[:, 1]),
+                          ("complex128", (A @ (v + 0j)).real)]:
+            assert got.dtype in (np.float64, np.complex128), (name, got.dtype)
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
+        P = xp.from_scipy((S @ S.T + 30 * sp.eye(30)).astype(np.float32).tocsr())
+        x, info = spla.cg(P, np.ones(30), rtol=1e-10)
+        assert info == 0 and x.dtype == np.float64
+        np.testing.assert_allclose(P.astype(xp.float32).to_scipy().astype(np.float64) @ x, np.ones(30), rtol=1e-8)
+        for name, f in [("rmatvec", lambda: A.rmatvec(np.ones(30))), ("v @ A", lambda: np.ones(30) @ A)]:
+            try:
+                f()
+            except ValueError as err:
+                assert "x64" in str(err), (name, err)
+            else:
+                raise AssertionError(name + " accepted float64 with x64 off")
+        print("ok")
+    """
+    out = _run_x64_off(code)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("ok")
+
+
 def test_x64_on_defaults():
     assert xp.asarray([1.5]).dtype == np.float64
     assert xp.asarray([1]).dtype == np.int64

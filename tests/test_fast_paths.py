@@ -422,3 +422,56 @@ def test_eager_elementwise_compiles_one_program_per_call():
         z = xp.zeros((41, 43))
     assert c.count == 0, c.count
     assert z.nse == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex64])
+def test_bound_matvec_follows_the_arrays_buffers(monkeypatch, dtype):
+    """``A @ x`` with a NumPy vector runs the host loop bound to ``A`` once; the binding follows
+    in-place operations, item assignment and reassigned buffers, and yields to BCOO_ARRAY_NATIVE=0."""
+    from bcoo_array._kernels import native
+
+    rng = np.random.default_rng(3)
+    S = rng.integers(-4, 5, (9, 7)).astype(dtype) * (rng.random((9, 7)) < 0.4)
+    A = xp.asarray(S)  # canonical: the CSR binding applies where the native kernel is built
+    x = rng.integers(-3, 4, 7).astype(dtype)
+    for _ in range(2):  # the first call binds, the second reuses
+        out = A @ x
+        assert type(out) is np.ndarray and out.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(out, S @ x)
+        np.testing.assert_array_equal(A.dot(x), S @ x)
+    bound = A._bound_matvec()
+    assert (bound is not None) == native.available()
+    A += A  # new buffers: the old binding must not be used
+    S = S + S
+    np.testing.assert_array_equal(A @ x, S @ x)
+    A[2, 3] = 5
+    S[2, 3] = 5
+    np.testing.assert_array_equal(A @ x, S @ x)
+    np.testing.assert_array_equal(A.dot(x), S @ x)
+    A.data = A.data * 2  # a buffer replaced by hand
+    np.testing.assert_array_equal(A @ x, (2 * S) @ x)
+    monkeypatch.setenv("BCOO_ARRAY_NATIVE", "0")  # read at each call: the XLA kernels run
+    np.testing.assert_allclose(A @ x, (2 * S) @ x, rtol=1e-6)
+    # other vectors go the general way: another dtype, a 2-D operand, a strided view
+    monkeypatch.delenv("BCOO_ARRAY_NATIVE")
+    xs = np.arange(14, dtype=dtype)[::2]
+    np.testing.assert_array_equal(A @ xs, (2 * S) @ xs)
+    np.testing.assert_allclose(A @ x[:, None], (2 * S) @ x[:, None], rtol=1e-6)
+    with pytest.raises(ValueError):
+        A @ np.ones(6, dtype)
+
+
+def test_bound_matvec_applies_to_plain_matrices_only():
+    """Non-zero fill values, batch or dense dimensions and unsorted indices get no binding and stay exact."""
+    rng = np.random.default_rng(4)
+    S = np.where(rng.random((6, 5)) < 0.5, rng.integers(1, 5, (6, 5)), 2.0)
+    x = rng.random(5)
+    F = BCOOArray.fromdense(S, fill_value=2.0)
+    assert F._bound_matvec() is None
+    np.testing.assert_allclose(F @ x, S @ x)
+    M, dense = messy_matrix(rng, 8, 5, 20)  # duplicates, random order, padding
+    assert M._bound_matvec() is None
+    np.testing.assert_allclose(M @ x, dense @ x)
+    D = BCOOArray.fromdense(dense, n_dense=1)
+    assert D._bound_matvec() is None
+    np.testing.assert_allclose(D @ x, dense @ x)

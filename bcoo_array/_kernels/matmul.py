@@ -66,18 +66,39 @@ def host_spmm(data, indices, shape: tuple[int, int], x):
         return None
     if x.shape[0] != shape[1]:  # the loops read x[col] unchecked on the CSR path
         raise ValueError(f"host_spmm: x has {x.shape[0]} rows for a matrix of shape {tuple(shape)}")
-    if x.ndim == 1 and not isinstance(indices, np.ndarray) and is_concrete(indices) and on_host(indices):
-        # A JAX index buffer: its CSR structure is cached (one dict lookup per call after the first).
-        st = csr.csr_arrays(indices, shape)  # None unless row-sorted with valid entries first (canonical form)
-        if st is not None and st.indptr.dtype == st.cols.dtype:
-            host = host_buffers(data, x)
-            if host is None:
-                return None
-            return native.host_csr_spmv(st.indptr, st.cols, host[0], host[1], shape[0])[0]
+    if x.ndim == 1 and not is_tracer(x):
+        bound = host_matvec(data, indices, shape)
+        if bound is not None:
+            return bound(x)
     host = host_buffers(data, indices, x)
     if host is None:
         return None
     return native.host_spmm(*host, shape[0])[0]
+
+
+def host_matvec(data, indices, shape: tuple[int, int]) -> native.HostCsrMatvec | None:
+    """The host CSR loop bound to one matrix for its NumPy matvecs, or None where it does not apply.
+
+    ``data`` ``(nse,)`` and ``indices`` ``(nse, 2)`` are the JAX buffers of a
+    zero-filled 2-D matrix. The result (``native.HostCsrMatvec``) holds
+    zero-copy views of them and their cached CSR structure, so each call
+    ``bound(x)`` (``x``: NumPy ``(k,)`` of ``data``'s dtype) runs the native
+    loop alone, with scipy's memory traffic. None when the native kernel is
+    not built or enabled, the dtypes are not supported, the buffers are
+    NumPy, traced or not on the CPU, or the valid entries do not come first
+    in row order (canonical form does); callers then use ``host_spmm`` or
+    ``spmm``. ``BCOOArray`` keeps the result while it keeps its buffers.
+    """
+    if (isinstance(indices, np.ndarray) or not native.supports(data.dtype, data.dtype, indices.dtype)
+            or not native.available() or not is_concrete(data, indices) or not on_host(indices)):
+        return None
+    st = csr.csr_arrays(indices, shape)  # cached; None unless row-sorted with valid entries first
+    if st is None or st.indptr.dtype != st.cols.dtype:
+        return None
+    host = host_buffers(data)
+    if host is None:
+        return None
+    return native.HostCsrMatvec((data, indices), st.indptr, st.cols, host[0], shape)
 
 
 def _on_cpu() -> bool:

@@ -219,6 +219,57 @@ def host_csr_spmv(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, x: np.
     return out
 
 
+class HostCsrMatvec:
+    """``y = A @ x`` for one CSR-ordered matrix and NumPy vectors ``x``: the host loop, bound once.
+
+    Holds zero-copy views of the matrix's buffers, its CSR structure and the
+    loop's arguments, so that a call is the loop plus a few attribute reads
+    (scipy's ``A @ x`` costs the same), not the checks and lookups of
+    ``host_csr_spmv``. ``.matmul.host_matvec`` builds it; the array that
+    keeps it (``BCOOArray._bound_matvec``) asks ``serves`` before each call.
+
+    Parameters
+    ----------
+    source : tuple
+        The objects the views were taken from (the array's ``data`` and
+        ``indices``): the binding holds while the array keeps them (JAX
+        arrays are immutable).
+    indptr, cols : numpy.ndarray
+        CSR row pointers ``(m + 1,)`` and columns ``(n_valid,)``, one int
+        dtype (int32 or int64).
+    data : numpy.ndarray
+        Values in the same order (at least ``n_valid``), a ``DTYPES`` dtype.
+    shape : (m, k)
+    """
+
+    __slots__ = ("source", "dtype", "k", "_m", "_structure", "_flags", "_fn")
+
+    def __init__(self, source: tuple, indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, shape):
+        if indptr.dtype != cols.dtype or indptr.dtype not in INDEX_DTYPES or data.dtype not in DTYPES:
+            raise TypeError(f"HostCsrMatvec: indptr {indptr.dtype}, cols {cols.dtype}, data {data.dtype}")
+        m, k = shape
+        self.source = source
+        self.dtype = data.dtype
+        self.k = k
+        self._m = m
+        self._fn = (_STATE.get("module") or _module()).host_csr_spmv
+        self._structure = (np.ascontiguousarray(indptr), np.ascontiguousarray(cols), np.ascontiguousarray(data))
+        self._flags = (_DTYPE_CODE[data.dtype], indptr.dtype == np.int64)
+
+    def serves(self, x: np.ndarray) -> bool:
+        """Whether the NumPy array ``x`` can go to ``__call__``: ``(k,)`` of ``dtype``, native kernels enabled."""
+        return (x.ndim == 1 and x.dtype == self.dtype and x.shape[0] == self.k
+                and os.environ.get("BCOO_ARRAY_NATIVE") != "0")
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """``A @ x`` as a fresh NumPy ``(m,)`` array (``x``: ``(k,)`` of ``dtype``, checked by ``serves``)."""
+        out = np.empty(self._m, self.dtype)
+        indptr, cols, data = self._structure
+        code, wide = self._flags
+        self._fn(indptr, cols, data, np.ascontiguousarray(x), out, self._m, code, wide)
+        return out
+
+
 def _module():
     """The loaded extension module (kept in ``_STATE``: the eager SpMV skips the import machinery)."""
     _load()
