@@ -172,6 +172,93 @@ def coo_matmul(data, indices, x, m: int):
     return _coo_matmul_jit(data, indices, x, int(m))
 
 
+#: FFI target of the CSR vector product.
+CSR_TARGET = "bcoo_array_csr_matvec"
+
+
+def _ffi_csr_matvec(indptr, cols, data, x):
+    out = jax.ShapeDtypeStruct((indptr.shape[0] - 1,), data.dtype)
+    # sequential: a vmapped call loops over the batch (the kernel reads one matrix and vector)
+    return jax.ffi.ffi_call(CSR_TARGET, out, vmap_method="sequential")(indptr, cols, data, x)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(5,))
+def _csr_matvec(data, indices, indptr, cols, x, m):
+    return _ffi_csr_matvec(indptr, cols, data, x)
+
+
+@partial(_csr_matvec.defjvp, symbolic_zeros=True)
+def _csr_matvec_jvp(m, primals, tangents):
+    data, indices, indptr, cols, x = primals
+    d_data, _, _, _, d_x = tangents
+    y = _csr_matvec(data, indices, indptr, cols, x, m)
+    zero = jax.custom_derivatives.SymbolicZero
+    dy = None
+    # the tangent is the XLA product on the COO indices: JAX can transpose it (grad)
+    if not isinstance(d_data, zero):
+        dy = _xla_matmul(d_data, indices, x, m)
+    if not isinstance(d_x, zero):
+        t = _xla_matmul(data, indices, d_x, m)
+        dy = t if dy is None else dy + t
+    if dy is None:
+        dy = jnp.zeros_like(y)
+    return y, dy
+
+
+def sorted_csr(indices, m: int):
+    """The CSR form ``(indptr, cols)`` of row-sorted COO ``indices``, built inside a traced program.
+
+    ``indices`` ``(nse, 2)`` (may be traced) must have non-decreasing rows,
+    padding rows (``m``) last, as canonical form has; ``indptr`` is found by
+    binary search (``(m + 1) log nse`` comparisons), ``cols`` is the column
+    of every entry (padding columns are skipped by the kernel).
+    """
+    rows = indices[:, 0]
+    indptr = jnp.searchsorted(rows, jnp.arange(m + 1, dtype=rows.dtype), side="left").astype(rows.dtype)
+    return indptr, indices[:, 1]
+
+
+def _csr_matvec_checked(data, indices, indptr, cols, x, m):
+    _check(data, indices, x, m)
+    if x.ndim != 1 or indptr.shape != (m + 1,) or cols.ndim != 1 or cols.shape[0] > data.shape[0]:
+        raise ValueError(f"csr_matvec: shapes indptr {indptr.shape}, cols {cols.shape}, data {data.shape}, x {x.shape}")
+    if indptr.dtype != cols.dtype or np.dtype(indptr.dtype) not in INDEX_DTYPES:
+        raise TypeError(f"csr_matvec: indptr {indptr.dtype} and cols {cols.dtype} must share int32 or int64")
+    return _csr_matvec(data, indices, indptr, cols, x, m)
+
+
+_csr_matvec_jit = jax.jit(_csr_matvec_checked, static_argnums=5)
+_csr_spmv_jit = jax.jit(lambda *args: _csr_matvec_checked(*args)[None], static_argnums=5)
+
+
+def csr_matvec(data, indices, indptr, cols, x, m: int, *, leading_axis: bool = False):
+    """``A @ x`` for a vector ``x`` with the native CSR kernel (scipy's ``csr_matvec`` loop).
+
+    Parameters
+    ----------
+    data : (nse,) array, float32/64 or complex64/128 (may be traced)
+        Values in row order; the first ``cols.size`` are read.
+    indices : (nse, 2) int array (may be traced)
+        The same entries' COO indices: the tangent (``jax.jvp``, ``jax.grad``)
+        is the pure-XLA product on them, which JAX can transpose.
+    indptr : (m + 1,) int32/int64, non-decreasing within ``[0, cols.size]``
+    cols : (nnz,) the same dtype; a column out of ``[0, k)`` adds nothing
+    x : (k,) array of ``data``'s dtype (may be traced)
+    m : int (static)
+
+    Returns
+    -------
+    jax.Array ``(m,)`` (``(1, m)`` with ``leading_axis``, the convention of
+    ``.matmul.spmm``): the same additions in the same order as
+    ``coo_matmul`` on row-sorted entries. One compiled dispatch when called
+    eagerly. Like ``coo_matmul``, not transposable by ``jax.linear_transpose``
+    (see ``.matmul.spmm``). Requires ``available``.
+    """
+    _load()
+    fn = _csr_spmv_jit if leading_axis else _csr_matvec_jit
+    return fn(data, indices, indptr, cols, x, int(m))
+
+
 def spmm(data, indices, x, m: int):
     """``coo_matmul`` with a leading axis of one (the convention of ``.matmul.spmm``)."""
     _load()

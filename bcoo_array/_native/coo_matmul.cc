@@ -34,6 +34,9 @@ bool HostComputeAvx2(int dtype, bool idx64, const void* data, const void* idx, i
                      const void* x, int64_t k, int64_t n, void* y, int64_t m, bool vec);
 bool HostCsrSpmvAvx2(int dtype, bool idx64, const void* indptr, const void* cols, const void* data,
                      const void* x, void* y, int64_t m);
+bool CsrComputeAvx2(const xla::ffi::AnyBuffer& indptr, const xla::ffi::AnyBuffer& cols,
+                    const xla::ffi::AnyBuffer& data, const xla::ffi::AnyBuffer& x,
+                    xla::ffi::Result<xla::ffi::AnyBuffer>& out, int64_t k, int64_t m);
 bool Compute(const xla::ffi::AnyBuffer& data, const xla::ffi::AnyBuffer& indices,
              const xla::ffi::AnyBuffer& x, xla::ffi::Result<xla::ffi::AnyBuffer>& out,
              int64_t batch_rank, int64_t nse, int64_t k, int64_t n, int64_t m, bool vec);
@@ -92,6 +95,50 @@ ffi::Error CooMatmulImpl(ffi::AnyBuffer data, ffi::AnyBuffer indices,
   return ffi::Error::Success();
 }
 
+// y = A @ x for a CSR matrix (indptr (m + 1,), cols (nnz,), data (>= nnz,): the
+// first nnz values, x (k,)):
+// the vector product of the FFI path with 4 or 8 bytes of index per entry,
+// as scipy's csr_matvec, for matrices whose rows are sorted (the CSR form is
+// built from the BCOO buffers by bcoo_array/_kernels/native.py). indptr is
+// checked here (non-decreasing from >= 0 to <= nnz) so that no entry is read
+// out of bounds; columns out of [0, k) are padding and add nothing.
+ffi::Error CsrMatvecImpl(ffi::AnyBuffer indptr, ffi::AnyBuffer cols, ffi::AnyBuffer data,
+                         ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> out) {
+  const auto pd = indptr.dimensions(), cd = cols.dimensions(), dd = data.dimensions(),
+             xd = x.dimensions(), od = out->dimensions();
+  if (pd.size() != 1 || cd.size() != 1 || dd.size() != 1 || xd.size() != 1 || od.size() != 1 || pd[0] < 1)
+    return ffi::Error::InvalidArgument("csr_matvec: indptr, cols, data, x and y must be 1-D");
+  const int64_t m = pd[0] - 1, nnz = cd[0], k = xd[0];
+  if (dd[0] < nnz || od[0] != m)
+    return ffi::Error::InvalidArgument(
+        "csr_matvec: data must hold at least cols.size values and y indptr.size - 1 rows");
+  const ffi::DataType t = data.element_type();
+  if (x.element_type() != t || out->element_type() != t || cols.element_type() != indptr.element_type())
+    return ffi::Error::InvalidArgument("csr_matvec: dtypes differ");
+  bool sane = true;
+  if (indptr.element_type() == ffi::DataType::S64) {
+    const int64_t* p = static_cast<const int64_t*>(indptr.untyped_data());
+    sane = p[0] >= 0 && p[m] <= nnz;
+    for (int64_t r = 0; sane && r < m; ++r) sane = p[r] <= p[r + 1];
+  } else if (indptr.element_type() == ffi::DataType::S32) {
+    const int32_t* p = static_cast<const int32_t*>(indptr.untyped_data());
+    sane = p[0] >= 0 && p[m] <= nnz;
+    for (int64_t r = 0; sane && r < m; ++r) sane = p[r] <= p[r + 1];
+  }
+  if (!sane) return ffi::Error::InvalidArgument("csr_matvec: indptr must be non-decreasing within [0, nnz]");
+  bool ok;
+#if BCOO_HAVE_AVX2
+  if (UseAvx2())
+    ok = bcoo_avx2::CsrComputeAvx2(indptr, cols, data, x, out, k, m);
+  else
+#endif
+    ok = bcoo_generic::CsrCompute(indptr, cols, data, x, out, k, m);
+  if (!ok)
+    return ffi::Error::InvalidArgument(
+        "csr_matvec: values must be float32, float64, complex64 or complex128 and indices int32 or int64");
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
 // Entry point of the host path (module.cc): the same loops, no XLA.
@@ -119,3 +166,11 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BcooArrayCooMatmul, CooMatmulImpl,
                                   .Arg<ffi::AnyBuffer>()  // x
                                   .Ret<ffi::AnyBuffer>()  // y
                                   .Attr<int64_t>("m"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(BcooArrayCsrMatvec, CsrMatvecImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()  // indptr
+                                  .Arg<ffi::AnyBuffer>()  // cols
+                                  .Arg<ffi::AnyBuffer>()  // data
+                                  .Arg<ffi::AnyBuffer>()  // x
+                                  .Ret<ffi::AnyBuffer>());  // y

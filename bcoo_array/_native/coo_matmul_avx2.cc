@@ -26,6 +26,11 @@ bool HostCsrSpmvAvx2(int dtype, bool idx64, const void* indptr, const void* cols
                      const void* x, void* y, int64_t m) {
   return HostCsrSpmv(dtype, idx64, indptr, cols, data, x, y, m);
 }
+bool CsrComputeAvx2(const xla::ffi::AnyBuffer& indptr, const xla::ffi::AnyBuffer& cols,
+                    const xla::ffi::AnyBuffer& data, const xla::ffi::AnyBuffer& x,
+                    xla::ffi::Result<xla::ffi::AnyBuffer>& out, int64_t k, int64_t m) {
+  return CsrCompute(indptr, cols, data, x, out, k, m);
+}
 }  // namespace bcoo_avx2
 #pragma GCC pop_options
 #endif

@@ -182,6 +182,57 @@ void CsrSpmvOne(const I* __restrict indptr, const I* __restrict cols, const T* _
   }
 }
 
+// y = A @ x for the CSR form handed to the FFI kernel: indptr is checked by
+// the caller (non-decreasing, within [0, nse]); a column out of [0, k)
+// (padding) adds nothing. The same additions in the same order as
+// CsrSpmvOne and as SpmvOne on row-sorted entries.
+template <typename T, typename I>
+void CsrSpmvChecked(const I* __restrict indptr, const I* __restrict cols, const T* __restrict data,
+                    const T* __restrict x, int64_t k, T* __restrict y, int64_t m) {
+  const uint64_t uk = static_cast<uint64_t>(k);
+  for (int64_t r = 0; r < m; ++r) {
+    T acc = T(0);
+    const int64_t end = static_cast<int64_t>(indptr[r + 1]);
+    for (int64_t p = static_cast<int64_t>(indptr[r]); p < end; ++p) {
+      const int64_t c = static_cast<int64_t>(cols[p]);
+      if (static_cast<uint64_t>(c) >= uk) continue;
+      acc += Arith<T>::mul(data[p], x[c]);
+    }
+    y[r] = acc;
+  }
+}
+
+// Dispatch of CsrSpmvChecked on the FFI buffers' dtypes; false for an unsupported pair.
+inline bool CsrCompute(const ffi::AnyBuffer& indptr, const ffi::AnyBuffer& cols, const ffi::AnyBuffer& data,
+                       const ffi::AnyBuffer& x, ffi::Result<ffi::AnyBuffer>& out, int64_t k, int64_t m) {
+  const bool i64 = indptr.element_type() == ffi::DataType::S64;
+  if (!i64 && indptr.element_type() != ffi::DataType::S32) return false;
+#define BCOO_CSR_CASE(DT, T)                                                                            \
+  case ffi::DataType::DT:                                                                               \
+    if (i64)                                                                                            \
+      CsrSpmvChecked<T, int64_t>(static_cast<const int64_t*>(indptr.untyped_data()),                     \
+                                 static_cast<const int64_t*>(cols.untyped_data()),                       \
+                                 static_cast<const T*>(data.untyped_data()),                             \
+                                 static_cast<const T*>(x.untyped_data()), k,                             \
+                                 static_cast<T*>(out->untyped_data()), m);                               \
+    else                                                                                                \
+      CsrSpmvChecked<T, int32_t>(static_cast<const int32_t*>(indptr.untyped_data()),                     \
+                                 static_cast<const int32_t*>(cols.untyped_data()),                       \
+                                 static_cast<const T*>(data.untyped_data()),                             \
+                                 static_cast<const T*>(x.untyped_data()), k,                             \
+                                 static_cast<T*>(out->untyped_data()), m);                               \
+    return true;
+  switch (data.element_type()) {
+    BCOO_CSR_CASE(F32, float)
+    BCOO_CSR_CASE(F64, double)
+    BCOO_CSR_CASE(C64, std::complex<float>)
+    BCOO_CSR_CASE(C128, std::complex<double>)
+    default:
+      return false;
+  }
+#undef BCOO_CSR_CASE
+}
+
 inline bool HostCsrSpmv(int dtype, bool idx64, const void* indptr, const void* cols, const void* data,
                         const void* x, void* y, int64_t m) {
 #define BCOO_CSR(CODE, T)                                                                          \

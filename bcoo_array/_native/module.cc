@@ -7,6 +7,7 @@
 #include "xla/ffi/api/ffi.h"
 
 XLA_FFI_DECLARE_HANDLER_SYMBOL(BcooArrayCooMatmul);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(BcooArrayCsrMatvec);
 
 bool BcooArrayHostCooMatmul(int dtype, bool idx64, const void* data, const void* idx, int64_t nse,
                             const void* x, int64_t k, int64_t n, void* y, int64_t m, bool vec);
@@ -99,13 +100,20 @@ static PyObject* host_csr_to_coo(PyObject*, PyObject* args) {
 static PyObject* registrations(PyObject*, PyObject*) {
   PyObject* dict = PyDict_New();
   if (dict == nullptr) return nullptr;
-  PyObject* cap = PyCapsule_New(reinterpret_cast<void*>(BcooArrayCooMatmul), nullptr, nullptr);
-  if (cap == nullptr || PyDict_SetItemString(dict, "bcoo_array_coo_matmul", cap) < 0) {
-    Py_XDECREF(cap);
-    Py_DECREF(dict);
-    return nullptr;
+  const struct {
+    const char* name;
+    void* handler;
+  } targets[] = {{"bcoo_array_coo_matmul", reinterpret_cast<void*>(BcooArrayCooMatmul)},
+                 {"bcoo_array_csr_matvec", reinterpret_cast<void*>(BcooArrayCsrMatvec)}};
+  for (const auto& t : targets) {
+    PyObject* cap = PyCapsule_New(t.handler, nullptr, nullptr);
+    if (cap == nullptr || PyDict_SetItemString(dict, t.name, cap) < 0) {
+      Py_XDECREF(cap);
+      Py_DECREF(dict);
+      return nullptr;
+    }
+    Py_DECREF(cap);
   }
-  Py_DECREF(cap);
   return dict;
 }
 
@@ -131,7 +139,7 @@ static PyObject* host_csr_spmv(PyObject*, PyObject* args) {
 
 static PyMethodDef methods[] = {
     {"registrations", registrations, METH_NOARGS,
-     "Dict of FFI target name -> PyCapsule holding the XLA FFI handler."},
+     "Dict of FFI target name -> PyCapsule holding its XLA FFI handler."},
     {"host_coo_matmul", host_coo_matmul, METH_VARARGS,
      "out = A @ x for a COO matrix on C-contiguous host buffers (no XLA)."},
     {"host_csr_spmv", host_csr_spmv, METH_VARARGS,

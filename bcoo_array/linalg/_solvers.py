@@ -19,7 +19,7 @@ from .._array_object import BCOOArray
 from .._fill import same_value_np
 from .._linear_algebra_functions import matmul
 from .._relayout import update_layout
-from .._kernels.matmul import spmm
+from .._kernels.matmul import spmv_operator
 from .._routing import routed
 
 __all__ = ["cg", "gmres", "bicgstab", "lobpcg", "spsolve"]
@@ -47,9 +47,11 @@ def _operator(A: BCOOArray, *, transposed_never: bool = False):
     plain = transposed_never and src.n_batch == 0 and src.n_dense == 0 and same_value_np(
         src.fill_value, np.zeros((), src.dtype))
 
+    native = spmv_operator(src.data, src.indices, src.shape, rows_sorted=src.indices_sorted) if plain else None
+
     def apply(v):
-        if plain and v.dtype == src.dtype and v.ndim in (1, 2):
-            return spmm(src.data, src.indices, src.shape, v, rows_sorted=src.indices_sorted, traced_native=True)[0]
+        if native is not None and v.dtype == src.dtype and v.ndim in (1, 2):
+            return native(v)
         out = matmul(src, v)  # a jax.Array for a JAX v (the mixed-type rule)
         return out.todense() if hasattr(out, "todense") else out
 
