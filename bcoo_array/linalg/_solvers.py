@@ -17,9 +17,9 @@ import numpy as np
 
 from .._array_object import BCOOArray
 from .._fill import same_value_np
+from .._kernels.matmul import spmv_operator
 from .._linear_algebra_functions import matmul
 from .._relayout import update_layout
-from .._kernels.matmul import spmv_operator
 from .._routing import routed
 
 __all__ = ["cg", "gmres", "bicgstab", "lobpcg", "spsolve"]
