@@ -88,6 +88,8 @@ def test_bench_without_matrices_runs_the_small_poisson_case(tmp_path, monkeypatc
     assert result.exit_code == 0, result.output
     assert "poisson2d 4096" in result.output and "sum(axis=0)" in result.output
     assert (tmp_path / "b.png").exists()
+    # without a terminal the progress bar is hidden: a line says what is being timed
+    assert "poisson2d 4096 (4096 x 4096): timing 1 operations with bcoo_array, scipy" in result.output
 
 
 def test_bench_targets_follow_the_size_class():

@@ -221,6 +221,9 @@ def bench_command(matrices, random_specs, large, repeat, libraries, plot_path, m
                 raise click.BadParameter(str(e), param_hint="MATRICES") from None
             cases[case.name] = case
             progress.update(task, description=f"{case.name}: starting")
+            if not console.is_terminal:  # the progress bar shows on terminals only: say what runs
+                console.print(f"{case.name} ({case.shape[0]} x {case.shape[1]}): timing {len(operations)} "
+                              f"operations with {', '.join(libs)}")
             results += _bench.run_case(case, repeat=repeat, libraries=libs, operations=operations, progress=step)
         progress.update(task, description="measuring copy bandwidth")
         bw = _bench.copy_bandwidth()
