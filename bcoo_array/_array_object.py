@@ -331,7 +331,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
 
     def _bound_matvec(self):
-        """The native host loop bound to this matrix for ``A @ x`` with NumPy vectors, or None.
+        """The native kernels bound to this matrix for ``A @ x`` with vectors (``native.CsrMatvec``), or None.
 
         ``._kernels.matmul.host_matvec`` builds it on first use for a
         zero-filled 2-D matrix with every dimension sparse; it is kept while

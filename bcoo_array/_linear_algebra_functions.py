@@ -306,12 +306,18 @@ def matmul(x1, x2, /):
       sum(d, axis=-2)`` can give ``nan`` where NumPy gives ``inf`` (its two
       terms meet as ``-inf + inf``); finite operands are exact.
     """
-    if type(x1) is BCOOArray and type(x2) is np.ndarray:
-        # scipy's A @ x with a NumPy vector x of A's dtype, the commonest call: the native loop
-        # bound to A once, on zero-copy views of its buffers (no checks or lookups per call).
-        bound = x1._bound_matvec()
-        if bound is not None and bound.serves(x2):
-            return bound(x2)
+    if type(x1) is BCOOArray:
+        # A @ x with a vector x of A's dtype, the commonest call: the kernels bound to A once
+        # (no checks or lookups per call). A NumPy x (scipy code) runs the host loop on
+        # zero-copy views of A's buffers; a concrete JAX x the CSR FFI kernel.
+        if type(x2) is np.ndarray:
+            bound = x1._bound_matvec()
+            if bound is not None and bound.serves(x2):
+                return bound(x2)
+        elif isinstance(x2, jax.Array):
+            bound = x1._bound_matvec()
+            if bound is not None and bound.serves_device(x2):
+                return bound.device(x2)
     if type(x1) is BCOOArray and _is_plain_matrix(x1):
         # The other common calls, with no operand normalisation: A @ x with a NumPy x (the host
         # kernel writes the NumPy result) and A @ x with a JAX x of A's dtype (one kernel

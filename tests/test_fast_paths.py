@@ -441,15 +441,21 @@ def test_bound_matvec_follows_the_arrays_buffers(monkeypatch, dtype):
         np.testing.assert_array_equal(A.dot(x), S @ x)
     bound = A._bound_matvec()
     assert (bound is not None) == native.available()
+    np.testing.assert_array_equal(np.asarray(A @ jnp.asarray(x)), S @ x)  # a JAX vector: the bound FFI kernel
     A += A  # new buffers: the old binding must not be used
     S = S + S
     np.testing.assert_array_equal(A @ x, S @ x)
+    np.testing.assert_array_equal(np.asarray(A @ jnp.asarray(x)), S @ x)
     A[2, 3] = 5
     S[2, 3] = 5
     np.testing.assert_array_equal(A @ x, S @ x)
     np.testing.assert_array_equal(A.dot(x), S @ x)
+    np.testing.assert_array_equal(np.asarray(A @ jnp.asarray(x)), S @ x)
     A.data = A.data * 2  # a buffer replaced by hand
     np.testing.assert_array_equal(A @ x, (2 * S) @ x)
+    np.testing.assert_array_equal(np.asarray(A @ jnp.asarray(x)), (2 * S) @ x)
+    # under jit the vector is traced: the general path, same values
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda a, v: a @ v)(A, jnp.asarray(x))), (2 * S) @ x, rtol=1e-6)
     monkeypatch.setenv("BCOO_ARRAY_NATIVE", "0")  # read at each call: the XLA kernels run
     np.testing.assert_allclose(A @ x, (2 * S) @ x, rtol=1e-6)
     # other vectors go the general way: another dtype, a 2-D operand, a strided view

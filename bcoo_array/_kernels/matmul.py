@@ -77,14 +77,16 @@ def host_spmm(data, indices, shape: tuple[int, int], x):
     return native.host_spmm(*host, shape[0])[0]
 
 
-def host_matvec(data, indices, shape: tuple[int, int]) -> native.HostCsrMatvec | None:
-    """The host CSR loop bound to one matrix for its NumPy matvecs, or None where it does not apply.
+def host_matvec(data, indices, shape: tuple[int, int]) -> native.CsrMatvec | None:
+    """The CSR kernels bound to one matrix for its vector products, or None where they do not apply.
 
     ``data`` ``(nse,)`` and ``indices`` ``(nse, 2)`` are the JAX buffers of a
-    zero-filled 2-D matrix. The result (``native.HostCsrMatvec``) holds
+    zero-filled 2-D matrix. The result (``native.CsrMatvec``) holds
     zero-copy views of them and their cached CSR structure, so each call
     ``bound(x)`` (``x``: NumPy ``(k,)`` of ``data``'s dtype) runs the native
-    loop alone, with scipy's memory traffic. None when the native kernel is
+    loop alone, with scipy's memory traffic, and ``bound.device(x)`` (a
+    concrete JAX vector) the CSR FFI kernel on the structure uploaded once
+    (``_device_csr``). None when the native kernel is
     not built or enabled, the dtypes are not supported, the buffers are
     NumPy, traced or not on the CPU, or the valid entries do not come first
     in row order (canonical form does); callers then use ``host_spmm`` or
@@ -99,7 +101,8 @@ def host_matvec(data, indices, shape: tuple[int, int]) -> native.HostCsrMatvec |
     host = host_buffers(data)
     if host is None:
         return None
-    return native.HostCsrMatvec((data, indices), st.indptr, st.cols, host[0], shape)
+    return native.CsrMatvec((data, indices), st.indptr, st.cols, host[0], shape,
+                            device_structure=lambda: _device_csr(indices, shape))
 
 
 def _on_cpu() -> bool:

@@ -306,34 +306,41 @@ def host_csr_spmv(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, x: np.
     return out
 
 
-class HostCsrMatvec:
-    """``y = A @ x`` for one CSR-ordered matrix and NumPy vectors ``x``: the host loop, bound once.
+class CsrMatvec:
+    """``y = A @ x`` for one CSR-ordered matrix and concrete vectors ``x``: its kernels, bound once.
 
     Holds zero-copy views of the matrix's buffers, its CSR structure and the
-    loop's arguments, so that a call is the loop plus a few attribute reads
-    (scipy's ``A @ x`` costs the same), not the checks and lookups of
-    ``host_csr_spmv``. ``.matmul.host_matvec`` builds it; the array that
-    keeps it (``BCOOArray._bound_matvec``) asks ``serves`` before each call.
+    kernels' arguments, so that a call is the kernel plus a few attribute
+    reads, not the checks and lookups of the general path: ``__call__`` runs
+    the host loop on a NumPy vector (scipy's ``A @ x`` costs the same),
+    ``device`` the CSR FFI kernel on a JAX vector (one compiled dispatch).
+    ``.matmul.host_matvec`` builds it; the array that keeps it
+    (``BCOOArray._bound_matvec``) asks ``serves`` / ``serves_device`` before
+    each call.
 
     Parameters
     ----------
     source : tuple
-        The objects the views were taken from (the array's ``data`` and
-        ``indices``): the binding holds while the array keeps them (JAX
-        arrays are immutable).
+        The array's ``data`` and ``indices`` (JAX arrays) the views were taken
+        from: the binding holds while the array keeps them (JAX arrays are
+        immutable).
     indptr, cols : numpy.ndarray
         CSR row pointers ``(m + 1,)`` and columns ``(n_valid,)``, one int
         dtype (int32 or int64).
     data : numpy.ndarray
         Values in the same order (at least ``n_valid``), a ``DTYPES`` dtype.
     shape : (m, k)
+    device_structure : callable
+        Returns ``(indptr, cols)`` as JAX arrays (the shared plan cache's
+        upload), called on the first ``device`` call.
     """
 
-    __slots__ = ("source", "dtype", "k", "_m", "_structure", "_flags", "_fn")
+    __slots__ = ("source", "dtype", "k", "_m", "_structure", "_flags", "_fn", "_device", "_device_structure")
 
-    def __init__(self, source: tuple, indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, shape):
+    def __init__(self, source: tuple, indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, shape,
+                 device_structure):
         if indptr.dtype != cols.dtype or indptr.dtype not in INDEX_DTYPES or data.dtype not in DTYPES:
-            raise TypeError(f"HostCsrMatvec: indptr {indptr.dtype}, cols {cols.dtype}, data {data.dtype}")
+            raise TypeError(f"CsrMatvec: indptr {indptr.dtype}, cols {cols.dtype}, data {data.dtype}")
         m, k = shape
         self.source = source
         self.dtype = data.dtype
@@ -342,6 +349,8 @@ class HostCsrMatvec:
         self._fn = (_STATE.get("module") or _module()).host_csr_spmv
         self._structure = (np.ascontiguousarray(indptr), np.ascontiguousarray(cols), np.ascontiguousarray(data))
         self._flags = (_DTYPE_CODE[data.dtype], indptr.dtype == np.int64)
+        self._device = None
+        self._device_structure = device_structure
 
     def serves(self, x: np.ndarray) -> bool:
         """Whether the NumPy array ``x`` can go to ``__call__``: ``(k,)`` of ``dtype``, native kernels enabled."""
@@ -355,6 +364,19 @@ class HostCsrMatvec:
         code, wide = self._flags
         self._fn(indptr, cols, data, np.ascontiguousarray(x), out, self._m, code, wide)
         return out
+
+    def serves_device(self, x: jax.Array) -> bool:
+        """Whether the JAX array ``x`` can go to ``device``: concrete, ``(k,)`` of ``dtype``, kernels enabled."""
+        return (x.ndim == 1 and x.dtype == self.dtype and x.shape[0] == self.k
+                and not isinstance(x, jax.core.Tracer) and os.environ.get("BCOO_ARRAY_NATIVE") != "0")
+
+    def device(self, x: jax.Array) -> jax.Array:
+        """``A @ x`` as a ``jax.Array`` ``(m,)`` from the CSR FFI kernel (``csr_matvec``), one compiled dispatch."""
+        st = self._device
+        if st is None:
+            st = self._device = self._device_structure()
+        data, indices = self.source
+        return _csr_matvec_jit(data, indices, st[0], st[1], x, self._m)
 
 
 def _module():
