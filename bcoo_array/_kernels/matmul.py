@@ -44,8 +44,8 @@ import scipy.sparse as sp
 
 from .._layout import is_concrete, is_tracer
 from . import csr, ell, native
-from .coo import coo_matmat
 from .cache import PLANS
+from .coo import coo_matmat
 from .host import host_buffers, on_host, to_device
 
 
