@@ -183,6 +183,19 @@ class ScipyMethodsMixin:
         return "bcoo"
 
     @property
+    def indptr(self):
+        """Not stored: a BCOOArray keeps COO indices. Raises AttributeError naming ``to_csr_buffers``.
+
+        CSR-minded code (``A.indptr``, ``A.indices`` as columns) gets the
+        buffers under scipy's names from
+        [`to_csr_buffers`][bcoo_array.BCOOArray.to_csr_buffers], or a scipy
+        matrix from ``A.tocsr()``; ``hasattr(A, "indptr")`` stays False.
+        """
+        raise AttributeError(
+            "a BCOOArray stores COO indices and has no 'indptr'; for scipy's CSR buffers call "
+            "A.to_csr_buffers() (read-only data, indices as columns, indptr) or convert with A.tocsr()")
+
+    @property
     def nnz(self) -> int:
         """Number of stored values, explicit zeros and duplicates included, padding excluded.
 

@@ -257,6 +257,10 @@ def test_to_csr_buffers_match_scipy(fmt, layout):
         A.to_csr_buffers("coo")
     with pytest.raises(ValueError, match="fill value"):
         (A + 1.0).to_csr_buffers()
+    # CSR-minded code that reads A.indptr is told where the buffers are; hasattr stays False
+    with pytest.raises(AttributeError, match="to_csr_buffers"):
+        A.indptr
+    assert not hasattr(A, "indptr")
 
 
 @pytest.mark.parametrize("native_env", ["1", "0"])
