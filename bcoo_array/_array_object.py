@@ -619,6 +619,17 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     def __getitem__(self, key):
         return indexing().getitem(self, key)
 
+    def __matmul__(self, other):
+        # scipy's ``A @ x`` with a NumPy vector, the commonest call: straight to the kernel that
+        # ``bcoo_array.matmul`` binds to this matrix (``_bound_matvec``), skipping the namespace
+        # dispatch; anything else goes through ``matmul``. A subclass may route ``matmul``
+        # elsewhere (``__bcoo_function__``), so it takes the general way.
+        if type(other) is np.ndarray and type(self) is BCOOArray:
+            bound = self._bound_matvec()
+            if bound is not None and bound.serves(other):
+                return bound(other)
+        return super().__matmul__(other)
+
     def __setitem__(self, key, value):
         self._assign(indexing().setitem(self, key, value))
 

@@ -481,3 +481,21 @@ def test_bound_matvec_applies_to_plain_matrices_only():
     D = BCOOArray.fromdense(dense, n_dense=1)
     assert D._bound_matvec() is None
     np.testing.assert_allclose(D @ x, dense @ x)
+
+
+def test_operator_shortcut_leaves_routing_to_subclasses():
+    """``A @ x`` (NumPy vector) goes straight to the bound kernel for a BCOOArray, but a subclass that
+    implements the namespace through ``__bcoo_function__`` still receives the call."""
+
+    class Routed(BCOOArray):
+        __slots__ = ()
+
+        def __bcoo_function__(self, func, args, kwargs):
+            return ("routed", func.__name__)
+
+    dense = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])
+    A = xp.asarray(dense)
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(A @ x, dense @ x)
+    R = Routed((A.data, A.indices), shape=A.shape, indices_sorted=True, unique_indices=True)
+    assert (R @ x) == ("routed", "matmul")
