@@ -47,11 +47,12 @@ def _operator(A: BCOOArray, *, transposed_never: bool = False):
     plain = transposed_never and src.n_batch == 0 and src.n_dense == 0 and same_value_np(
         src.fill_value, np.zeros((), src.dtype))
 
-    native = spmv_operator(src.data, src.indices, src.shape, rows_sorted=src.indices_sorted) if plain else None
+    # the products' work done once (kernel choice, CSR structure): _kernels/matmul.spmv_operator
+    product = spmv_operator(src.data, src.indices, src.shape, rows_sorted=src.indices_sorted) if plain else None
 
     def apply(v):
-        if native is not None and v.dtype == src.dtype and v.ndim in (1, 2):
-            return native(v)
+        if product is not None and v.dtype == src.dtype and v.ndim in (1, 2):
+            return product(v)
         out = matmul(src, v)  # a jax.Array for a JAX v (the mixed-type rule)
         return out.todense() if hasattr(out, "todense") else out
 
