@@ -95,6 +95,15 @@ ffi::Error CooMatmulImpl(ffi::AnyBuffer data, ffi::AnyBuffer indices,
   return ffi::Error::Success();
 }
 
+// Whether a row pointer is non-decreasing from >= 0 to <= nnz (every entry it names is in bounds).
+template <typename I>
+bool IndptrSane(const I* p, int64_t m, int64_t nnz) {
+  if (p[0] < 0 || p[m] > nnz) return false;
+  for (int64_t r = 0; r < m; ++r)
+    if (p[r] > p[r + 1]) return false;
+  return true;
+}
+
 // y = A @ x for a CSR matrix (indptr (m + 1,), cols (nnz,), data (>= nnz,): the
 // first nnz values, x (k,)):
 // the vector product of the FFI path with 4 or 8 bytes of index per entry,
@@ -115,16 +124,11 @@ ffi::Error CsrMatvecImpl(ffi::AnyBuffer indptr, ffi::AnyBuffer cols, ffi::AnyBuf
   const ffi::DataType t = data.element_type();
   if (x.element_type() != t || out->element_type() != t || cols.element_type() != indptr.element_type())
     return ffi::Error::InvalidArgument("csr_matvec: dtypes differ");
-  bool sane = true;
-  if (indptr.element_type() == ffi::DataType::S64) {
-    const int64_t* p = static_cast<const int64_t*>(indptr.untyped_data());
-    sane = p[0] >= 0 && p[m] <= nnz;
-    for (int64_t r = 0; sane && r < m; ++r) sane = p[r] <= p[r + 1];
-  } else if (indptr.element_type() == ffi::DataType::S32) {
-    const int32_t* p = static_cast<const int32_t*>(indptr.untyped_data());
-    sane = p[0] >= 0 && p[m] <= nnz;
-    for (int64_t r = 0; sane && r < m; ++r) sane = p[r] <= p[r + 1];
-  }
+  bool sane = true;  // another index dtype is refused by CsrCompute below
+  if (indptr.element_type() == ffi::DataType::S64)
+    sane = IndptrSane(static_cast<const int64_t*>(indptr.untyped_data()), m, nnz);
+  else if (indptr.element_type() == ffi::DataType::S32)
+    sane = IndptrSane(static_cast<const int32_t*>(indptr.untyped_data()), m, nnz);
   if (!sane) return ffi::Error::InvalidArgument("csr_matvec: indptr must be non-decreasing within [0, nnz]");
   bool ok;
 #if BCOO_HAVE_AVX2

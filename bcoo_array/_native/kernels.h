@@ -141,6 +141,19 @@ void Run(const ffi::AnyBuffer& data, const ffi::AnyBuffer& indices,
   }
 }
 
+// Calls f(T{}) with T the value type of an FFI dtype (float32/64,
+// complex64/128); false, without calling f, for any other dtype.
+template <typename F>
+bool WithValueType(ffi::DataType t, F&& f) {
+  switch (t) {
+    case ffi::DataType::F32: f(float{}); return true;
+    case ffi::DataType::F64: f(double{}); return true;
+    case ffi::DataType::C64: f(std::complex<float>{}); return true;
+    case ffi::DataType::C128: f(std::complex<double>{}); return true;
+    default: return false;
+  }
+}
+
 // Dispatch on the value and index dtypes; false for an unsupported pair.
 bool Compute(const ffi::AnyBuffer& data, const ffi::AnyBuffer& indices,
                     const ffi::AnyBuffer& x, ffi::Result<ffi::AnyBuffer>& out,
@@ -148,22 +161,13 @@ bool Compute(const ffi::AnyBuffer& data, const ffi::AnyBuffer& indices,
                     int64_t m, bool vec) {
   const bool i64 = indices.element_type() == ffi::DataType::S64;
   if (!i64 && indices.element_type() != ffi::DataType::S32) return false;
-#define BCOO_CASE(DT, T)                                                    \
-  case ffi::DataType::DT:                                                   \
-    if (i64)                                                                \
-      Run<T, int64_t>(data, indices, x, out, batch_rank, nse, k, n, m, vec); \
-    else                                                                    \
-      Run<T, int32_t>(data, indices, x, out, batch_rank, nse, k, n, m, vec); \
-    return true;
-  switch (data.element_type()) {
-    BCOO_CASE(F32, float)
-    BCOO_CASE(F64, double)
-    BCOO_CASE(C64, std::complex<float>)
-    BCOO_CASE(C128, std::complex<double>)
-    default:
-      return false;
-  }
-#undef BCOO_CASE
+  return WithValueType(data.element_type(), [&](auto tag) {
+    using T = decltype(tag);
+    if (i64)
+      Run<T, int64_t>(data, indices, x, out, batch_rank, nse, k, n, m, vec);
+    else
+      Run<T, int32_t>(data, indices, x, out, batch_rank, nse, k, n, m, vec);
+  });
 }
 
 // y = A @ x from a CSR structure (row pointer, columns): what scipy's
@@ -207,30 +211,18 @@ inline bool CsrCompute(const ffi::AnyBuffer& indptr, const ffi::AnyBuffer& cols,
                        const ffi::AnyBuffer& x, ffi::Result<ffi::AnyBuffer>& out, int64_t k, int64_t m) {
   const bool i64 = indptr.element_type() == ffi::DataType::S64;
   if (!i64 && indptr.element_type() != ffi::DataType::S32) return false;
-#define BCOO_CSR_CASE(DT, T)                                                                            \
-  case ffi::DataType::DT:                                                                               \
-    if (i64)                                                                                            \
-      CsrSpmvChecked<T, int64_t>(static_cast<const int64_t*>(indptr.untyped_data()),                     \
-                                 static_cast<const int64_t*>(cols.untyped_data()),                       \
-                                 static_cast<const T*>(data.untyped_data()),                             \
-                                 static_cast<const T*>(x.untyped_data()), k,                             \
-                                 static_cast<T*>(out->untyped_data()), m);                               \
-    else                                                                                                \
-      CsrSpmvChecked<T, int32_t>(static_cast<const int32_t*>(indptr.untyped_data()),                     \
-                                 static_cast<const int32_t*>(cols.untyped_data()),                       \
-                                 static_cast<const T*>(data.untyped_data()),                             \
-                                 static_cast<const T*>(x.untyped_data()), k,                             \
-                                 static_cast<T*>(out->untyped_data()), m);                               \
-    return true;
-  switch (data.element_type()) {
-    BCOO_CSR_CASE(F32, float)
-    BCOO_CSR_CASE(F64, double)
-    BCOO_CSR_CASE(C64, std::complex<float>)
-    BCOO_CSR_CASE(C128, std::complex<double>)
-    default:
-      return false;
-  }
-#undef BCOO_CSR_CASE
+  return WithValueType(data.element_type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* dp = static_cast<const T*>(data.untyped_data());
+    const T* xp = static_cast<const T*>(x.untyped_data());
+    T* yp = static_cast<T*>(out->untyped_data());
+    if (i64)
+      CsrSpmvChecked<T, int64_t>(static_cast<const int64_t*>(indptr.untyped_data()),
+                                 static_cast<const int64_t*>(cols.untyped_data()), dp, xp, k, yp, m);
+    else
+      CsrSpmvChecked<T, int32_t>(static_cast<const int32_t*>(indptr.untyped_data()),
+                                 static_cast<const int32_t*>(cols.untyped_data()), dp, xp, k, yp, m);
+  });
 }
 
 inline bool HostCsrSpmv(int dtype, bool idx64, const void* indptr, const void* cols, const void* data,
