@@ -117,11 +117,9 @@ def _coo_matmul(data, indices, x, m):
     return _ffi_matmul(data, indices, x, m)
 
 
-@partial(_coo_matmul.defjvp, symbolic_zeros=True)
-def _coo_matmul_jvp(m, primals, tangents):
-    data, indices, x = primals
-    d_data, _, d_x = tangents
-    y = _coo_matmul(data, indices, x, m)
+def _xla_tangent(y, data, indices, x, d_data, d_x, m):
+    """The tangent of ``y = A @ x`` (A = (data, indices)): the pure-XLA product of ``(d_data, x)`` and
+    ``(data, d_x)``, which JAX can transpose (``grad``); symbolic zeros skip their term."""
     zero = jax.custom_derivatives.SymbolicZero
     dy = None
     if not isinstance(d_data, zero):
@@ -129,9 +127,15 @@ def _coo_matmul_jvp(m, primals, tangents):
     if not isinstance(d_x, zero):
         t = _xla_matmul(data, indices, d_x, m)
         dy = t if dy is None else dy + t
-    if dy is None:
-        dy = jnp.zeros_like(y)
-    return y, dy
+    return jnp.zeros_like(y) if dy is None else dy
+
+
+@partial(_coo_matmul.defjvp, symbolic_zeros=True)
+def _coo_matmul_jvp(m, primals, tangents):
+    data, indices, x = primals
+    d_data, _, d_x = tangents
+    y = _coo_matmul(data, indices, x, m)
+    return y, _xla_tangent(y, data, indices, x, d_data, d_x, m)
 
 
 def _check(data, indices, x, m):
@@ -192,17 +196,7 @@ def _csr_matvec_jvp(m, primals, tangents):
     data, indices, indptr, cols, x = primals
     d_data, _, _, _, d_x = tangents
     y = _csr_matvec(data, indices, indptr, cols, x, m)
-    zero = jax.custom_derivatives.SymbolicZero
-    dy = None
-    # the tangent is the XLA product on the COO indices: JAX can transpose it (grad)
-    if not isinstance(d_data, zero):
-        dy = _xla_matmul(d_data, indices, x, m)
-    if not isinstance(d_x, zero):
-        t = _xla_matmul(data, indices, d_x, m)
-        dy = t if dy is None else dy + t
-    if dy is None:
-        dy = jnp.zeros_like(y)
-    return y, dy
+    return y, _xla_tangent(y, data, indices, x, d_data, d_x, m)  # on the COO indices
 
 
 def sorted_csr(indices, m: int):
@@ -287,22 +281,6 @@ def host_spmm(data: np.ndarray, indices: np.ndarray, x: np.ndarray, m: int) -> n
     _ffi.host_coo_matmul(np.ascontiguousarray(data), np.ascontiguousarray(indices), np.ascontiguousarray(x), out,
                          m, x.shape[0], n, _DTYPE_CODE[np.dtype(data.dtype)], indices.dtype == np.int64,
                          x.ndim == 1)
-    return out
-
-
-def host_csr_spmv(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray, x: np.ndarray, m: int) -> np.ndarray:
-    """``A @ x`` for a CSR matrix on host buffers, without XLA: a NumPy ``(1, m)`` result.
-
-    ``indptr`` ``(m + 1,)`` and ``cols`` ``(n_valid,)`` share int32 or int64;
-    ``data`` holds at least ``n_valid`` values in the same order, of a
-    supported dtype (``DTYPES``), as ``x`` ``(k,)``. The same additions
-    in the same order as ``host_spmm`` on row-sorted entries (equal bits),
-    with scipy's memory traffic (one column index per entry).
-    """
-    ffi = _STATE.get("module") or _module()
-    out = np.empty((1, m), data.dtype)  # returned as NumPy: no aligned buffer needed
-    ffi.host_csr_spmv(np.ascontiguousarray(indptr), np.ascontiguousarray(cols), np.ascontiguousarray(data),
-                      np.ascontiguousarray(x), out, m, _DTYPE_CODE[data.dtype], indptr.dtype == np.int64)
     return out
 
 
