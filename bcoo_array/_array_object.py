@@ -24,7 +24,8 @@ from ._kernels.coalesce import todense as _todense
 from ._kernels.csr import csr_arrays
 from ._kernels.fromdense import fromdense as _fromdense
 from ._kernels.fromdense import fromdense_host
-from ._kernels.host import host_buffers, single_cpu, to_device
+from ._engine import host_enabled, host_view, single_cpu
+from ._kernels.host import host_buffers, to_device
 from ._kernels.matmul import host_matvec
 from ._layout import (
     check_buffers,
@@ -124,8 +125,11 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     (over leading batch dimensions) work.
     """
 
-    __slots__ = ("data", "indices", "shape", "n_batch", "n_dense", "indices_sorted", "unique_indices", "_fill",
-                 "_matvec")
+    # ``_data``/``_indices`` hold JAX buffers (or tracers, or whatever leaves a pytree map gave), ``_hdata``/
+    # ``_hindices`` NumPy buffers in host memory; at least one of each pair is set. Host-engine results
+    # (``._engine``) keep NumPy buffers only; ``data``/``indices`` hand them to JAX on first read, once.
+    __slots__ = ("_data", "_indices", "_hdata", "_hindices", "shape", "n_batch", "n_dense", "indices_sorted",
+                 "unique_indices", "_fill", "_matvec")
 
     def __init__(
         self,
@@ -191,15 +195,75 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     # -- construction without checks -------------------------------------------------
 
     def _set(self, data, indices, shape, n_batch, n_dense, fill, indices_sorted, unique_indices):
-        self.data = data
-        self.indices = indices
+        # NumPy buffers are the host engine's own (never a user's array: callers copy those first).
+        if type(data) is np.ndarray:
+            self._data, self._hdata = None, data
+        else:
+            self._data, self._hdata = data, None
+        if type(indices) is np.ndarray:
+            self._indices, self._hindices = None, indices
+        else:
+            self._indices, self._hindices = indices, None
         self.shape = tuple(shape)
         self.n_batch = n_batch
         self.n_dense = n_dense
         self._fill = fill
         self.indices_sorted = bool(indices_sorted)
         self.unique_indices = bool(unique_indices)
-        self._matvec = None  # (data, indices, bound host matvec or None), see _bound_matvec
+        self._matvec = None  # (bound host matvec or None,), see _bound_matvec; reset with the buffers
+
+    # -- buffers: JAX to the user, NumPy to the host engine ----------------------------
+
+    @property
+    def data(self) -> jax.Array:
+        """The stored values, a ``jax.Array`` of shape ``(*batch, nse, *dense)`` (the array's dtype)."""
+        d = self._data
+        if d is None:
+            d = self._data = to_device(self._hdata, owned=True)
+        return d
+
+    @property
+    def indices(self) -> jax.Array:
+        """The sparse coordinates of each stored value, a ``jax.Array`` of shape ``(*batch, nse, n_sparse)``."""
+        i = self._indices
+        if i is None:
+            i = self._indices = to_device(self._hindices, owned=True)
+        return i
+
+    def _host_buffers(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(data, indices)`` as NumPy arrays in host memory (zero-copy views of CPU buffers), or None
+        when they cannot be read there (traced, on another device, sharded). Internal: the host engine's
+        operands; never write to them."""
+        hd, hi = self._hdata, self._hindices
+        if hd is None:
+            hd = host_view(self._data)
+            if hd is None:
+                return None
+            self._hdata = hd
+        if hi is None:
+            hi = host_view(self._indices)
+            if hi is None:
+                return None
+            self._hindices = hi
+        return hd, hi
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the stored data and of the fill value."""
+        d = self._data if self._data is not None else self._hdata
+        return np.dtype(d.dtype)
+
+    @property
+    def nse(self) -> int:
+        """Number of stored entries per batch element, padding included."""
+        i = self._indices if self._indices is not None else self._hindices
+        return int(i.shape[-2])
+
+    @property
+    def n_sparse(self) -> int:
+        """Number of sparse dimensions."""
+        i = self._indices if self._indices is not None else self._hindices
+        return int(i.shape[-1])
 
     @classmethod
     def _from_buffers(cls, data, indices, shape, *, n_batch, n_dense, fill_value,
@@ -251,11 +315,13 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             raise ValueError(f"n_batch={n_batch}, n_dense={n_dense} do not fit a {len(shape)}-d array")
         fill = fill_scalar(fill_value, x.dtype if host is None else host.dtype)
         idt = np.dtype(index_dtype) if index_dtype is not None else index_dtype_for(shape[n_batch: len(shape) - n_dense])
-        if host is not None:
-            # Eager: NumPy on the host, no XLA dispatch nor a compilation per shape.
+        if host is not None and host_enabled():
+            # Eager: NumPy on the host, no XLA dispatch nor a compilation per shape; the buffers stay
+            # NumPy (fresh, the array's own) until JAX reads them.
             data, indices = fromdense_host(host, shape, n_batch, n_dense, fill, nse, idt)
-            data, indices = to_device(data, owned=True), to_device(indices, owned=True)
         else:
+            if host is not None and not isinstance(x, jax.Array):
+                x = to_device(host)
             data, indices = _fromdense(x, shape, n_batch, n_dense, fill, nse, idt)
         return cls._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=n_dense, fill_value=fill,
                                  indices_sorted=True, unique_indices=True)
@@ -299,6 +365,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     @property
     def device(self):
         """The JAX device holding the buffers."""
+        if self._data is None:  # host buffers: the CPU device they cross to
+            return jax.devices("cpu")[0]
         try:
             devs = self.data.devices()
         except Exception:  # a tracer has no committed device
@@ -327,8 +395,22 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             value = self._host_scalar()
             if value is not None:
                 return jax.device_put(value)
+        out = self._dense()
+        return to_device(out, owned=True) if isinstance(out, np.ndarray) else out
+
+    def _dense(self):
+        """The dense values: a fresh NumPy array from the host engine, else a ``jax.Array`` (internal)."""
         fill_is_zero = same_value_np(self._fill, np.zeros((), self.dtype))
-        return _todense(self.data, self.indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
+        data, indices = self._buffers()
+        return _todense(data, indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
+
+    def _buffers(self):
+        """``(data, indices)`` for a kernel: NumPy when the host engine can read them, else JAX (internal)."""
+        if host_enabled():
+            got = self._host_buffers()
+            if got is not None:
+                return got
+        return self.data, self.indices
 
     def _bound_matvec(self):
         """The native kernels bound to this matrix for ``A @ x`` with vectors (``native.CsrMatvec``), or None.
@@ -339,21 +421,24 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         operations replace them). None where it does not apply (see there).
         """
         memo = self._matvec
-        if memo is not None and memo[0] is self.data and memo[1] is self.indices:
-            return memo[2]
+        if memo is not None:
+            return memo[0]
         bound = None
         if (self.ndim == 2 and self.n_batch == 0 and self.n_dense == 0
                 and same_value_np(self._fill, np.zeros((), self.dtype))):
             bound = host_matvec(self.data, self.indices, self.shape)
-        self._matvec = (self.data, self.indices, bound)
+        self._matvec = (bound,)
         return bound
 
     def _host_scalar(self) -> np.ndarray | None:
         """The value of a concrete 0-d array with at most one stored entry, as a 0-d NumPy array; else None."""
-        if self.ndim != 0 or self.data.shape[0] > 1 or not is_concrete(self.data):
+        if self.ndim != 0 or self.nse > 1:
             return None
-        if self.data.shape[0]:
-            return np.asarray(self.data).reshape(())
+        host = self._host_buffers()
+        if host is None:
+            return None
+        if host[0].shape[0]:
+            return np.array(host[0].reshape(()))
         return np.asarray(self._fill, self.dtype)
 
     def __array__(self, dtype=None, copy=None):
@@ -570,7 +655,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         if self.unique_indices and self.indices_sorted and nse is None and (
                 not remove_padding or self._without_padding()):
             return self
-        data, indices = _sum_duplicates(self.data, self.indices, self.shape, self.n_batch, self.n_dense)
+        data, indices = _sum_duplicates(*self._buffers(), self.shape, self.n_batch, self.n_dense)
         out = self._replace(data=data, indices=indices, indices_sorted=True, unique_indices=True)
         if nse is not None:
             out = out._with_nse(nse)

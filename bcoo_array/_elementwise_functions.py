@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _fill_rule
+from ._fill import Twin
 from ._array_object import BCOOArray
 from ._layout import is_tracer
 from ._operands import (
@@ -308,6 +309,66 @@ TABLE: dict[str, Spec] = {
     "remainder": Spec(_remainder, 2, "real numeric", "remainder with the sign of x2"),
     "subtract": Spec(jnp.subtract, 2, "numeric", "difference"),
 }
+
+
+
+# -- NumPy twins (the host engine, ``._engine``) -------------------------------------------
+# The same meaning as the JAX functions above, special cases included; the result dtype is JAX's
+# (``_fill.host_apply`` casts). Complex operands of the functions outside ``_COMPLEX_OK`` take the
+# JAX implementation: their special cases (``_complex_fix``) are written for XLA.
+
+def _sign_np(x):
+    if x.dtype.kind == "f":
+        return np.where(x == 0, np.zeros((), x.dtype), np.sign(x))  # sign(-0.0) is +0.0
+    return np.sign(x)
+
+
+def _floor_divide_np(x1, x2):
+    q = np.floor_divide(x1, x2)
+    if q.dtype.kind != "f":
+        return q
+    special = (x1 == 0) | np.isinf(x1) | np.isinf(x2)
+    return np.where(special, np.true_divide(x1, x2), q)
+
+
+def _remainder_np(x1, x2):
+    r = np.remainder(x1, x2)
+    if r.dtype.kind != "f":
+        return r
+    return np.where(r == 0, np.copysign(np.zeros((), r.dtype), x2), r)
+
+
+def _pow_np(x1, x2):
+    return np.power(x1, x2)
+
+
+#: name -> the NumPy twin of ``TABLE[name].fn``.
+_NUMPY: dict[str, Callable] = {
+    "abs": np.abs, "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh,
+    "atan": np.arctan, "atanh": np.arctanh, "bitwise_invert": np.invert, "ceil": np.ceil, "conj": np.conj,
+    "cos": np.cos, "cosh": np.cosh, "exp": np.exp, "expm1": np.expm1, "floor": np.floor, "imag": np.imag,
+    "isfinite": np.isfinite, "isinf": np.isinf, "isnan": np.isnan, "log": np.log, "log1p": np.log1p,
+    "log2": np.log2, "log10": np.log10, "logical_not": np.logical_not, "negative": np.negative,
+    "positive": np.positive, "real": np.real, "reciprocal": np.reciprocal, "round": np.round, "sign": _sign_np,
+    "signbit": np.signbit, "sin": np.sin, "sinh": np.sinh, "square": np.square, "sqrt": np.sqrt, "tan": np.tan,
+    "tanh": np.tanh, "trunc": np.trunc, "add": np.add, "atan2": np.arctan2, "bitwise_and": np.bitwise_and,
+    "bitwise_left_shift": np.left_shift, "bitwise_or": np.bitwise_or, "bitwise_right_shift": np.right_shift,
+    "bitwise_xor": np.bitwise_xor, "copysign": np.copysign, "divide": np.true_divide, "equal": np.equal,
+    "floor_divide": _floor_divide_np, "greater": np.greater, "greater_equal": np.greater_equal,
+    "hypot": np.hypot, "less": np.less, "less_equal": np.less_equal, "logaddexp": np.logaddexp,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+    "maximum": np.maximum, "minimum": np.minimum, "multiply": np.multiply, "nextafter": np.nextafter,
+    "not_equal": np.not_equal, "pow": _pow_np, "remainder": _remainder_np, "subtract": np.subtract,
+}
+
+#: Functions whose NumPy twin also gives JAX's (and the standard's) results on complex operands.
+_COMPLEX_OK = frozenset({
+    "abs", "conj", "imag", "real", "negative", "positive", "isfinite", "isinf", "isnan", "add", "subtract",
+    "multiply", "equal", "not_equal", "square",
+})
+
+TABLE = {name: spec._replace(fn=Twin(spec.fn, _NUMPY.get(name), complex_ok=name in _COMPLEX_OK))
+         for name, spec in TABLE.items()}
 
 _DOC_UNARY = """{summary} of each element (array API ``{name}``).
 

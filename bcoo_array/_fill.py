@@ -172,3 +172,83 @@ def apply_with_fill(fn: Callable, args: tuple, fills: tuple):
     if is_tracer(fill):  # concrete operands inside an outer trace (shard_map, jit): staged out
         return values, eval_fill(fn, *fills)
     return values, np.asarray(fill)[()]
+
+
+class Twin:
+    """An element-wise function with its JAX and NumPy implementations of the same meaning.
+
+    Calling it runs the JAX one (traced code, the XLA engine); the host
+    engine runs ``numpy`` on host buffers (``host_apply``). Instances are
+    stable keys for the compiled-program caches, like module-level functions.
+
+    Parameters
+    ----------
+    jax_fn : callable
+        The JAX implementation (the reference for dtypes and special cases).
+    numpy_fn : callable or None
+        The NumPy twin, or None where none exists (the XLA engine then runs).
+    complex_ok : bool
+        False when the NumPy twin does not give the standard's complex special
+        cases; complex operands then take the JAX implementation.
+    """
+
+    __slots__ = ("jax_fn", "numpy_fn", "complex_ok", "fuse_complex", "__name__", "__wrapped__", "__weakref__")
+
+    def __init__(self, jax_fn: Callable, numpy_fn: Callable | None, *, complex_ok: bool = True):
+        self.jax_fn = jax_fn
+        self.numpy_fn = numpy_fn
+        self.complex_ok = complex_ok
+        self.fuse_complex = getattr(jax_fn, "fuse_complex", True)
+        self.__name__ = getattr(jax_fn, "__name__", "twin")
+        self.__wrapped__ = jax_fn
+
+    def __call__(self, *args):
+        return self.jax_fn(*args)
+
+    def __repr__(self) -> str:
+        return f"Twin({self.__name__})"
+
+
+@functools.lru_cache(maxsize=4096)
+def result_dtype(fn: Callable, dtypes: tuple) -> np.dtype:
+    """The dtype ``fn`` (its JAX implementation) gives for operands of ``dtypes`` (a trace, no compilation)."""
+    args = [jax.ShapeDtypeStruct((), d) for d in dtypes]
+    return np.dtype(jax.eval_shape(fn, *args).dtype)
+
+
+def host_apply(fn: Callable, args: tuple, fills: tuple):
+    """The host engine's ``apply_with_fill``: ``fn``'s NumPy twin on host values and on the fill values.
+
+    Parameters
+    ----------
+    fn : Twin
+        The function; its JAX implementation fixes the result dtype.
+    args : tuple of numpy.ndarray
+        Host operands (stored values, gathered dense values), of one dtype.
+    fills : tuple of scalars
+        The fill values matching ``args``.
+
+    Returns
+    -------
+    (values, fill) or None
+        NumPy values (a fresh array of JAX's result dtype) and the result's
+        fill value (a NumPy scalar); None when ``fn`` has no NumPy twin for
+        these dtypes, or NumPy refuses the values (integers to negative
+        integer powers): the caller then runs the XLA engine.
+    """
+    np_fn = getattr(fn, "numpy_fn", None)
+    if np_fn is None:
+        return None
+    dtypes = tuple(np.dtype(a.dtype) for a in args)
+    if not fn.complex_ok and any(d.kind == "c" for d in dtypes):
+        return None
+    out_dt = result_dtype(fn, dtypes)
+    try:
+        with np.errstate(all="ignore"):
+            values = np.asarray(np_fn(*args))
+            fill = np.asarray(np_fn(*(np.asarray(f, d) for f, d in zip(fills, dtypes))))
+    except (ValueError, OverflowError, TypeError):
+        return None
+    if values.dtype != out_dt:
+        values = values.astype(out_dt)
+    return values, fill.astype(out_dt)[()]

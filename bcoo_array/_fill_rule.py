@@ -26,7 +26,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._array_object import BCOOArray
-from ._fill import apply_with_fill, eval_fill, on_one_device, same_value, same_value_np
+from ._engine import Operation, host_view
+from ._fill import Twin, apply_with_fill, eval_fill, host_apply, on_one_device, same_value, same_value_np
+from ._kernels.fromdense import _same_value_host, gather_np
+from ._kernels.union import take_or_fill_np, union_np, union_plan_2d_host
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.mesh import replicated_on_mesh
@@ -41,8 +44,24 @@ from ._relayout import (
 )
 
 
-def unary(fn: Callable, x: BCOOArray, *, linear: bool = False) -> BCOOArray:
-    """Apply ``fn`` to every entry; ``linear`` functions skip summing duplicates."""
+#: ``unary(fn, x, *, linear=False)``: apply ``fn`` to every entry; ``linear`` functions skip summing duplicates.
+unary = Operation("unary", operands=lambda fn, x, **kw: (x,))
+
+
+@unary.host
+def _unary_host(fn, x: BCOOArray, *, linear: bool = False):
+    if getattr(fn, "numpy_fn", None) is None:
+        return NotImplemented
+    src = x if linear else x._canonical()
+    host = src._host_buffers()
+    got = None if host is None else host_apply(fn, (host[0],), (src.fill_value,))
+    if got is None:
+        return NotImplemented
+    return src._replace(data=got[0], fill_value=got[1])
+
+
+@unary.xla
+def _unary_xla(fn: Callable, x: BCOOArray, *, linear: bool = False) -> BCOOArray:
     src = x if linear else x._canonical()
     data, fill = apply_with_fill(fn, (src.data,), (src.fill_value,))
     return src._replace(data=data, fill_value=fill)
@@ -54,12 +73,115 @@ def _dense_operand(y):
     return y if isinstance(y, np.ndarray) else jnp.asarray(y)
 
 
-def binary(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
-    """Apply binary ``fn`` under broadcasting; at least one operand is a BCOOArray.
+#: ``binary(fn, x, y, *, annihilator=None)``: apply binary ``fn`` under broadcasting; at least one operand is
+#: a BCOOArray. ``annihilator``, where given, is the fill value ``z`` with ``fn(z, d) == z`` and
+#: ``fn(d, z) == z`` for every finite ``d`` (0 for multiply).
+binary = Operation("binary", operands=lambda fn, x, y, **kw: (x, y))
 
-    ``annihilator``, where given, is the fill value ``z`` with ``fn(z, d) == z``
-    and ``fn(d, z) == z`` for every finite ``d`` (0 for multiply).
-    """
+
+def _host_dense(y) -> np.ndarray:
+    """A dense operand on the host: NumPy values (a 0-d BCOOArray read by the host engine)."""
+    if isinstance(y, BCOOArray):
+        return y._dense()
+    if isinstance(y, (np.ndarray, np.generic)):
+        return np.asarray(y)
+    return host_view(y)
+
+
+def _host_values(fn, *args) -> np.ndarray | None:
+    """``fn``'s NumPy twin on host operands, cast to JAX's result dtype; None where it does not serve them."""
+    got = host_apply(fn, args, tuple(np.zeros((), a.dtype) for a in args))
+    return None if got is None else got[0]
+
+
+@binary.host
+def _binary_host(fn, x, y, *, annihilator=None):
+    if getattr(fn, "numpy_fn", None) is None:
+        return NotImplemented
+    x = dense_values(x)
+    y = dense_values(y)
+    xs = isinstance(x, BCOOArray) and x.ndim > 0
+    ys = isinstance(y, BCOOArray) and y.ndim > 0
+    if not xs and not ys:
+        values = _host_values(fn, _host_dense(x), _host_dense(y))
+        return NotImplemented if values is None else dense_layout_block(np.ascontiguousarray(values[None]))
+    out_shape = np.broadcast_shapes(tuple(x.shape), tuple(y.shape))
+    if xs and ys:
+        return _sparse_sparse_host(fn, x, y, out_shape)
+    if xs:
+        return _sparse_dense_host(fn, x, _host_dense(y), out_shape)
+    return _sparse_dense_host(_swapped(fn), y, _host_dense(x), out_shape)
+
+
+def _sparse_dense_host(fn, a: BCOOArray, d: np.ndarray, out_shape, *, or_none: bool = False):
+    """Host twin of ``_sparse_dense``: ``a``'s pattern when ``fn(fill, d)`` is one value, else dense layout."""
+    fa = a.fill_value
+    if d.ndim == 0:
+        src = a._canonical()
+        got = host_apply(fn, (src._host_buffers()[0], d), (fa, d))
+        if got is None:
+            return NotImplemented
+        res = src._replace(data=got[0], fill_value=got[1])
+        return broadcast(res, out_shape) if res.shape != tuple(out_shape) else res
+    if d.size == 0:
+        return None if or_none else NotImplemented
+    g = _host_values(fn, np.asarray(fa, a.dtype), d)
+    if g is None:
+        return None if or_none else NotImplemented
+    g = g.reshape(-1)
+    if not bool(np.all(_one_value_np(g, g[0]))):
+        if or_none:
+            return None
+        dense = broadcast(a, out_shape)._dense()
+        values = _host_values(fn, dense, np.broadcast_to(d, out_shape))
+        return NotImplemented if values is None else dense_layout_block(np.ascontiguousarray(values[None]))
+    src = broadcast(a, out_shape)._canonical()
+    hd, hi = src._host_buffers()
+    vals = gather_np(d, hi, src.shape, src.n_batch, src.n_dense)
+    values = _host_values(fn, np.broadcast_to(hd, vals.shape), vals)
+    if values is None:
+        return None if or_none else NotImplemented
+    return src._replace(data=values, fill_value=_plus_zero(g[0]))
+
+
+def _sparse_sparse_host(fn, x: BCOOArray, y: BCOOArray, out_shape):
+    """Host twin of ``_sparse_sparse``: the union of the broadcast patterns (NumPy plans, NumPy values)."""
+    if _small_broadcast(y, out_shape) and not _small_broadcast(x, out_shape):
+        got = _sparse_dense_host(fn, x, y._dense(), out_shape, or_none=True)
+        if got is not None:
+            return got
+    elif _small_broadcast(x, out_shape) and not _small_broadcast(y, out_shape):
+        got = _sparse_dense_host(_swapped(fn), y, x._dense(), out_shape, or_none=True)
+        if got is not None:
+            return got
+    x = broadcast(x, out_shape)
+    y = broadcast(y, out_shape)
+    n_batch = min(x.n_batch, y.n_batch)
+    n_dense = min(x.n_dense, y.n_dense)
+    x = update_layout(x, n_batch, n_dense)._canonical()
+    y = update_layout(y, n_batch, n_dense)._canonical()
+    shape = tuple(out_shape)
+    hx, hy = x._host_buffers(), y._host_buffers()
+    if n_batch or hx is None or hy is None:
+        return NotImplemented
+    (dx, ix), (dy, iy) = hx, hy
+    plan = union_plan_2d_host(ix, iy, shape) if n_dense == 0 and len(shape) == 2 else None
+    if plan is None:
+        plan = union_np(ix, iy.astype(ix.dtype, copy=False), sparse_sizes(shape, 0, n_dense))
+        if plan is None:
+            return NotImplemented
+    out_idx, pos_x, pos_y = plan
+    vx = take_or_fill_np(dx, pos_x, x.fill_value)
+    vy = take_or_fill_np(dy, pos_y, y.fill_value)
+    got = host_apply(fn, (vx, vy), (x.fill_value, y.fill_value))
+    if got is None:
+        return NotImplemented
+    return BCOOArray._from_buffers(got[0], out_idx, shape, n_batch=0, n_dense=n_dense, fill_value=got[1],
+                                   indices_sorted=True, unique_indices=True)
+
+
+@binary.xla
+def _binary_xla(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
     # A dense-layout operand is a dense array: the sparse-dense rule keeps the result sparse
     # where it can, and no entry-by-entry union with a full pattern is built.
     x = dense_values(x)
@@ -90,7 +212,10 @@ def _swapped(fn: Callable) -> Callable:
         return fn(b, a)
 
     swapped.fuse_complex = getattr(fn, "fuse_complex", True)
-    return swapped
+    np_fn = getattr(fn, "numpy_fn", None)
+    if np_fn is None:
+        return swapped
+    return Twin(swapped, lambda a, b: np_fn(b, a), complex_ok=fn.complex_ok)
 
 
 def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool = False) -> BCOOArray | None:
@@ -111,15 +236,15 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool 
             constant, g0 = _constant_probe(fn)(np.asarray(fa), d)  # one compiled program
         if bool(constant):
             keep_sparse = True
-            fill = np.asarray(g0)[()]
+            fill = _plus_zero(g0)
     elif is_concrete(d):
         with jax.ensure_compile_time_eval():
             g = fn(jnp.asarray(fa), d)
             g0 = replicated_on_mesh(lambda v: v.reshape(-1)[0], g) if g.size else None
-            constant = g0 is None or bool(jnp.all(same_value(g, g0)))
+            constant = g0 is None or bool(jnp.all(_one_value(g, g0)))
         if constant:
             keep_sparse = True
-            fill = np.asarray(g0)[()] if g0 is not None else eval_fill(fn, fa, np.zeros((), d.dtype))
+            fill = _plus_zero(g0) if g0 is not None else eval_fill(fn, fa, np.zeros((), d.dtype))
     elif annihilator is not None and same_value_np(fa, np.asarray(annihilator, a.dtype)):
         keep_sparse = True
         fill = eval_fill(fn, fa, np.zeros((), d.dtype))
@@ -132,12 +257,39 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool 
     return src._replace(data=_stored_apply(fn)(src.data, vals), fill_value=fill)
 
 
+# The sparse-dense rule compares values, not bits: ``0 * d`` is one value (zero) over a ``d`` of mixed
+# signs, so ``A * v`` keeps ``A``'s pattern as in scipy.sparse and pydata-sparse (whose ``equivalent``
+# compares with ``==``); the unstored entries are then +0 (NumPy would give -0.0 where ``d < 0``). NaN
+# matches NaN.
+
+def _one_value(g, g0):
+    """Elementwise: ``g`` holds the value ``g0`` (``==``, or both NaN), traceable."""
+    if jnp.issubdtype(g.dtype, jnp.inexact):
+        return (g == g0) | (jnp.isnan(g) & jnp.isnan(g0))
+    return g == g0
+
+
+def _one_value_np(g: np.ndarray, g0) -> np.ndarray:
+    """NumPy twin of ``_one_value``."""
+    if g.dtype.kind in "fc":
+        return (g == g0) | (np.isnan(g) & np.isnan(g0))
+    return g == g0
+
+
+def _plus_zero(value):
+    """``value`` with a zero's sign bit cleared (+0 for -0.0, +0+0j for complex zeros); others unchanged."""
+    v = np.asarray(value)
+    if v.dtype.kind in "fc" and v == 0:
+        return np.zeros((), v.dtype)[()]
+    return v[()]
+
+
 @functools.lru_cache(maxsize=None)
 def _constant_probe(fn: Callable):
     """``fn(fill, d)`` for every dense entry ``d``: whether it is one value, and that value (one program)."""
     def run(fill, d):
         g = fn(fill, d).reshape(-1)
-        return jnp.all(same_value(g, g[0])), g[0]
+        return jnp.all(_one_value(g, g[0])), g[0]
 
     return jax.jit(run)
 

@@ -21,14 +21,23 @@ import numpy as np
 
 from ._array_object import BCOOArray
 from ._fill import same_value_np
-from ._kernels.coalesce import broadcast_batch
-from ._kernels.host import host_buffers, to_device
+from ._engine import Operation, host_enabled, host_view, runs_on_host
 from ._kernels.layout import update_layout as _update_layout
 from ._layout import index_dtype_for, normalize_shape, prod
 
 
 def dense_layout(x) -> BCOOArray:
-    """Wrap a dense array as a BCOOArray with every entry stored (n_sparse = 0, nse = 1)."""
+    """Wrap a dense array as a BCOOArray with every entry stored (n_sparse = 0, nse = 1).
+
+    A NumPy or host-readable JAX array is copied into a host block (the host engine's, see ``._engine``);
+    anything else (traced, on a device) is wrapped by JAX.
+    """
+    if runs_on_host(x):
+        view = x if isinstance(x, (np.ndarray, np.generic)) else host_view(x)
+        if view is not None:
+            view = np.asarray(view)
+            dt = jax.dtypes.canonicalize_dtype(view.dtype)
+            return dense_layout_block(np.array(view[None], dtype=dt))
     return dense_layout_block(jnp.asarray(x)[None])
 
 
@@ -38,16 +47,20 @@ def fill_only(shape: tuple, dtype, fill_value) -> BCOOArray:
     The empty buffers reach JAX by ``jax.device_put`` (no compiled program).
     """
     shape = tuple(shape)
+    data, indices = np.zeros((0,), dtype), np.zeros((0, len(shape)), index_dtype_for(shape))
+    if not host_enabled():
+        data, indices = jax.device_put(data), jax.device_put(indices)
     return BCOOArray._from_buffers(
-        jax.device_put(np.zeros((0,), dtype)), jax.device_put(np.zeros((0, len(shape)), index_dtype_for(shape))),
+        data, indices,
         shape, n_batch=0, n_dense=0, fill_value=fill_value, indices_sorted=True, unique_indices=True,
     )
 
 
 def dense_layout_block(block) -> BCOOArray:
     """The dense-layout BCOOArray whose one stored block is ``block`` (shape ``(1, *shape)``)."""
+    indices = np.zeros((1, 0), np.int32)
     return BCOOArray._from_buffers(
-        block, jax.device_put(np.zeros((1, 0), np.int32)), tuple(block.shape[1:]), n_batch=0, n_dense=block.ndim - 1,
+        block, indices if isinstance(block, np.ndarray) else jax.device_put(indices), tuple(block.shape[1:]), n_batch=0, n_dense=block.ndim - 1,
         fill_value=np.zeros((), block.dtype)[()], indices_sorted=True, unique_indices=True,
     )
 
@@ -61,7 +74,7 @@ def is_dense_layout(x) -> bool:
     has no sparse dimension whatever its layout, so it is not counted.)
     """
     return (isinstance(x, BCOOArray) and x.ndim > 0 and x.n_batch == 0 and x.n_sparse == 0
-            and x.data.shape[0] == 1)
+            and x.nse == 1)
 
 
 def dense_values(x):
@@ -70,7 +83,7 @@ def dense_values(x):
     Operations that take dense operands call this first, so a product's
     dense result takes the dense path instead of a union with a full pattern.
     """
-    return x.data[0] if is_dense_layout(x) else x
+    return x._buffers()[0][0] if is_dense_layout(x) else x
 
 
 def update_layout(x: BCOOArray, n_batch: int | None = None, n_dense: int | None = None) -> BCOOArray:
@@ -157,16 +170,16 @@ def broadcast(x: BCOOArray, shape) -> BCOOArray:
         return fill_only(shape, x.dtype, x.fill_value)
     n_batch = x.n_batch + nd
     idt = index_dtype_for(shape[n_batch:n_batch + x.n_sparse])
-    data, indices = _broadcast_buffers(x.data, x.indices, (1,) * nd + x.shape, shape, nd, n_batch, x.n_sparse,
+    data, indices = _broadcast_buffers(*x._buffers(), (1,) * nd + x.shape, shape, nd, n_batch, x.n_sparse,
                                        x.n_dense, np.dtype(idt))
     return BCOOArray._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=x.n_dense,
                                    fill_value=x.fill_value, indices_sorted=x.indices_sorted and nd >= 0 and x.n_sparse == 0,
                                    unique_indices=x.unique_indices)
 
 
-@partial(jax.jit, static_argnames=("cur", "shape", "nd", "n_batch", "n_sparse", "n_dense", "idt"))
-def _broadcast_buffers(data, indices, cur, shape, nd, n_batch, n_sparse, n_dense, idt):
-    """The buffers of ``broadcast`` (one compiled program): ``cur`` is the input shape with ``nd`` leading 1s."""
+def _broadcast_buffers_impl(m, data, indices, cur, shape, nd, n_batch, n_sparse, n_dense, idt):
+    """The buffers of ``broadcast``, written once for NumPy and JAX (``m``: the array module): ``cur`` is the
+    input shape with ``nd`` leading 1s."""
     if nd:
         data = data.reshape((1,) * nd + data.shape)
         indices = indices.reshape((1,) * nd + indices.shape)
@@ -175,18 +188,32 @@ def _broadcast_buffers(data, indices, cur, shape, nd, n_batch, n_sparse, n_dense
         n = shape[ax]
         if cur[ax] == 1 and n != 1:
             nse = indices.shape[n_batch]
-            rep = jnp.repeat(jnp.arange(n, dtype=indices.dtype), nse)
+            rep = m.repeat(m.arange(n, dtype=indices.dtype), nse)
             pad = indices[..., k] >= 1  # padding stays padding
-            indices = jnp.concatenate([indices] * n, axis=n_batch)
-            col = jnp.broadcast_to(rep, indices.shape[:-1])
-            newcol = jnp.where(jnp.concatenate([pad] * n, axis=n_batch), n, col)
-            indices = indices.at[..., k].set(newcol)
-            data = jnp.concatenate([data] * n, axis=n_batch)
+            indices = m.concatenate([indices] * n, axis=n_batch)
+            col = m.broadcast_to(rep, indices.shape[:-1])
+            newcol = m.where(m.concatenate([pad] * n, axis=n_batch), n, col).astype(indices.dtype)
+            if m is np:
+                indices = indices.copy()
+                indices[..., k] = newcol
+            else:
+                indices = indices.at[..., k].set(newcol)
+            data = m.concatenate([data] * n, axis=n_batch)
     indices = indices.astype(idt)
     dense_shape = shape[len(shape) - n_dense:] if n_dense else ()
-    data = jnp.broadcast_to(data, data.shape[:n_batch + 1] + dense_shape)
-    data, indices = broadcast_batch(data, indices, shape, n_batch)
+    data = m.broadcast_to(data, data.shape[:n_batch + 1] + dense_shape)
+    batch = tuple(shape[:n_batch])
+    if data.shape[:n_batch] != batch:
+        data = m.broadcast_to(data, batch + data.shape[n_batch:])
+    if indices.shape[:n_batch] != batch:
+        indices = m.broadcast_to(indices, batch + indices.shape[n_batch:])
     return data, indices
+
+
+_broadcast_buffers = Operation("broadcast_buffers", operands=lambda data, indices, *a: (data, indices))
+_broadcast_buffers.host(lambda data, indices, *static: _broadcast_buffers_impl(
+    np, host_view(data), host_view(indices), *static))
+_broadcast_buffers.xla(jax.jit(partial(_broadcast_buffers_impl, jnp), static_argnums=tuple(range(2, 9))))
 
 
 def drop_fill_entries(x: BCOOArray) -> BCOOArray:
@@ -200,10 +227,10 @@ def drop_fill_entries(x: BCOOArray) -> BCOOArray:
     """
     if x.dtype != np.bool_ or x.n_batch or x.n_dense or x.ndim == 0 or not x.unique_indices:
         return x  # (with duplicates, an entry equal to the fill may be needed: True | False)
-    host = host_buffers(x.data, x.indices)
+    host = x._host_buffers()
     if host is None:
         return x
     keep = host[0] != x.fill_value
     if keep.all():
         return x
-    return x._replace(data=to_device(host[0][keep], owned=True), indices=to_device(host[1][keep], owned=True))
+    return x._replace(data=host[0][keep], indices=host[1][keep])

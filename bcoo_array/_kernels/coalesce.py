@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._engine import Operation, host_view
 from .._layout import is_concrete, prod
 from .host import adopt
 from .plan import group_batched, group_numpy, segment_reduce
@@ -56,14 +57,60 @@ def sparse_sizes(shape, n_batch: int, n_dense: int) -> tuple[int, ...]:
     return tuple(shape[n_batch: len(shape) - n_dense])
 
 
-def sum_duplicates(data, indices, shape, n_batch: int, n_dense: int, reduce: str = "sum"):
-    """Return canonical ``(data, indices)``: sorted, unique, padding last.
+#: ``sum_duplicates(data, indices, shape, n_batch, n_dense, reduce="sum")``: canonical ``(data, indices)``,
+#: sorted, unique, padding last. With concrete indices the new nse is the largest number of distinct
+#: indices in any batch; while tracing it stays the input nse (padded), except with no sparse dimension,
+#: where it is ``min(nse, 1)`` (there is no padding value for the single position ``()``).
+sum_duplicates = Operation("sum_duplicates", operands=lambda data, indices, *args, **kw: (data, indices))
 
-    With concrete indices the new nse is the largest number of distinct
-    indices in any batch; while tracing it stays the input nse (padded),
-    except with no sparse dimension, where it is ``min(nse, 1)`` (there is
-    no padding value for the single position ``()``).
-    """
+#: NumPy ufuncs of ``segment_reduce``'s reductions (bool sums are logical or, bool products logical and).
+_NP_REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+_NP_REDUCE_BOOL = {"sum": np.logical_or, "prod": np.logical_and, "max": np.logical_or, "min": np.logical_and}
+
+
+def segment_reduce_np(values: np.ndarray, segment: np.ndarray, n_out: int, reduce: str) -> np.ndarray:
+    """NumPy twin of ``plan.segment_reduce`` for sorted segments: ``values`` ``(n, *dense)`` in segment order,
+    ``segment`` ``(n,)`` non-decreasing, entries with ``segment >= n_out`` (padding, last) dropped."""
+    n_valid = int(np.searchsorted(segment, n_out)) if segment.size else 0
+    values, segment = values[:n_valid], segment[:n_valid]
+    out_shape = (n_out,) + values.shape[1:]
+    if n_valid == 0:
+        return np.zeros(out_shape, values.dtype)
+    ufunc = (_NP_REDUCE_BOOL if values.dtype == np.bool_ else _NP_REDUCE)[reduce]
+    starts = np.flatnonzero(np.concatenate(([True], segment[1:] != segment[:-1])))
+    red = ufunc.reduceat(values, starts, axis=0, dtype=values.dtype)  # (NumPy would widen small ints)
+    if starts.size == n_out:
+        return red
+    out = np.zeros(out_shape, values.dtype)  # (segments with no entry: not produced by the plans here)
+    out[segment[starts]] = red
+    return out
+
+
+@sum_duplicates.host
+def _sum_duplicates_host(data, indices, shape, n_batch: int, n_dense: int, reduce: str = "sum"):
+    if n_batch:
+        return NotImplemented
+    data, indices = host_view(data), host_view(indices)
+    k = indices.shape[-1]
+    if k == 0:
+        keep = min(indices.shape[0], 1)
+        ufunc = (_NP_REDUCE_BOOL if data.dtype == np.bool_ else _NP_REDUCE)["sum"]
+        return ufunc.reduce(data, axis=0, keepdims=True, dtype=data.dtype)[:keep], np.array(indices[:keep])
+    sizes = sparse_sizes(shape, n_batch, n_dense)
+    if len(sizes) == 2:
+        fast = _sort_unique_2d(indices, sizes)
+        if fast is not None:
+            order, out_idx = fast
+            return data[order], out_idx.astype(indices.dtype, copy=False)
+    p = group_numpy(indices, sizes)
+    values = data[p.order]
+    out = values[:p.n_out] if int(np.count_nonzero(p.segment < p.n_out)) == p.n_out else \
+        segment_reduce_np(values, p.segment, p.n_out, reduce)
+    return np.ascontiguousarray(out), p.out_indices.astype(indices.dtype, copy=False)
+
+
+@sum_duplicates.xla
+def _sum_duplicates_xla(data, indices, shape, n_batch: int, n_dense: int, reduce: str = "sum"):
     if n_batch == 0 and indices.shape[-1] > 0 and is_concrete(indices):
         # No batch, concrete indices: plan with NumPy (linear-time counting sort for
         # 2-D), then apply it in one compiled call; a pure permutation (no duplicate)
@@ -155,12 +202,62 @@ def _apply_plan(data, order, segment, n_out: int, reduce: str):
     return segment_reduce(data[order], segment, n_out, reduce)
 
 
-def todense(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool):
-    """Scatter the stored entries into a dense array of ``shape``; unstored get ``fill``.
+#: ``todense(data, indices, shape, n_batch, n_dense, fill, fill_is_zero)``: scatter the stored entries into a
+#: dense array of ``shape`` (duplicates summed, logical or for bool); unstored positions get ``fill``.
+#: Host: a NumPy array; XLA: a ``jax.Array``.
+todense = Operation("todense", operands=lambda data, indices, *args, **kw: (data, indices))
 
-    One compiled call per layout (eagerly too): ``fill`` travels as a 0-d
-    array, so NaN fill values hit the compilation cache like any other.
-    """
+
+@todense.host
+def _todense_host(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool) -> np.ndarray:
+    data, indices = host_view(data), host_view(indices)
+    return todense_np(data, indices, tuple(shape), n_batch, n_dense, fill)
+
+
+def todense_np(data: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: int, fill) -> np.ndarray:
+    """NumPy twin of the XLA ``todense``: a fresh C-contiguous array of ``shape``."""
+    shape = tuple(shape)
+    dtype = data.dtype
+    batch = shape[:n_batch]
+    n_sparse = len(shape) - n_batch - n_dense
+    sizes = shape[n_batch:n_batch + n_sparse]
+    dense_shape = shape[len(shape) - n_dense:]
+    B, S = prod(batch), prod(sizes)
+    nse = indices.shape[n_batch] if indices.ndim > n_batch else 0
+    d = np.broadcast_to(data, batch + data.shape[n_batch:]).reshape((B * nse,) + dense_shape)
+    idx = np.broadcast_to(indices, batch + indices.shape[n_batch:]).reshape(B, nse, n_sparse)
+    if n_sparse:
+        valid = np.all(idx < np.asarray(sizes, idx.dtype), axis=2)
+        flat = np.ravel_multi_index(tuple(np.where(valid, idx[:, :, k], 0) for k in range(n_sparse)), sizes) \
+            if S else np.zeros((B, nse), np.intp)
+    else:
+        valid = np.ones((B, nse), bool)
+        flat = np.zeros((B, nse), np.intp)
+    flat = (flat + (np.arange(B, dtype=np.intp) * S)[:, None]).reshape(-1)
+    keep = valid.reshape(-1)
+    if not keep.all():
+        flat, d = flat[keep], d[keep]
+    out = np.zeros((B * S,) + dense_shape, dtype)
+    if dtype.kind in "fc":
+        out[...] = -0.0  # the identity of IEEE addition: a stored -0.0 stays -0.0
+    stored = np.zeros(B * S, bool)
+    stored[flat] = True
+    n_stored = int(np.count_nonzero(stored))
+    if n_stored == flat.size:  # no duplicates: one scatter
+        out[flat] = d
+    elif dtype == np.bool_:
+        np.logical_or.at(out, flat, d)
+    else:
+        np.add.at(out, flat, d)
+    if n_stored != stored.size:
+        out[~stored] = fill
+    return out.reshape(shape)
+
+
+@todense.xla
+def _todense_xla(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool):
+    """One compiled call per layout: ``fill`` travels as a 0-d array, so NaN fill values hit the
+    compilation cache like any other."""
     return _todense(data, indices, np.asarray(fill, data.dtype), shape=tuple(shape), n_batch=n_batch,
                     n_dense=n_dense, fill_is_zero=bool(fill_is_zero))
 

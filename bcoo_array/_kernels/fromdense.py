@@ -112,6 +112,32 @@ def _gather(x, indices, shape, n_batch: int, n_dense: int):
     return out.reshape(batch + out.shape[1:])
 
 
+def gather_np(x: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: int) -> np.ndarray:
+    """NumPy twin of ``gather``: values of dense ``x`` (broadcast to ``shape``) at stored ``indices``,
+    ``(*batch, nse, *dense)``; padding positions read 0."""
+    shape = tuple(shape)
+    batch = shape[:n_batch]
+    B = prod(batch)
+    k = indices.shape[-1]
+    sizes = shape[n_batch:n_batch + k]
+    xb = np.broadcast_to(x, shape).reshape((B,) + shape[n_batch:])
+    ib = np.broadcast_to(indices, batch + indices.shape[n_batch:]).reshape((B,) + indices.shape[n_batch:])
+    nse = ib.shape[1]
+    if k == 0:
+        out = np.broadcast_to(xb[:, None], (B, nse) + xb.shape[1:])
+        return np.ascontiguousarray(out).reshape(batch + out.shape[1:])
+    valid = np.all(ib < np.asarray(sizes, ib.dtype), axis=2)
+    safe = np.where(valid[..., None], ib, 0)
+    if any(s == 0 for s in sizes):
+        out = np.zeros((B, nse) + xb.shape[1 + k:], x.dtype)
+    else:
+        b = np.broadcast_to(np.arange(B)[:, None], (B, nse))
+        out = xb[(b,) + tuple(safe[..., j] for j in range(k))]
+        if not valid.all():
+            out[~valid] = 0
+    return out.reshape(batch + out.shape[1:])
+
+
 def _same_value_host(x: np.ndarray, fill) -> np.ndarray:
     """NumPy twin of ``.._fill.same_value`` (NaN matches NaN, ``-0.0`` differs from ``0.0``)."""
     f = np.asarray(fill, dtype=x.dtype)

@@ -17,24 +17,8 @@ import numpy as np
 
 from .._layout import is_concrete
 
-_CPU_ONLY: list = []
-
-
-def _cpu_only() -> bool:
-    """Whether JAX runs on the CPU alone (then every array is on a CPU device; fixed once JAX has started)."""
-    if not _CPU_ONLY:
-        _CPU_ONLY.append(jax.default_backend() == "cpu" and all(d.platform == "cpu" for d in jax.devices()))
-    return _CPU_ONLY[0]
-
-
-_SINGLE_CPU: list = []
-
-
-def single_cpu() -> bool:
-    """Whether JAX has exactly one device, a CPU (DLPack imports are committed to it, harmlessly then)."""
-    if not _SINGLE_CPU:
-        _SINGLE_CPU.append(_cpu_only() and jax.device_count() == 1)
-    return _SINGLE_CPU[0]
+from .._engine import cpu_only as _cpu_only
+from .._engine import single_cpu
 
 
 def on_host(a) -> bool:
@@ -116,7 +100,7 @@ def to_device(x: np.ndarray, *, owned: bool = False) -> jax.Array:
     can meet arrays laid out on a mesh.
     """
     want = jax.dtypes.canonicalize_dtype(x.dtype)
-    if not owned or _address(x) % 64 or not x.flags.c_contiguous or want != x.dtype:
+    if not owned or _address(x) % 64 or not x.flags.c_contiguous or not x.flags.writeable or want != x.dtype:
         y = aligned_empty(x.shape, want)
         y[...] = x
         x = y

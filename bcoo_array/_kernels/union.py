@@ -114,13 +114,76 @@ def union_apply_2d(fn, dx, ix, dy, iy, shape, fill_x, fill_y):
 
 def _union_plan_2d(ix, iy, shape):
     """The merged indices and both position maps, as device arrays (cached per pair of index buffers)."""
+    plan = union_plan_2d_host(ix, iy, shape)
+    if plan is None:
+        return None
+    return tuple(to_device(a, owned=True) for a in plan)
+
+
+def union_plan_2d_host(ix, iy, shape):
+    """The sorted union of two canonical 2-D patterns with concrete indices, as NumPy arrays, or None.
+
+    Returns ``(indices (n, 2), pos_x (n,), pos_y (n,))``, ``-1`` where a side
+    stores nothing; cached per pair of index buffers. None when either side
+    is not canonical.
+    """
+    return PLANS.get((ix, iy), ("union-2d-host", *shape), lambda: _union_plan_2d_host(ix, iy, tuple(shape)))
+
+
+def _union_plan_2d_host(ix, iy, shape):
     sx = csr_arrays(ix, shape)
     sy = csr_arrays(iy, shape)
     if (sx is None or sy is None or not (sx.canonical and sy.canonical)
             or max(sx.n_valid, sy.n_valid) >= 2**31 - 1):  # entry numbers must fit 32 bits
         return None
-    idx, pos_x, pos_y = _merge_csr(sx, sy, shape, np.dtype(ix.dtype))
-    return to_device(idx, owned=True), to_device(pos_x, owned=True), to_device(pos_y, owned=True)
+    return _merge_csr(sx, sy, shape, np.dtype(ix.dtype))
+
+
+def union_np(ix: np.ndarray, iy: np.ndarray, sizes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Sorted union of two duplicate-free patterns ``(nse, k)`` (padding allowed), on the host.
+
+    Returns ``(indices, pos_x, pos_y)`` (``-1`` where a side stores nothing),
+    or None when the positions do not fit int64 (the caller plans per
+    dimension instead).
+    """
+    sizes = tuple(int(s) for s in sizes)
+    total = 1
+    for s in sizes:
+        total *= s
+    if total >= 2**62:
+        return None
+
+    def keys(idx):
+        valid = np.all(idx < np.asarray(sizes, idx.dtype), axis=1) if sizes else np.ones(idx.shape[0], bool)
+        idx = idx[valid] if not valid.all() else idx
+        k = np.ravel_multi_index(tuple(idx[:, j].astype(np.int64) for j in range(len(sizes))), sizes) \
+            if sizes and idx.shape[0] else np.zeros(idx.shape[0], np.int64)
+        return k, np.flatnonzero(valid)
+
+    kx, ex = keys(ix)
+    ky, ey = keys(iy)
+    ox, oy = np.argsort(kx, kind="stable"), np.argsort(ky, kind="stable")
+    kx, ex, ky, ey = kx[ox], ex[ox], ky[oy], ey[oy]
+    u = np.union1d(kx, ky)
+
+    def positions(k, e):
+        if k.size == 0:
+            return np.full(u.size, -1, np.int64)
+        at = np.minimum(np.searchsorted(k, u), k.size - 1)
+        return np.where(k[at] == u, e[at], -1)
+
+    out = np.stack(np.unravel_index(u, sizes), axis=1).astype(ix.dtype) if sizes else np.zeros((u.size, 0), ix.dtype)
+    return out, positions(kx, ex), positions(ky, ey)
+
+
+def take_or_fill_np(data: np.ndarray, pos: np.ndarray, fill) -> np.ndarray:
+    """NumPy twin of ``take_or_fill`` for one batch element: ``data[pos]`` (axis 0), ``fill`` where ``pos < 0``."""
+    fill = np.asarray(fill, data.dtype)
+    if data.shape[0] == 0:
+        return np.broadcast_to(fill, pos.shape + data.shape[1:]).copy()
+    vals = data[np.maximum(pos, 0)]
+    mask = (pos >= 0).reshape(pos.shape + (1,) * (data.ndim - 1))
+    return np.where(mask, vals, fill)
 
 
 def _merge_csr(sx, sy, shape, index_dtype):

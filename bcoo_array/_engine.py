@@ -1,0 +1,176 @@
+"""The eager engine: where an operation runs, decided in one place.
+
+An operation has up to two implementations of the same algorithm, declared
+side by side through :class:`Operation`:
+
+* ``host``: NumPy (and the native kernels) on host buffers. It runs when every
+  array operand is concrete and in host memory (a ``BCOOArray`` whose buffers
+  can be read on the host, a NumPy array, a concrete JAX array on a single CPU
+  device, a Python scalar). No XLA program is compiled and nothing crosses
+  into JAX: a result keeps NumPy buffers until JAX needs them
+  (``BCOOArray.data``, a trace, a device move), then crosses once.
+* ``xla``: JAX on JAX buffers, for traced operands (``jit``, ``grad``,
+  ``vmap``, ``shard_map``) and arrays on other devices (GPU, a mesh). It is
+  the tested path for every other backend.
+
+``BCOO_ARRAY_HOST=0`` (read at every call) sends every operation to its
+``xla`` implementation on the CPU too, so the test suite can check both
+engines on the same inputs. As JAX registers one lowering per platform and
+scipy's ``_matmul_dispatch`` one hook per operand kind, the choice is made
+by :meth:`Operation.__call__` alone; the chapters never test concreteness or
+the backend themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import jax
+import numpy as np
+
+from ._layout import is_tracer
+
+#: Environment variable: ``0`` forces the XLA engine on the CPU (read at every call).
+HOST_ENV = "BCOO_ARRAY_HOST"
+
+_CPU_ONLY: list = []
+
+
+def cpu_only() -> bool:
+    """Whether JAX runs on the CPU alone (every array then lives in host memory; fixed once JAX has started)."""
+    if not _CPU_ONLY:
+        _CPU_ONLY.append(jax.default_backend() == "cpu" and all(d.platform == "cpu" for d in jax.devices()))
+    return _CPU_ONLY[0]
+
+
+_SINGLE_CPU: list = []
+
+
+def single_cpu() -> bool:
+    """Whether JAX has exactly one device, a CPU."""
+    if not _SINGLE_CPU:
+        _SINGLE_CPU.append(cpu_only() and jax.device_count() == 1)
+    return _SINGLE_CPU[0]
+
+
+def host_enabled() -> bool:
+    """Whether the host engine may run (``BCOO_ARRAY_HOST`` is not ``0``)."""
+    return os.environ.get(HOST_ENV) != "0"
+
+
+def host_view(x) -> np.ndarray | None:
+    """A zero-copy NumPy view of a concrete JAX array on one CPU device; None otherwise (traced, a GPU, a mesh)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if not isinstance(x, jax.Array) or is_tracer(x):
+        return None
+    if not single_cpu():
+        try:
+            devices = x.devices()
+        except AttributeError:
+            return None
+        if len(devices) != 1 or next(iter(devices)).platform != "cpu":
+            return None
+    return np.asarray(x)
+
+
+def on_host(x) -> bool:
+    """Whether operand ``x`` can be read on the host: a BCOOArray with host-readable buffers, a NumPy value,
+    a Python scalar, a concrete JAX array on one CPU device, or None (an absent optional operand)."""
+    if x is None or isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
+        return True
+    views = getattr(x, "_host_buffers", None)
+    if views is not None:
+        return views() is not None
+    if isinstance(x, jax.Array):
+        return host_view(x) is not None
+    return False  # a tracer, or an object the host engine does not know
+
+
+def runs_on_host(*operands) -> bool:
+    """Whether the host engine serves these operands (the engine is enabled and each one is on the host)."""
+    if not host_enabled():
+        return False
+    for x in operands:
+        if isinstance(x, (list, tuple)):
+            if not all(on_host(y) for y in x):
+                return False
+        elif not on_host(x):
+            return False
+    return True
+
+
+_ZERO = np.zeros(1)
+_ZERO_OUT = np.zeros(1)
+
+
+def _clear_fp_status() -> None:
+    """Leave the thread's floating-point status flags clear after host work.
+
+    Host kernels compute under ``np.errstate(all="ignore")`` (``inf - inf`` of
+    stored values is the caller's business), but errstate does not clear the
+    flags they raise, and NumPy's BLAS ``matmul`` reads them without clearing
+    first: a user's next ``D @ x`` would warn about our NaN. A ufunc clears
+    the flags before its loop and raises none here.
+    """
+    np.add(_ZERO, _ZERO, out=_ZERO_OUT)
+
+
+class Operation:
+    """One operation's implementations, side by side, and the one place that picks between them.
+
+    Parameters
+    ----------
+    name : str
+        The operation's name (for messages and ``repr``).
+    operands : callable, optional
+        Given the call's arguments, returns the array operands whose state
+        decides the engine (default: every positional argument).
+
+    Examples
+    --------
+    >>> unary = Operation("unary")
+    >>> @unary.host
+    ... def _(fn, x): ...
+    >>> @unary.xla
+    ... def _(fn, x): ...
+
+    Notes
+    -----
+    The ``host`` implementation runs when :func:`runs_on_host` holds for the
+    operands; it may return ``NotImplemented`` for an input it does not
+    serve (a dtype NumPy lacks, say), and the ``xla`` one runs instead. The
+    ``xla`` implementation must accept every input.
+    """
+
+    __slots__ = ("name", "_operands", "_host", "_xla")
+
+    def __init__(self, name: str, operands: Callable | None = None):
+        self.name = name
+        self._operands = operands
+        self._host = None
+        self._xla = None
+
+    def host(self, fn: Callable) -> Callable:
+        """Register the host (NumPy) implementation; returns ``fn``."""
+        self._host = fn
+        return fn
+
+    def xla(self, fn: Callable) -> Callable:
+        """Register the XLA (JAX) implementation; returns ``fn``."""
+        self._xla = fn
+        return fn
+
+    def __call__(self, *args, **kwargs):
+        if self._host is not None:
+            ops = args if self._operands is None else self._operands(*args, **kwargs)
+            if runs_on_host(*ops):
+                out = self._host(*args, **kwargs)
+                _clear_fp_status()
+                if out is not NotImplemented:
+                    return out
+        return self._xla(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Operation({self.name!r}, host={self._host is not None}, xla={self._xla is not None})"

@@ -1,0 +1,119 @@
+"""First and warm eager calls of namespace functions on a new shape, each in a fresh process.
+
+    python benchmarks/eager_first_call.py                      # every probe, x64 on
+    python benchmarks/eager_first_call.py exp sum0 --repeat 20
+    python benchmarks/eager_first_call.py --engine xla         # force the XLA engine (BCOO_ARRAY_HOST=0)
+    python benchmarks/eager_first_call.py outer --n 8000       # the outer broadcast at n = 8,000
+
+Each probe builds a 400 x 64 float64 array with about 10% stored entries
+(``JAX_ENABLE_X64=1``) in a fresh Python process, times the first call of one
+operation (the process has run no other bcoo_array operation on that shape),
+then the best of ``--repeat`` warm calls, and NumPy's best time for the same
+operation on the dense values. It prints a Markdown table: first call, first /
+warm, warm / NumPy. The targets of the eager-engine issue are first <= 3x warm
+and warm <= 5x NumPy.
+
+``outer`` is the broadcast ``(n, 1) + (1, n)`` of two sparse vectors with
+10% stored entries (``--n``, default 2,000); its NumPy reference is the dense
+broadcast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+#: name -> (label, the timed call on A (BCOOArray), its NumPy twin on D (dense NumPy))
+PROBES = {
+    "exp": ("xp.exp(A)", "xp.exp(A)", "np.exp(D)"),
+    "mul_row": ("A * xp.asarray(v)", "A * xp.asarray(v)", "D * v"),
+    "sum0": ("xp.sum(A, axis=0)", "xp.sum(A, axis=0)", "np.sum(D, axis=0)"),
+    "where": ("xp.where(A > 0.5, A, 0.0)", "xp.where(A > 0.5, A, 0.0)", "np.where(D > 0.5, D, 0.0)"),
+    "astype": ("xp.astype(A, xp.float32)", "xp.astype(A, xp.float32)", "D.astype(np.float32)"),
+    "concat": ("xp.concat([A, A])", "xp.concat([A, A])", "np.concatenate([D, D])"),
+    "sort": ("xp.sort(A, axis=1)", "xp.sort(A, axis=1)", "np.sort(D, axis=1)"),
+    "mean1": ("xp.mean(A, axis=1)", "xp.mean(A, axis=1)", "np.mean(D, axis=1)"),
+    "matvec": ("A @ v (NumPy v)", "A @ v", "D @ v"),
+    "outer": ("(n, 1) + (1, n), sparse", "a + b", "Da + Db"),
+}
+
+_CHILD = r'''
+import json, sys, time
+import numpy as np
+import jax
+jax.config.update("jax_enable_x64", True)
+import bcoo_array as xp
+
+name, call, ref, repeat, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+rng = np.random.default_rng(0)
+if name == "outer":
+    Da = rng.standard_normal((n, 1)) * (rng.random((n, 1)) < 0.1)
+    Db = rng.standard_normal((1, n)) * (rng.random((1, n)) < 0.1)
+    a, b = xp.asarray(Da), xp.asarray(Db)
+else:
+    D = rng.standard_normal((400, 64)) * (rng.random((400, 64)) < 0.1)
+    v = rng.standard_normal(64)
+    A = xp.asarray(D)
+
+def force(r):
+    if isinstance(r, xp.BCOOArray):
+        r = (r.data, r.indices)
+    return jax.block_until_ready(r)
+
+code = compile(call, "<call>", "eval")
+t = time.perf_counter(); force(eval(code)); first = time.perf_counter() - t
+warm = []
+for _ in range(repeat):
+    t = time.perf_counter(); force(eval(code)); warm.append(time.perf_counter() - t)
+code = compile(ref, "<ref>", "eval")
+numpy_t = []
+for _ in range(repeat):
+    t = time.perf_counter(); eval(code); numpy_t.append(time.perf_counter() - t)
+print(json.dumps({"first": first, "warm": min(warm), "numpy": min(numpy_t)}))
+'''
+
+
+def _run(name: str, repeat: int, n: int, env) -> dict:
+    label, call, ref = PROBES[name]
+    proc = subprocess.run([sys.executable, "-c", _CHILD, name, call, ref, str(repeat), str(n)],
+                          capture_output=True, text=True, env=env)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{name} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1])
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.3f} ms" if seconds < 0.01 else f"{seconds * 1e3:,.1f} ms"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"probes (default: all of {', '.join(PROBES)})")
+    parser.add_argument("--repeat", type=int, default=10, help="warm calls and NumPy calls (best is kept)")
+    parser.add_argument("--n", type=int, default=2000, help="length of the outer broadcast's vectors")
+    parser.add_argument("--engine", choices=("default", "xla"), default="default",
+                        help="'xla' sets BCOO_ARRAY_HOST=0 (the XLA engine on the CPU)")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in PROBES]
+    if unknown:
+        parser.error(f"unknown probe(s) {', '.join(unknown)}; choose from {', '.join(PROBES)}")
+    env = {**os.environ, "JAX_ENABLE_X64": "1"}
+    if args.engine == "xla":
+        env["BCOO_ARRAY_HOST"] = "0"
+    print(f"engine: {args.engine}; 400 x 64 float64, ~10% stored; outer n = {args.n}; each probe in a fresh process\n")
+    print("| call | first call | warm call | first / warm | warm / NumPy |")
+    print("|---|---|---|---|---|")
+    for name in args.names or list(PROBES):
+        r = _run(name, args.repeat, args.n, env)
+        label = PROBES[name][0] + (f" at n = {args.n:,}" if name == "outer" else "")
+        print(f"| `{label}` | {_ms(r['first'])} | {_ms(r['warm'])} | {r['first'] / r['warm']:,.1f}x | "
+              f"{r['warm'] / r['numpy']:,.1f}x |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
