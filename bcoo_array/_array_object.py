@@ -635,7 +635,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     def _replace(self, **kw) -> "BCOOArray":
         """A copy with some fields replaced (internal)."""
         fields = dict(
-            data=self.data, indices=self.indices, shape=self.shape, n_batch=self.n_batch, n_dense=self.n_dense,
+            data=self._data if self._data is not None else self._hdata,
+            indices=self._indices if self._indices is not None else self._hindices, shape=self.shape, n_batch=self.n_batch, n_dense=self.n_dense,
             fill_value=self._fill, indices_sorted=self.indices_sorted, unique_indices=self.unique_indices,
         )
         fields.update(kw)

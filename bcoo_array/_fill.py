@@ -192,9 +192,11 @@ class Twin:
         cases; complex operands then take the JAX implementation.
     """
 
-    __slots__ = ("jax_fn", "numpy_fn", "complex_ok", "fuse_complex", "__name__", "__wrapped__", "__weakref__")
+    __slots__ = ("jax_fn", "numpy_fn", "complex_ok", "fuse_complex", "dtype", "__name__", "__wrapped__",
+                 "__weakref__")
 
-    def __init__(self, jax_fn: Callable, numpy_fn: Callable | None, *, complex_ok: bool = True):
+    def __init__(self, jax_fn: Callable, numpy_fn: Callable | None, *, complex_ok: bool = True, dtype=None):
+        self.dtype = None if dtype is None else np.dtype(dtype)  # a fixed result dtype (casts), else derived
         self.jax_fn = jax_fn
         self.numpy_fn = numpy_fn
         self.complex_ok = complex_ok
@@ -209,11 +211,33 @@ class Twin:
         return f"Twin({self.__name__})"
 
 
-@functools.lru_cache(maxsize=4096)
-def result_dtype(fn: Callable, dtypes: tuple) -> np.dtype:
-    """The dtype ``fn`` (its JAX implementation) gives for operands of ``dtypes`` (a trace, no compilation)."""
-    args = [jax.ShapeDtypeStruct((), d) for d in dtypes]
-    return np.dtype(jax.eval_shape(fn, *args).dtype)
+_RESULT_DTYPES: dict = {}
+
+
+def result_dtype(fn: Twin, dtypes: tuple) -> np.dtype:
+    """The dtype ``fn``'s JAX implementation gives for operands of ``dtypes`` (cached per ``fn`` and dtypes).
+
+    NumPy's answer on 0-d operands is taken where it must agree with JAX's
+    (bool, an operand's dtype, or the real dtype of a complex operand); any
+    other answer (``divide`` of integers: NumPy float64, JAX float32 below
+    int64) asks JAX by a trace (``jax.eval_shape``, no compilation).
+    ``tests/test_engine.py`` checks the rule against JAX for every function
+    and dtype.
+    """
+    if fn.dtype is not None:
+        return fn.dtype
+    key = (fn, dtypes)
+    dt = _RESULT_DTYPES.get(key)
+    if dt is None:
+        with np.errstate(all="ignore"):
+            got = np.asarray(fn.numpy_fn(*(np.zeros((), d) for d in dtypes))).dtype
+        reals = {np.dtype(d.char.lower()) for d in dtypes if d.kind == "c"}
+        if got == np.bool_ or got in dtypes or got in reals:
+            dt = got
+        else:
+            dt = np.dtype(jax.eval_shape(fn.jax_fn, *(jax.ShapeDtypeStruct((), d) for d in dtypes)).dtype)
+        _RESULT_DTYPES[key] = dt
+    return dt
 
 
 def host_apply(fn: Callable, args: tuple, fills: tuple):

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
+from ._engine import Operation
 from ._fill import same_value_np
 from ._kernels import slicing
 from ._kernels.coalesce import broadcast_batch
@@ -389,20 +390,54 @@ def concat(arrays, /, *, axis=0) -> BCOOArray:
     if len(arrs) == 1:
         return arrs[0]
     if all(a.n_sparse == 0 and a.nse == 1 for a in arrs):
-        return dense_layout(jnp.concatenate([a.todense() for a in arrs], axis=ax))
+        return _concat_dense(arrs, ax)
     fill = arrs[0].fill_value
-    datas, idxs, uniq, offset = [], [], True, 0
+    coos = []
     for a in arrs:
         if not same_value_np(a.fill_value, fill):
             a = dense_layout(a.todense())._replace(fill_value=fill)
-        c = to_coo(a)
+        coos.append(to_coo(a))
+    return _concat_coo(coos, ax, out_shape, fill)
+
+
+#: ``concat`` of dense-layout arrays: a dense-layout result.
+_concat_dense = Operation("concat_dense", operands=lambda arrs, ax: arrs)
+_concat_dense.host(lambda arrs, ax: dense_layout(np.concatenate([a._dense() for a in arrs], axis=ax)))
+_concat_dense.xla(lambda arrs, ax: dense_layout(jnp.concatenate([a.todense() for a in arrs], axis=ax)))
+
+#: ``concat`` of all-sparse arrays of one fill value: their entries, indices offset along ``ax``.
+_concat_coo = Operation("concat", operands=lambda coos, *args: coos)
+
+
+@_concat_coo.host
+def _concat_coo_host(coos, ax: int, out_shape, fill) -> BCOOArray:
+    idt = np.dtype(index_dtype_for(out_shape))
+    datas, idxs, offset = [], [], 0
+    bound = np.asarray(out_shape, idt)
+    for c in coos:
+        d, i = c._host_buffers()
+        i = i.astype(idt)
+        if c.ndim:
+            valid = np.all(i < np.asarray(c.shape, idt), axis=1)
+            i[:, ax] += offset
+            i = np.where(valid[:, None], i, bound)
+        datas.append(d)
+        idxs.append(i)
+        offset += c.shape[ax] if c.ndim else 0
+    return BCOOArray._from_buffers(np.concatenate(datas), np.concatenate(idxs), out_shape, n_batch=0, n_dense=0,
+                                   fill_value=fill, unique_indices=all(c.unique_indices for c in coos))
+
+
+@_concat_coo.xla
+def _concat_coo_xla(coos, ax: int, out_shape, fill) -> BCOOArray:
+    datas, idxs, offset = [], [], 0
+    for c in coos:
         d, i = _coo_offset(c, ax, offset, out_shape)
         datas.append(d)
         idxs.append(i)
-        uniq = uniq and c.unique_indices
-        offset += a.shape[ax]
+        offset += c.shape[ax] if c.ndim else 0
     return BCOOArray._from_buffers(jnp.concatenate(datas), jnp.concatenate(idxs), out_shape, n_batch=0, n_dense=0,
-                                   fill_value=fill, unique_indices=uniq)
+                                   fill_value=fill, unique_indices=all(c.unique_indices for c in coos))
 
 
 @routed

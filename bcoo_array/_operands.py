@@ -20,7 +20,8 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._convert import from_foreign
-from ._fill import apply_with_fill
+from . import _fill_rule
+from ._fill import Twin
 from ._relayout import dense_layout
 
 PY_SCALARS = (bool, int, float, complex)
@@ -141,17 +142,15 @@ def cast(x, dtype: np.dtype):
     if np.dtype(x.dtype) == dtype:
         return x
     if isinstance(x, BCOOArray):
-        # Duplicates are summed first: casting does not commute with summation.
-        src = x._canonical()
-        data, fill = apply_with_fill(_caster(np.dtype(dtype)), (src.data,), (src.fill_value,))
-        return src._replace(data=data, fill_value=fill)
+        # Duplicates are summed first: casting does not commute with summation (unary does).
+        return _fill_rule.unary(_caster(np.dtype(dtype)), x)
     return x.astype(dtype)
 
 
 @functools.lru_cache(maxsize=None)
-def _caster(dtype: np.dtype):
+def _caster(dtype: np.dtype) -> Twin:
     """One stable function per dtype, so compiled casts and cast fill values are cached on it."""
-    return lambda f: f.astype(dtype)
+    return Twin(lambda f: f.astype(dtype), lambda f: np.asarray(f).astype(dtype), dtype=dtype)
 
 
 def as_sparse(x, argname: str = "x") -> BCOOArray:

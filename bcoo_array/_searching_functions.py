@@ -22,12 +22,13 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._data_type_functions import astype
+from ._engine import Operation
 from ._elementwise_functions import not_equal
 from ._fill import eval_fill
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.reduce import arg_extreme_rows
 from ._kernels.sorting import count_before
-from ._kernels.union import take_or_fill, union
+from ._kernels.union import take_or_fill, take_or_fill_np, union, union_np
 from ._layout import is_concrete, normalize_axis, prod
 from ._limits import check_dense
 from ._manipulation_functions import broadcast_to, permute_dims, reshape
@@ -388,6 +389,36 @@ def where(condition, x1, x2, /) -> BCOOArray:
     n_batch = min(o.n_batch for o in sp)
     n_dense = min(o.n_dense for o in sp)
     sp = [update_layout(o, n_batch, n_dense)._canonical() for o in sp]
+    return _where_sparse(sp, shape, n_batch, n_dense, dt)
+
+
+#: ``where`` of three canonical sparse operands of one layout: stored entries on the union of the patterns.
+_where_sparse = Operation("where", operands=lambda sp, *args: sp)
+
+
+@_where_sparse.host
+def _where_sparse_host(sp, shape, n_batch: int, n_dense: int, dt):
+    if n_batch:
+        return NotImplemented
+    (dc, ic), (da, ia), (db, ib) = (o._host_buffers() for o in sp)
+    fc, fa, fb = (o.fill_value for o in sp)
+    sizes = sparse_sizes(shape, n_batch, n_dense)
+    first = union_np(ic, ia.astype(ic.dtype, copy=False), sizes)
+    second = None if first is None else union_np(first[0], ib.astype(ic.dtype, copy=False), sizes)
+    if second is None:
+        return NotImplemented
+    idx1, pc, pa = first
+    idx2, p1, pb = second
+    vc = take_or_fill_np(take_or_fill_np(dc, pc, fc), p1, fc)
+    va = take_or_fill_np(take_or_fill_np(da, pa, fa), p1, fa)
+    vb = take_or_fill_np(db, pb, fb)
+    fill = np.where(fc, fa, fb).astype(dt)[()]
+    return BCOOArray._from_buffers(np.where(vc, va, vb).astype(dt, copy=False), idx2, shape, n_batch=0,
+                                   n_dense=n_dense, fill_value=fill, indices_sorted=True, unique_indices=True)
+
+
+@_where_sparse.xla
+def _where_sparse_xla(sp, shape, n_batch: int, n_dense: int, dt):
     flat = [flatten_batch(o.data, o.indices, shape, n_batch) for o in sp]
     idt = flat[0][1].dtype
     sizes = sparse_sizes(shape, n_batch, n_dense)

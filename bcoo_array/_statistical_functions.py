@@ -34,7 +34,7 @@ def _keepdims(out: BCOOArray, shape, axes, keepdims: bool) -> BCOOArray:
 
 def _reduce(x: BCOOArray, axes, op: str, keepdims: bool) -> BCOOArray:
     c = update_layout(x, 0, x.n_dense)._canonical()
-    data, idx, shape, n_dense, fill = reduce_coo(c.data, c.indices, c.shape, c.n_dense, axes, op, c.fill_value)
+    data, idx, shape, n_dense, fill = reduce_coo(*c._buffers(), c.shape, c.n_dense, axes, op, c.fill_value)
     with jax.ensure_compile_time_eval():
         fill = np.asarray(fill)[()]
     out = BCOOArray._from_buffers(data, idx, shape, n_batch=0, n_dense=n_dense, fill_value=fill,

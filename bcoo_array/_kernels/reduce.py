@@ -16,10 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._engine import Operation, host_view
 from .._fill import same_value_np
 from .._layout import is_concrete, prod
+from .coalesce import segment_reduce_np
 from .csr import sum_axis
-from .plan import group, segment_reduce
+from .plan import group, group_numpy, segment_reduce
 
 _DENSE_REDUCE = {"sum": jnp.sum, "prod": jnp.prod, "max": jnp.max, "min": jnp.min}
 
@@ -64,7 +66,82 @@ def combine(a, b, op: str):
     return jnp.maximum(a, b) if op == "max" else jnp.minimum(a, b)
 
 
-def reduce_coo(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: str, fill):
+#: ``reduce_coo(data, indices, shape, n_dense, axes, op, fill)``: reduce a canonical, n_batch = 0 array over
+#: ``axes`` (see ``_reduce_coo_xla``); the host engine runs ``_reduce_coo_host``, the same algorithm in NumPy.
+reduce_coo = Operation("reduce_coo", operands=lambda data, indices, *args, **kw: (data, indices))
+
+_NP_UFUNC = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+_NP_UFUNC_BOOL = {"sum": np.logical_or, "prod": np.logical_and, "max": np.logical_or, "min": np.logical_and}
+
+
+def repeat_reduce_np(value: np.ndarray, n, op: str) -> np.ndarray:
+    """NumPy twin of ``repeat_reduce``: ``op`` over ``n`` copies of ``value`` (``n == 0``: the identity)."""
+    value = np.asarray(value)
+    n = np.asarray(n)
+    with np.errstate(all="ignore"):
+        if op == "sum":
+            if value.dtype == np.bool_:
+                return value & (n > 0)
+            return np.where(n > 0, value * n.astype(value.dtype), np.zeros((), value.dtype))
+        if op == "prod":
+            if value.dtype == np.bool_:
+                return value | (n == 0)
+            if value.dtype.kind in "iu":
+                return np.power(value, n.astype(value.dtype)).astype(value.dtype)  # wraps as _int_pow
+            return np.where(n == 0, np.ones((), value.dtype), value ** n.astype(value.dtype))
+    return np.broadcast_to(value, np.broadcast_shapes(value.shape, n.shape)) if n.ndim else value
+
+
+@reduce_coo.host
+def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: str, fill):
+    data, indices = host_view(data), host_view(indices)
+    shape = tuple(shape)
+    ndim = len(shape)
+    n_sparse = ndim - n_dense
+    sp_red = tuple(a for a in axes if a < n_sparse)
+    de_red = tuple(a for a in axes if a >= n_sparse)
+    sp_keep = tuple(a for a in range(n_sparse) if a not in sp_red)
+    de_keep = [a for a in range(n_sparse, ndim) if a not in de_red]
+    is_bool = data.dtype == np.bool_
+    ufunc = (_NP_UFUNC_BOOL if is_bool else _NP_UFUNC)[op]
+    kw = {} if is_bool or op in ("max", "min") else {"dtype": data.dtype}
+    if de_red:
+        data = ufunc.reduce(data, axis=tuple(a - n_sparse + 1 for a in de_red), **kw)
+    u = repeat_reduce_np(np.asarray(fill, data.dtype), prod(shape[a] for a in de_red), op)
+    n_rs = prod(shape[a] for a in sp_red)
+    sizes = shape[:n_sparse]
+    nse = indices.shape[0]
+    valid = np.ones(nse, bool)
+    for j in range(n_sparse):
+        valid &= indices[:, j] < sizes[j]
+    if sp_keep:
+        kept = tuple(sizes[a] for a in sp_keep)
+        proj = np.where(valid[:, None], indices[:, list(sp_keep)], np.asarray(kept, indices.dtype))
+        plan = group_numpy(proj, kept)
+        order, segment, out_idx, n_out = plan.order, plan.segment, plan.out_indices, plan.n_out
+        out_idx = out_idx.astype(indices.dtype, copy=False)
+    else:
+        n_out = 1 if nse else 0
+        order = np.argsort(~valid, kind="stable")
+        segment = np.where(valid[order], 0, n_out)
+        out_idx = np.zeros((n_out, 0), indices.dtype)
+    with np.errstate(all="ignore"):
+        vals = segment_reduce_np(data[order], segment, n_out, op)
+        count = np.bincount(segment[segment < n_out], minlength=n_out)[:n_out] if n_out else np.zeros(0, np.int64)
+        missing = (n_rs - count).reshape((n_out,) + (1,) * (vals.ndim - 1))
+        ub = np.broadcast_to(u, vals.shape)
+        if op in ("max", "min"):
+            vals = np.where(missing > 0, ufunc(vals, ub), vals)
+        else:
+            vals = ufunc(vals, repeat_reduce_np(ub, missing, op))
+        vals = np.ascontiguousarray(vals, dtype=data.dtype)
+        out_fill = repeat_reduce_np(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
+    out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
+    return vals, out_idx, out_shape, len(de_keep), np.asarray(out_fill, data.dtype)[()]
+
+
+@reduce_coo.xla
+def _reduce_coo_xla(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: str, fill):
     """Reduce a canonical, n_batch = 0 array over ``axes``.
 
     Parameters
