@@ -1,0 +1,165 @@
+"""The eager engine (``bcoo_array._engine``): host and XLA implementations agree, host results stay on the host.
+
+Every operation with a host implementation is run twice on the same inputs,
+by the host engine (NumPy on host buffers) and by the XLA engine
+(``BCOO_ARRAY_HOST=0``), and both are compared with NumPy on the dense values.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import bcoo_array as xp
+from bcoo_array import BCOOArray
+from bcoo_array._elementwise_functions import TABLE
+from bcoo_array._engine import HOST_ENV, Operation, runs_on_host
+from bcoo_array._fill import result_dtype
+
+from _oracle import assert_matches
+
+DTYPES = [np.dtype(d) for d in (np.bool_, np.int8, np.int32, np.int64, np.uint8, np.uint32, np.float32, np.float64,
+                                np.complex64, np.complex128)]
+
+
+def _in_category(dt: np.dtype, category: str) -> bool:
+    from bcoo_array import _dtypes
+
+    return dt in _dtypes.CATEGORIES[category]
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_result_dtype_rule_agrees_with_jax(name):
+    """The host engine's result dtypes (NumPy's answer where it must agree) are JAX's, for every function."""
+    spec = TABLE[name]
+    for dt in DTYPES:
+        if not _in_category(dt, spec.category):
+            continue
+        dtypes = (dt,) * spec.nargs
+        want = np.dtype(jax.eval_shape(spec.fn.jax_fn, *(jax.ShapeDtypeStruct((), d) for d in dtypes)).dtype)
+        assert result_dtype(spec.fn, dtypes) == want, (name, dt)
+
+
+def _matrix(seed=0, shape=(12, 7), density=0.3, dtype=np.float64, fill=0.0):
+    rng = np.random.default_rng(seed)
+    dense = rng.standard_normal(shape) * (rng.random(shape) < density)
+    dense = dense.astype(dtype)
+    dense[dense == 0] = fill
+    return dense, xp.asarray(dense) if fill == 0 else BCOOArray.fromdense(dense, fill_value=fill)
+
+
+CALLS = {
+    "exp": (lambda A, D, v: xp.exp(A), lambda A, D, v: np.exp(D)),
+    "log1p_abs": (lambda A, D, v: xp.log1p(xp.abs(A)), lambda A, D, v: np.log1p(np.abs(D))),
+    "sign": (lambda A, D, v: xp.sign(A), lambda A, D, v: np.where(D == 0, 0.0, np.sign(D))),
+    "mul_row_numpy": (lambda A, D, v: A * v, lambda A, D, v: D * v),
+    "div_row_sparse": (lambda A, D, v: A / xp.asarray(v), lambda A, D, v: D / v),
+    "add_row": (lambda A, D, v: A + v, lambda A, D, v: D + v),
+    "add_scalar": (lambda A, D, v: A + 1.5, lambda A, D, v: D + 1.5),
+    "sparse_sparse": (lambda A, D, v: A * xp.exp(A) - A, lambda A, D, v: D * np.exp(D) - D),
+    "compare": (lambda A, D, v: A > 0.25, lambda A, D, v: D > 0.25),
+    "floor_divide": (lambda A, D, v: xp.floor_divide(A, 0.5), lambda A, D, v: np.floor_divide(D, 0.5)),
+    "remainder": (lambda A, D, v: xp.remainder(A, -0.75), lambda A, D, v: np.remainder(D, -0.75)),
+    "sum0": (lambda A, D, v: xp.sum(A, axis=0), lambda A, D, v: D.sum(axis=0)),
+    "sum_all": (lambda A, D, v: xp.sum(A), lambda A, D, v: D.sum()),
+    "mean1": (lambda A, D, v: xp.mean(A, axis=1), lambda A, D, v: D.mean(axis=1)),
+    "max1": (lambda A, D, v: xp.max(A, axis=1), lambda A, D, v: D.max(axis=1)),
+    "prod0": (lambda A, D, v: xp.prod(A + 1.0, axis=0), lambda A, D, v: np.prod(D + 1.0, axis=0)),
+    "where": (lambda A, D, v: xp.where(A > 0.5, A, 0.0), lambda A, D, v: np.where(D > 0.5, D, 0.0)),
+    "where_sparse": (lambda A, D, v: xp.where(A < 0, xp.exp(A), A), lambda A, D, v: np.where(D < 0, np.exp(D), D)),
+    "astype": (lambda A, D, v: xp.astype(A, xp.float32), lambda A, D, v: D.astype(np.float32)),
+    "concat0": (lambda A, D, v: xp.concat([A, A * 2.0]), lambda A, D, v: np.concatenate([D, D * 2.0])),
+    "concat1": (lambda A, D, v: xp.concat([A, A], axis=1), lambda A, D, v: np.concatenate([D, D], axis=1)),
+    "outer": (lambda A, D, v: xp.reshape(A[:, 0], (-1, 1)) + xp.reshape(A[0, :], (1, -1)),
+              lambda A, D, v: D[:, :1] + D[:1, :]),
+}
+
+
+@pytest.mark.parametrize("fill", [0.0, 2.0])
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_host_and_xla_engines_agree_with_numpy(name, fill, monkeypatch):
+    D, A = _matrix(fill=fill)
+    v = np.random.default_rng(1).standard_normal(D.shape[1]) + 3.0  # no zeros: divisions stay finite
+    ours, ref = CALLS[name]
+    with np.errstate(all="ignore"):
+        want = ref(A, D, v)
+    host = ours(A, D, v)
+    monkeypatch.setenv(HOST_ENV, "0")
+    traced_engine = ours(A, D, v)
+    monkeypatch.delenv(HOST_ENV)
+    rtol = 1e-6 if np.asarray(want).dtype == np.float32 else 1e-12
+    for got, engine in ((host, "host"), (traced_engine, "xla")):
+        try:
+            assert_matches(got, want, rtol=rtol)
+        except AssertionError as err:
+            raise AssertionError(f"the {engine} engine differs from NumPy in {name}") from err
+    assert host.nse == traced_engine.nse or name in ("sum0", "mean1", "max1", "prod0"), (host.nse, traced_engine.nse)
+    assert host.fill_value.tobytes() == traced_engine.fill_value.tobytes() or np.isnan(host.fill_value)
+
+
+def test_host_results_stay_on_the_host_until_jax_reads_them():
+    D, A = _matrix()
+    B = xp.sum(xp.exp(A) * 2.0 + A, axis=0)
+    assert B._data is None and isinstance(B._hdata, np.ndarray)  # nothing crossed into JAX
+    data = B.data  # the user reads a jax.Array: it crosses once, and stays
+    assert isinstance(data, jax.Array) and B.data is data
+    np.testing.assert_allclose(np.asarray(B.todense()), (np.exp(D) * 2 + D).sum(axis=0), rtol=1e-12)
+
+
+def test_host_held_array_is_a_pytree_for_jit_grad_and_vmap():
+    D, A = _matrix()
+    A2 = A * 3.0
+    assert A2._data is None
+    out = jax.jit(lambda a: xp.sum(a * a).todense())(A2)
+    np.testing.assert_allclose(float(out), float((9 * D * D).sum()), rtol=1e-12)
+    g = jax.grad(lambda d: xp.sum(A2.with_data(d) ** 2).todense())(A2.data)
+    np.testing.assert_allclose(np.asarray(g), 2 * np.asarray(A2.data), rtol=1e-12)
+    S = xp.update_layout(xp.stack([A2, A2 + A2]), n_batch=1)
+    sums = jax.vmap(lambda a: xp.sum(a).todense())(S)
+    np.testing.assert_allclose(np.asarray(sums), [3 * D.sum(), 6 * D.sum()], rtol=1e-12)
+
+
+def test_nothing_the_user_passes_is_aliased():
+    D = np.array([[1.0, 0.0], [0.0, 2.0]])
+    A = xp.asarray(D)
+    v = np.array([1.0, 0.0])
+    B = A + v
+    D[...] = 7.0
+    v[...] = 7.0
+    np.testing.assert_array_equal(np.asarray(A.todense()), [[1.0, 0.0], [0.0, 2.0]])
+    np.testing.assert_array_equal(np.asarray(B.todense()), [[2.0, 0.0], [1.0, 2.0]])
+
+
+def test_floating_point_flags_are_cleared_after_host_work():
+    """NumPy's BLAS matmul reports stale flags; host work (log(0), inf - inf) must not leave any."""
+    D, A = _matrix()
+    xp.log(A)  # log(0) of the fill value raises the divide-by-zero flag inside NumPy
+    xp.subtract(xp.exp(A * 1e4), xp.exp(A * 1e4))  # inf - inf: invalid
+    M = np.arange(12.0).reshape(3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        M @ np.ones(4)
+
+
+def test_operation_dispatch():
+    op = Operation("probe")
+    calls = []
+    op.host(lambda x: calls.append("host") or NotImplemented if x is None else (calls.append("host") or "host"))
+    op.xla(lambda x: calls.append("xla") or "xla")
+    assert op(np.ones(2)) == "host"
+    assert jax.jit(lambda x: jnp.asarray(op(x) == "xla", jnp.float32))(jnp.ones(2)) == 1.0  # a tracer: XLA
+    assert op(None) == "xla"  # the host implementation declined
+    assert "probe" in repr(op)
+    assert runs_on_host(np.ones(2), 1.0, None, [np.ones(1), 2])
+
+
+def test_forcing_the_xla_engine(monkeypatch):
+    D, A = _matrix()
+    monkeypatch.setenv(HOST_ENV, "0")
+    B = xp.exp(A)
+    assert B._data is not None  # the XLA engine works on JAX buffers
+    assert not runs_on_host(np.ones(2))
