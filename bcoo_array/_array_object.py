@@ -222,6 +222,11 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             d = self._data = to_device(self._hdata, owned=True)
         return d
 
+    @data.setter
+    def data(self, value) -> None:
+        # A buffer replaced by hand (same shape): the host view and the bound product go with the old one.
+        self._data, self._hdata, self._matvec = value, None, None
+
     @property
     def indices(self) -> jax.Array:
         """The sparse coordinates of each stored value, a ``jax.Array`` of shape ``(*batch, nse, n_sparse)``."""
@@ -229,6 +234,10 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         if i is None:
             i = self._indices = to_device(self._hindices, owned=True)
         return i
+
+    @indices.setter
+    def indices(self, value) -> None:
+        self._indices, self._hindices, self._matvec = value, None, None
 
     def _host_buffers(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``(data, indices)`` as NumPy arrays in host memory (zero-copy views of CPU buffers), or None

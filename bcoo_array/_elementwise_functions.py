@@ -367,8 +367,9 @@ _COMPLEX_OK = frozenset({
     "multiply", "equal", "not_equal", "square",
 })
 
-TABLE = {name: spec._replace(fn=Twin(spec.fn, _NUMPY.get(name), complex_ok=name in _COMPLEX_OK))
-         for name, spec in TABLE.items()}
+for _name, _spec in list(TABLE.items()):  # (in place: the docs' static reader evaluates the literal table)
+    TABLE[_name] = _spec._replace(fn=Twin(_spec.fn, _NUMPY.get(_name), complex_ok=_name in _COMPLEX_OK))
+del _name, _spec
 
 _DOC_UNARY = """{summary} of each element (array API ``{name}``).
 

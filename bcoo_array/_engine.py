@@ -1,7 +1,7 @@
 """The eager engine: where an operation runs, decided in one place.
 
 An operation has up to two implementations of the same algorithm, declared
-side by side through :class:`Operation`:
+side by side through ``Operation``:
 
 * ``host``: NumPy (and the native kernels) on host buffers. It runs when every
   array operand is concrete and in host memory (a ``BCOOArray`` whose buffers
@@ -17,7 +17,7 @@ side by side through :class:`Operation`:
 ``xla`` implementation on the CPU too, so the test suite can check both
 engines on the same inputs. As JAX registers one lowering per platform and
 scipy's ``_matmul_dispatch`` one hook per operand kind, the choice is made
-by :meth:`Operation.__call__` alone; the chapters never test concreteness or
+by ``Operation.__call__`` alone; the chapters never test concreteness or
 the backend themselves.
 """
 
@@ -66,13 +66,24 @@ def host_view(x) -> np.ndarray | None:
     if not isinstance(x, jax.Array) or is_tracer(x):
         return None
     if not single_cpu():
+        # Several devices: only the default one. An array placed elsewhere keeps its device through the XLA
+        # engine (a host result would come back on the default device).
         try:
             devices = x.devices()
         except AttributeError:
             return None
-        if len(devices) != 1 or next(iter(devices)).platform != "cpu":
+        if len(devices) != 1 or next(iter(devices)) != _default_device():
             return None
     return np.asarray(x)
+
+
+_DEFAULT: list = []
+
+
+def _default_device():
+    if not _DEFAULT:
+        _DEFAULT.append(jax.devices()[0])
+    return _DEFAULT[0]
 
 
 def on_host(x) -> bool:
@@ -138,7 +149,7 @@ class Operation:
 
     Notes
     -----
-    The ``host`` implementation runs when :func:`runs_on_host` holds for the
+    The ``host`` implementation runs when ``runs_on_host`` holds for the
     operands; it may return ``NotImplemented`` for an input it does not
     serve (a dtype NumPy lacks, say), and the ``xla`` one runs instead. The
     ``xla`` implementation must accept every input.

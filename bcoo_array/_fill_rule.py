@@ -40,6 +40,7 @@ from ._relayout import (
     dense_layout,
     dense_layout_block,
     dense_values,
+    dense_values_host,
     update_layout,
 )
 
@@ -98,8 +99,8 @@ def _host_values(fn, *args) -> np.ndarray | None:
 def _binary_host(fn, x, y, *, annihilator=None):
     if getattr(fn, "numpy_fn", None) is None:
         return NotImplemented
-    x = dense_values(x)
-    y = dense_values(y)
+    x = dense_values_host(x)
+    y = dense_values_host(y)
     xs = isinstance(x, BCOOArray) and x.ndim > 0
     ys = isinstance(y, BCOOArray) and y.ndim > 0
     if not xs and not ys:

@@ -83,7 +83,13 @@ def dense_values(x):
     Operations that take dense operands call this first, so a product's
     dense result takes the dense path instead of a union with a full pattern.
     """
-    return x._buffers()[0][0] if is_dense_layout(x) else x
+    return x.data[0] if is_dense_layout(x) else x
+
+
+def dense_values_host(x):
+    """``dense_values`` for the host engine: the block of a dense-layout BCOOArray as a NumPy array (no hand-off
+    to JAX); any other ``x`` unchanged."""
+    return x._host_buffers()[0][0] if is_dense_layout(x) else x
 
 
 def update_layout(x: BCOOArray, n_batch: int | None = None, n_dense: int | None = None) -> BCOOArray:
