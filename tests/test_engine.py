@@ -74,6 +74,9 @@ CALLS = {
     "astype": (lambda A, D, v: xp.astype(A, xp.float32), lambda A, D, v: D.astype(np.float32)),
     "concat0": (lambda A, D, v: xp.concat([A, A * 2.0]), lambda A, D, v: np.concatenate([D, D * 2.0])),
     "concat1": (lambda A, D, v: xp.concat([A, A], axis=1), lambda A, D, v: np.concatenate([D, D], axis=1)),
+    "sort1": (lambda A, D, v: xp.sort(A, axis=1), lambda A, D, v: np.sort(D, axis=1)),
+    "sort0_desc": (lambda A, D, v: xp.sort(A, axis=0, descending=True), lambda A, D, v: -np.sort(-D, axis=0)),
+    "stack_to_coo": (lambda A, D, v: xp.sum(xp.stack([A, 2.0 * A]), axis=0), lambda A, D, v: 3.0 * D),
     "outer": (lambda A, D, v: xp.reshape(A[:, 0], (-1, 1)) + xp.reshape(A[0, :], (1, -1)),
               lambda A, D, v: D[:, :1] + D[:1, :]),
 }

@@ -9,11 +9,47 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._engine import Operation, host_view
+from .._layout import index_dtype_for, prod
 from .coalesce import sum_duplicates
 
 
-def update_layout(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool,
-                  new_n_batch: int, new_n_dense: int, canonical: bool):
+#: ``update_layout(data, indices, shape, n_batch, n_dense, fill, fill_is_zero, new_n_batch, new_n_dense,
+#: canonical)``: see ``_update_layout_xla``. The host engine serves the move to all-sparse (``to_coo``).
+update_layout = Operation("update_layout", operands=lambda data, indices, *args: (data, indices))
+
+
+@update_layout.host
+def _update_layout_host(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool,
+                        new_n_batch: int, new_n_dense: int, canonical: bool):
+    if new_n_batch or new_n_dense:
+        return NotImplemented
+    data, indices = host_view(data), host_view(indices)
+    shape = tuple(shape)
+    ndim = len(shape)
+    batch, dense = shape[:n_batch], shape[ndim - n_dense:]
+    k = indices.shape[-1]
+    sizes = shape[n_batch:n_batch + k]
+    B, Dn = prod(batch), prod(dense)
+    nse = indices.shape[n_batch]
+    idt = np.promote_types(indices.dtype, index_dtype_for(shape))
+    d = np.broadcast_to(data, batch + data.shape[n_batch:]).reshape(B, nse, Dn)
+    i = np.broadcast_to(indices, batch + indices.shape[n_batch:]).reshape(B, nse, k)
+    out = np.empty((B, nse, Dn, ndim), idt)
+    if n_batch:
+        out[..., :n_batch] = np.stack(np.unravel_index(np.arange(B), batch), axis=-1)[:, None, None, :]
+    out[..., n_batch:n_batch + k] = i[:, :, None, :]
+    if n_dense:
+        out[..., n_batch + k:] = np.stack(np.unravel_index(np.arange(Dn), dense), axis=-1)[None, None, :, :]
+    valid = np.all(i < np.asarray(sizes, i.dtype), axis=2) if k else np.ones((B, nse), bool)
+    if not valid.all():
+        out[~valid] = np.asarray(shape, idt)  # padding stays padding, in every column
+    return np.ascontiguousarray(d).reshape(-1), out.reshape(-1, ndim)
+
+
+@update_layout.xla
+def _update_layout_xla(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool,
+                       new_n_batch: int, new_n_dense: int, canonical: bool):
     """Buffers of the same array with ``new_n_batch`` batch and ``new_n_dense`` dense dimensions.
 
     Parameters

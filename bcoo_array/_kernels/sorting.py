@@ -26,6 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._engine import Operation, host_view
+
 
 def lt(a, b):
     """``a`` sorts strictly before ``b`` in NumPy's order (NaN last); element-wise, broadcasting."""
@@ -35,8 +37,61 @@ def lt(a, b):
     return (a < b) | (~jnp.isnan(a) & jnp.isnan(b))
 
 
+def lt_np(a, b):
+    """NumPy twin of ``lt``."""
+    a, b = np.asarray(a), np.asarray(b)
+    if np.result_type(a, b).kind not in "fc":
+        return a < b
+    return (a < b) | (~np.isnan(a) & np.isnan(b))
+
+
+#: ``sort_lanes(data, indices, shape, axis, fill, descending)``: see ``_sort_lanes_xla``; the host engine runs
+#: the same algorithm in NumPy (``_sort_lanes_host``).
+sort_lanes = Operation("sort_lanes", operands=lambda data, indices, *args, **kw: (data, indices))
+
+
+@sort_lanes.host
+def _sort_lanes_host(data, indices, shape, axis: int, fill, descending: bool):
+    data, indices = host_view(data), host_view(indices)
+    nse, ndim = indices.shape
+    if nse == 0:
+        return data, indices
+    sizes = np.asarray(shape, indices.dtype)
+    valid = np.all(indices < sizes, axis=1)
+    others = [k for k in range(ndim) if k != axis]
+    lane_cols = [np.where(valid, indices[:, k], shape[k]).astype(indices.dtype) for k in others]
+    pos = np.where(valid, indices[:, axis], shape[axis])
+    # np.lexsort: the last key is the primary one (as jnp.lexsort); NumPy's order: NaN last, -0.0 tied with 0.0.
+    order = np.lexsort([pos, data] + lane_cols[::-1] + [(~valid).astype(np.int8)])
+    d = data[order]
+    v = valid[order]
+    idx = indices[order]
+    start = np.empty(nse, bool)
+    start[0] = True
+    start[1:] = v[1:] != v[:-1]
+    for c in lane_cols:
+        co = c[order]
+        start[1:] |= co[1:] != co[:-1]
+    seg = np.cumsum(start) - 1
+    starts = np.flatnonzero(start)
+    counts = np.diff(np.append(starts, nse))
+    rank = np.arange(nse) - starts[seg]
+    k = counts[seg]
+    n = shape[axis]
+    with np.errstate(invalid="ignore"):
+        before = lt_np(d, np.asarray(fill, data.dtype))
+    new_pos = np.where(before, rank, rank + (n - k))
+    if descending:
+        new_pos = n - 1 - new_pos
+    out_idx = idx.copy()
+    out_idx[:, axis] = new_pos
+    out_idx[~v] = sizes
+    return d, out_idx
+
+
+@sort_lanes.xla
 @partial(jax.jit, static_argnames=("shape", "axis", "descending"))
-def sort_lanes(data, indices, shape, axis: int, fill, descending: bool):
+def _sort_lanes_xla(data, indices, shape, axis: int, fill, descending: bool):
     """Sort every lane along ``axis`` of a COO array (n_batch = n_dense = 0), unstored entries = ``fill``.
 
     Parameters
