@@ -32,6 +32,7 @@ from ._layout import (
     check_index_values,
     index_dtype_for,
     is_concrete,
+    is_tracer,
     normalize_shape,
 )
 from ._namespace import indexing, namespace, numpy_protocol
@@ -256,6 +257,14 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             self._hindices = hi
         return hd, hi
 
+    def _concrete(self) -> bool:
+        """Whether both buffers hold values (not tracers), read without handing host buffers to JAX (internal)."""
+        return (self._hdata is not None or not is_tracer(self._data)) and self._concrete_indices()
+
+    def _concrete_indices(self) -> bool:
+        """Whether the indices hold values (not a tracer), read without a hand-off (internal)."""
+        return self._hindices is not None or not is_tracer(self._indices)
+
     @property
     def dtype(self) -> np.dtype:
         """The dtype of the stored data and of the fill value."""
@@ -472,7 +481,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     def _scalar(self, kind, name):
         if self.ndim != 0 and self.size != 1:
             raise TypeError(f"only size-1 arrays convert to Python {name}; this one has shape {self.shape}")
-        if not is_concrete(self.data, self.indices):
+        if not self._concrete():
             raise jax.errors.ConcretizationTypeError(self.data, f"{name}() of a traced BCOOArray")
         value = self._host_scalar()
         if value is not None:
@@ -509,7 +518,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return out.todense() if isinstance(out, BCOOArray) else out
 
     def __format__(self, format_spec: str) -> str:
-        if self.ndim == 0 and is_concrete(self.data, self.indices):
+        if self.ndim == 0 and self._concrete():
             return format(np.asarray(self.todense()).item(), format_spec)
         if format_spec:
             raise TypeError(f"format spec {format_spec!r} needs a 0-d array; this one has shape {self.shape}")
@@ -537,7 +546,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """
         if self.size != 1:
             raise ValueError(f"item() needs an array of one element; this one has shape {self.shape}")
-        if not is_concrete(self.data, self.indices):
+        if not self._concrete():
             raise jax.errors.ConcretizationTypeError(self.data, "item() of a traced BCOOArray")
         return np.asarray(self.todense()).reshape(()).item()
 
@@ -547,7 +556,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     def __int__(self) -> int:
         if self.ndim != 0 and self.size != 1:
             return self._scalar(int, "int")  # raises the size-1 TypeError
-        if self.dtype.kind == "f" and is_concrete(self.data, self.indices):
+        if self.dtype.kind == "f" and self._concrete():
             v = np.asarray(self.todense()).reshape(())
             if np.isnan(v):
                 raise ValueError("cannot convert NaN to int")
@@ -674,7 +683,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     def _without_padding(self) -> bool:
         """True when a 2-D all-sparse matrix with concrete indices is known to store no padding
         (from its cached CSR structure, ``._kernels.csr.csr_arrays``); False when unknown."""
-        if self.ndim != 2 or self.n_batch or self.n_dense or not is_concrete(self.indices):
+        if self.ndim != 2 or self.n_batch or self.n_dense or not self._concrete_indices():
             return False
         st = csr_arrays(self.indices, self.shape)
         return st is not None and st.n_valid == self.nse
@@ -690,7 +699,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         if nse == cur:
             return self
         if nse < cur:
-            if is_concrete(self.indices):
+            if self._concrete_indices():
                 valid = np.all(np.asarray(self.indices)[..., nse:, :] >= np.asarray(self.shape[self.n_batch:self.n_batch + self.n_sparse]), axis=-1)
                 if not valid.all():
                     raise ValueError(f"nse={nse} is smaller than the number of stored entries")

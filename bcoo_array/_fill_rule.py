@@ -308,7 +308,7 @@ SMALL_BROADCAST_OPERAND = 1 << 20
 
 def _small_broadcast(v: BCOOArray, out_shape) -> bool:
     return (tuple(v.shape) != tuple(out_shape) and v.size <= SMALL_BROADCAST_OPERAND
-            and is_concrete(v.data, v.indices))
+            and v._concrete())
 
 
 def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
@@ -329,7 +329,7 @@ def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
     x = update_layout(x, n_batch, n_dense)._canonical()
     y = update_layout(y, n_batch, n_dense)._canonical()
     shape = tuple(out_shape)
-    if n_batch == 0 and n_dense == 0 and len(shape) == 2 and is_concrete(x.indices, y.indices):
+    if n_batch == 0 and n_dense == 0 and len(shape) == 2 and (x._concrete_indices() and y._concrete_indices()):
         # 2-D with concrete indices: scipy's linear merge plans the union, one compiled call applies fn.
         fast = union_apply_2d(fn, x.data, x.indices, y.data, y.indices, shape, x.fill_value, y.fill_value)
         if fast is not None:

@@ -81,7 +81,7 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
         axis = 0
     ax = normalize_axes(axis, x.ndim)[0]
     n = x.shape[ax]
-    if not (is_concrete(idx) and is_concrete(x.indices)):
+    if not (is_concrete(idx) and x._concrete_indices()):
         d = jnp.take(x.todense(), jnp.where(idx < 0, idx + n, idx), axis=ax)
         return dense_layout(d)
     q = np.asarray(idx).astype(np.int64)

@@ -207,7 +207,7 @@ class ScipyMethodsMixin:
         ValueError
             While tracing (the count depends on index values).
         """
-        if not is_concrete(self.indices):
+        if not self._concrete_indices():
             raise ValueError("nnz depends on index values; it is not available under jax.jit / vmap")
         idx = np.asarray(self.indices)
         sizes = np.asarray(self.shape[self.n_batch:self.n_batch + self.n_sparse], dtype=np.int64)
@@ -709,7 +709,7 @@ class ScipyMethodsMixin:
 
     def _triplets(self, what: str) -> tuple[np.ndarray, np.ndarray]:
         """``(values, coords)`` on the host, canonical and without padding (see ``._kernels.layout.coo_triplets``)."""
-        if not is_concrete(self.data, self.indices):
+        if not self._concrete():
             raise ValueError(f"{what} needs concrete buffers; call it outside jax.jit / vmap")
         return coo_triplets(self.data, self.indices, self.shape, self.n_batch, self.n_dense,
                             self.indices_sorted and self.unique_indices)

@@ -199,7 +199,7 @@ def nonzero(x, /) -> tuple[BCOOArray, ...]:
     x = as_sparse(x)
     if x.ndim == 0:
         raise ValueError("nonzero() needs an array of at least one dimension; use x != 0 or bool(x) for a 0-d array")
-    if not is_concrete(x.data, x.indices):
+    if not x._concrete():
         raise jax.errors.ConcretizationTypeError(
             x.data, "nonzero(): the number of non-zero entries fixes the output shape, so it cannot run under "
             "jax.jit; call it eagerly or use jax.numpy.nonzero(x.todense(), size=N) with a static bound")
@@ -296,7 +296,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> BCOOArray:
             s = None  # counting does not need the order
         else:
             s = s.todense() if isinstance(s, BCOOArray) else jnp.asarray(s)
-    concrete = is_concrete(a.data, a.indices) if isinstance(a, BCOOArray) else is_concrete(a)
+    concrete = a._concrete() if isinstance(a, BCOOArray) else is_concrete(a)
     concrete = concrete and (s is None or is_concrete(s))
     # A concrete x1 (eager, or closed over under jit) stays concrete, so the result's fill value is static.
     with jax.ensure_compile_time_eval() if concrete else contextlib.nullcontext():

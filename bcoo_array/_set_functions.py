@@ -52,7 +52,7 @@ class UniqueInverseResult(NamedTuple):
 
 
 def _eager(x: BCOOArray, name: str) -> None:
-    if not is_concrete(x.data, x.indices):
+    if not x._concrete():
         raise jax.errors.ConcretizationTypeError(
             x.data, f"{name}(): the number of distinct values fixes the output shape, so it cannot run under "
             "jax.jit; call it eagerly, or use jax.numpy.unique(x.todense(), size=N, fill_value=...) with a "
@@ -308,7 +308,7 @@ def isin(x1, x2, /, *, invert: bool = False) -> BCOOArray:
     else:
         a, b = as_operand(x1, "x1"), as_operand(x2, "x2")
     dt = _dtypes.result_type(np.dtype(a.dtype), np.dtype(b.dtype))
-    b_concrete = is_concrete(b.data, b.indices) if isinstance(b, BCOOArray) else is_concrete(b)
+    b_concrete = b._concrete() if isinstance(b, BCOOArray) else is_concrete(b)
     # A concrete x2 (eager, or closed over under jit) stays concrete, so the result's fill value is static.
     with jax.ensure_compile_time_eval() if b_concrete else contextlib.nullcontext():
         test = _test_values(b, dt)

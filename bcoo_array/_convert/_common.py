@@ -22,6 +22,6 @@ def coo_triplets(x: BCOOArray, what: str) -> tuple[np.ndarray, np.ndarray]:
     ValueError
         If ``x``'s buffers are traced (``what`` names the caller in the message).
     """
-    if not is_concrete(x.data, x.indices):
+    if not x._concrete():
         raise ValueError(f"{what} needs concrete buffers; call it outside jax.jit / vmap")
-    return _coo_triplets(x.data, x.indices, x.shape, x.n_batch, x.n_dense, x.indices_sorted and x.unique_indices)
+    return _coo_triplets(*x._buffers(), x.shape, x.n_batch, x.n_dense, x.indices_sorted and x.unique_indices)

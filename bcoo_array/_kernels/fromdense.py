@@ -114,28 +114,34 @@ def _gather(x, indices, shape, n_batch: int, n_dense: int):
 
 def gather_np(x: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: int) -> np.ndarray:
     """NumPy twin of ``gather``: values of dense ``x`` (broadcast to ``shape``) at stored ``indices``,
-    ``(*batch, nse, *dense)``; padding positions read 0."""
+    ``(*batch, nse, *dense)``; padding positions read 0. ``x`` is never broadcast in memory: a dimension of
+    size 1 is read at index 0."""
     shape = tuple(shape)
+    ndim = len(shape)
+    x = np.asarray(x).reshape((1,) * (ndim - np.ndim(x)) + np.shape(x))
     batch = shape[:n_batch]
-    B = prod(batch)
     k = indices.shape[-1]
     sizes = shape[n_batch:n_batch + k]
-    xb = np.broadcast_to(x, shape).reshape((B,) + shape[n_batch:])
-    ib = np.broadcast_to(indices, batch + indices.shape[n_batch:]).reshape((B,) + indices.shape[n_batch:])
-    nse = ib.shape[1]
-    if k == 0:
-        out = np.broadcast_to(xb[:, None], (B, nse) + xb.shape[1:])
-        return np.ascontiguousarray(out).reshape(batch + out.shape[1:])
-    valid = np.all(ib < np.asarray(sizes, ib.dtype), axis=2)
-    safe = np.where(valid[..., None], ib, 0)
-    if any(s == 0 for s in sizes):
-        out = np.zeros((B, nse) + xb.shape[1 + k:], x.dtype)
-    else:
-        b = np.broadcast_to(np.arange(B)[:, None], (B, nse))
-        out = xb[(b,) + tuple(safe[..., j] for j in range(k))]
-        if not valid.all():
-            out[~valid] = 0
-    return out.reshape(batch + out.shape[1:])
+    dense = shape[n_batch + k:]
+    ib = np.broadcast_to(indices, batch + indices.shape[n_batch:])
+    nse = ib.shape[n_batch]
+    out_shape = batch + (nse,) + dense
+    if any(s == 0 for s in sizes) or nse == 0 or 0 in batch:
+        return np.zeros(out_shape, x.dtype)
+    valid = np.all(ib < np.asarray(sizes, ib.dtype), axis=-1) if k else np.ones(batch + (nse,), bool)
+    where = []
+    for a in range(n_batch):  # batch coordinates, shaped to broadcast against (*batch, nse)
+        n = shape[a] if x.shape[a] != 1 else 1
+        where.append(np.arange(n).reshape((n,) + (1,) * (n_batch - a)) if n > 1 else 0)
+    for j in range(k):
+        a = n_batch + j
+        where.append(np.where(valid, ib[..., j], 0) if x.shape[a] != 1 else 0)
+    out = x[tuple(where)]  # (*batch', nse', *x's dense dimensions)
+    out = np.broadcast_to(out, out_shape)
+    if not valid.all():
+        out = np.array(out)
+        out[~valid] = 0
+    return out
 
 
 def _same_value_host(x: np.ndarray, fill) -> np.ndarray:

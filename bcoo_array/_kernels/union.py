@@ -160,11 +160,28 @@ def union_np(ix: np.ndarray, iy: np.ndarray, sizes) -> tuple[np.ndarray, np.ndar
             if sizes and idx.shape[0] else np.zeros(idx.shape[0], np.int64)
         return k, np.flatnonzero(valid)
 
-    kx, ex = keys(ix)
-    ky, ey = keys(iy)
-    ox, oy = np.argsort(kx, kind="stable"), np.argsort(ky, kind="stable")
-    kx, ex, ky, ey = kx[ox], ex[ox], ky[oy], ey[oy]
-    u = np.union1d(kx, ky)
+    def ordered(k, e):  # canonical input is sorted already: skip the sort
+        if k.size > 1 and not bool(np.all(k[1:] >= k[:-1])):
+            order = np.argsort(k, kind="stable")
+            return k[order], e[order]
+        return k, e
+
+    kx, ex = ordered(*keys(ix))
+    ky, ey = ordered(*keys(iy))
+    if ky.size == 0 or (kx.size == ky.size and bool(np.array_equal(kx, ky))):  # one side empty, or one pattern
+        u, pos_x, pos_y = kx, ex, (ey if ky.size else np.full(kx.size, -1, np.int64))
+    elif kx.size == 0:
+        u, pos_x, pos_y = ky, np.full(ky.size, -1, np.int64), ey
+    else:
+        u = None
+    if u is not None:
+        out = np.stack(np.unravel_index(u, sizes), axis=1).astype(ix.dtype) if sizes \
+            else np.zeros((u.size, 0), ix.dtype)
+        return out, pos_x, pos_y
+    u = np.concatenate((kx, ky))
+    u.sort(kind="stable")  # two sorted runs: timsort merges them in linear time
+    if u.size > 1:
+        u = u[np.concatenate(([True], u[1:] != u[:-1]))]
 
     def positions(k, e):
         if k.size == 0:

@@ -294,7 +294,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         raise TypeError("numpy.unique(): axis= is not supported for BCOOArray; only flattened uniques")
     x = sparse_arg(ar)
     if equal_nan and x.dtype.kind in "fc":
-        if not is_concrete(x.data, x.indices):
+        if not x._concrete():
             raise TypeError("numpy.unique(): equal_nan=True needs concrete values; pass equal_nan=False under jit")
         if bool(xp.any(xp.isnan(x))):
             raise TypeError("numpy.unique(): merging NaNs (equal_nan=True) is not supported; pass equal_nan=False "

@@ -338,7 +338,7 @@ def _nan_arg(name, a, axis, out, keepdims, is_max):
     if x.dtype.kind in "fc":
         seen = _count_not_nan(x, axis, False)
 
-        if is_concrete(seen.data, seen.indices) and bool(xp.any(xp.equal(seen, 0))):
+        if seen._concrete() and bool(xp.any(xp.equal(seen, 0))):
             raise ValueError(f"numpy.{name}(): all-NaN slice encountered")
         x = _nan_to(x, -np.inf if is_max else np.inf)
     return (xp.argmax if is_max else xp.argmin)(x, axis=axis, keepdims=keepdims)
