@@ -33,6 +33,7 @@ from ._layout import (
     normalize_axis,
     normalize_shape,
     prod,
+    valid_rows,
 )
 from ._operands import as_operand, as_sparse, cast
 from ._relayout import broadcast, dense_layout, fill_only, is_dense_layout, to_coo
@@ -418,9 +419,10 @@ def _concat_coo_host(coos, ax: int, out_shape, fill) -> BCOOArray:
         d, i = c._host_buffers()
         i = i.astype(idt)
         if c.ndim:
-            valid = np.all(i < np.asarray(c.shape, idt), axis=1)
+            valid = valid_rows(i, c.shape)
             i[:, ax] += offset
-            i = np.where(valid[:, None], i, bound)
+            if not valid.all():
+                i[~valid] = bound
         datas.append(d)
         idxs.append(i)
         offset += c.shape[ax] if c.ndim else 0

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._engine import Operation, host_view
-from .._layout import is_concrete, prod
+from .._layout import is_concrete, prod, valid_rows
 from .host import adopt
 from .plan import group_batched, group_numpy, segment_reduce
 
@@ -227,7 +227,7 @@ def todense_np(data: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_den
     d = np.broadcast_to(data, batch + data.shape[n_batch:]).reshape((B * nse,) + dense_shape)
     idx = np.broadcast_to(indices, batch + indices.shape[n_batch:]).reshape(B, nse, n_sparse)
     if n_sparse:
-        valid = np.all(idx < np.asarray(sizes, idx.dtype), axis=2)
+        valid = valid_rows(idx, sizes)
         flat = np.ravel_multi_index(tuple(np.where(valid, idx[:, :, k], 0) for k in range(n_sparse)), sizes) \
             if S else np.zeros((B, nse), np.intp)
     else:

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._fill import same_value
-from .._layout import is_concrete, prod
+from .._layout import is_concrete, prod, valid_rows
 from .host import adopt
 from .mesh import replicated_on_mesh
 
@@ -128,7 +128,7 @@ def gather_np(x: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: 
     out_shape = batch + (nse,) + dense
     if any(s == 0 for s in sizes) or nse == 0 or 0 in batch:
         return np.zeros(out_shape, x.dtype)
-    valid = np.all(ib < np.asarray(sizes, ib.dtype), axis=-1) if k else np.ones(batch + (nse,), bool)
+    valid = valid_rows(ib, sizes)
     where = []
     for a in range(n_batch):  # batch coordinates, shaped to broadcast against (*batch, nse)
         n = shape[a] if x.shape[a] != 1 else 1

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._engine import Operation, host_view
-from .._layout import index_dtype_for, prod
+from .._layout import index_dtype_for, prod, valid_rows
 from .coalesce import sum_duplicates
 
 
@@ -41,7 +41,7 @@ def _update_layout_host(data, indices, shape, n_batch: int, n_dense: int, fill, 
     out[..., n_batch:n_batch + k] = i[:, :, None, :]
     if n_dense:
         out[..., n_batch + k:] = np.stack(np.unravel_index(np.arange(Dn), dense), axis=-1)[None, None, :, :]
-    valid = np.all(i < np.asarray(sizes, i.dtype), axis=2) if k else np.ones((B, nse), bool)
+    valid = valid_rows(i, sizes)
     if not valid.all():
         out[~valid] = np.asarray(shape, idt)  # padding stays padding, in every column
     return np.ascontiguousarray(d).reshape(-1), out.reshape(-1, ndim)

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._engine import Operation, host_view
+from .._layout import valid_rows
 
 
 def lt(a, b):
@@ -57,7 +58,7 @@ def _sort_lanes_host(data, indices, shape, axis: int, fill, descending: bool):
     if nse == 0:
         return data, indices
     sizes = np.asarray(shape, indices.dtype)
-    valid = np.all(indices < sizes, axis=1)
+    valid = valid_rows(indices, shape)
     others = [k for k in range(ndim) if k != axis]
     lane_cols = [np.where(valid, indices[:, k], shape[k]).astype(indices.dtype) for k in others]
     pos = np.where(valid, indices[:, axis], shape[axis])

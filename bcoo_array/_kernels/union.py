@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._layout import is_concrete, is_tracer
+from .._layout import is_concrete, is_tracer, valid_rows
 from .cache import PLANS
 from .csr import _csr_arrays_numpy, csr_arrays
 from .host import adopt, aligned_empty, to_device
@@ -153,12 +153,16 @@ def union_np(ix: np.ndarray, iy: np.ndarray, sizes) -> tuple[np.ndarray, np.ndar
     if total >= 2**62:
         return None
 
+    def raveled(idx):  # row-major positions (int64)
+        if not sizes or not idx.shape[0]:
+            return np.zeros(idx.shape[0], np.int64)
+        return np.ravel_multi_index(tuple(idx[:, j].astype(np.int64) for j in range(len(sizes))), sizes)
+
     def keys(idx):
-        valid = np.all(idx < np.asarray(sizes, idx.dtype), axis=1) if sizes else np.ones(idx.shape[0], bool)
-        idx = idx[valid] if not valid.all() else idx
-        k = np.ravel_multi_index(tuple(idx[:, j].astype(np.int64) for j in range(len(sizes))), sizes) \
-            if sizes and idx.shape[0] else np.zeros(idx.shape[0], np.int64)
-        return k, np.flatnonzero(valid)
+        valid = valid_rows(idx, sizes)
+        if not valid.all():
+            return raveled(idx[valid]), np.flatnonzero(valid)
+        return raveled(idx), np.arange(idx.shape[0])
 
     def ordered(k, e):  # canonical input is sorted already: skip the sort
         if k.size > 1 and not bool(np.all(k[1:] >= k[:-1])):
