@@ -444,7 +444,11 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         bound = None
         if (self.ndim == 2 and self.n_batch == 0 and self.n_dense == 0
                 and same_value_np(self._fill, np.zeros((), self.dtype))):
-            bound = host_matvec(self.data, self.indices, self.shape)
+            host = self._host_buffers()
+            if host is not None:
+                bound = host_matvec(*host, self.shape, source=lambda: (self.data, self.indices))
+            else:
+                bound = host_matvec(self.data, self.indices, self.shape)
         self._matvec = (bound,)
         return bound
 

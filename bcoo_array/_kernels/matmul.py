@@ -77,7 +77,7 @@ def host_spmm(data, indices, shape: tuple[int, int], x):
     return native.host_spmm(*host, shape[0])[0]
 
 
-def host_matvec(data, indices, shape: tuple[int, int]) -> native.CsrMatvec | None:
+def host_matvec(data, indices, shape: tuple[int, int], source=None) -> native.CsrMatvec | None:
     """The CSR kernels bound to one matrix for its vector products, or None where they do not apply.
 
     ``data`` ``(nse,)`` and ``indices`` ``(nse, 2)`` are the JAX buffers of a
@@ -92,7 +92,9 @@ def host_matvec(data, indices, shape: tuple[int, int]) -> native.CsrMatvec | Non
     in row order (canonical form does); callers then use ``host_spmm`` or
     ``spmm``. ``BCOOArray`` keeps the result while it keeps its buffers.
     """
-    if (isinstance(indices, np.ndarray) or not native.supports(data.dtype, data.dtype, indices.dtype)
+    if isinstance(indices, np.ndarray) and source is None:
+        return None  # NumPy buffers need ``source``, their JAX twins for the device kernel
+    if (not native.supports(data.dtype, data.dtype, indices.dtype)
             or not native.available() or not is_concrete(data, indices) or not on_host(indices)):
         return None
     st = csr.csr_arrays(indices, shape)  # cached; None unless row-sorted with valid entries first
@@ -101,8 +103,12 @@ def host_matvec(data, indices, shape: tuple[int, int]) -> native.CsrMatvec | Non
     host = host_buffers(data)
     if host is None:
         return None
-    return native.CsrMatvec((data, indices), st.indptr, st.cols, host[0], shape,
-                            device_structure=lambda: _device_csr(indices, shape))
+    if source is None:
+        source = (data, indices)
+        return native.CsrMatvec(source, st.indptr, st.cols, host[0], shape,
+                                device_structure=lambda: _device_csr(indices, shape))
+    return native.CsrMatvec(source, st.indptr, st.cols, host[0], shape,
+                            device_structure=lambda: _device_csr(source()[1], shape))
 
 
 def _on_cpu() -> bool:

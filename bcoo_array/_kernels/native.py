@@ -298,10 +298,11 @@ class CsrMatvec:
 
     Parameters
     ----------
-    source : tuple
+    source : tuple or callable
         The array's ``data`` and ``indices`` (JAX arrays) the views were taken
-        from: the binding holds while the array keeps them (JAX arrays are
-        immutable).
+        from, or a callable returning them (an array holding host buffers
+        hands them to JAX only when the device kernel first runs): the
+        binding holds while the array keeps them (JAX arrays are immutable).
     indptr, cols : numpy.ndarray
         CSR row pointers ``(m + 1,)`` and columns ``(n_valid,)``, one int
         dtype (int32 or int64).
@@ -353,7 +354,7 @@ class CsrMatvec:
         st = self._device
         if st is None:
             st = self._device = self._device_structure()
-        data, indices = self.source
+        data, indices = self.source() if callable(self.source) else self.source
         return _csr_matvec_jit(data, indices, st[0], st[1], x, self._m)
 
 
