@@ -163,6 +163,17 @@ class AxisPlan(NamedTuple):
 
 
 def _axis_plan_numpy(idx: np.ndarray, shape: tuple[int, int], axis: int) -> AxisPlan:
+    seg, out_idx, n_out, is_sorted = _axis_plan_host(idx, shape, axis)
+    return AxisPlan(adopt(seg), adopt(out_idx), n_out, is_sorted)
+
+
+def axis_plan_host(indices: np.ndarray, shape: tuple[int, int], axis: int) -> tuple:
+    """The host engine's ``axis_plan``: ``(segment, out_indices, n_out, is_sorted)`` as NumPy (cached)."""
+    return PLANS.get((indices,), ("axis-host", tuple(shape), axis),
+                     lambda: _axis_plan_host(np.asarray(indices), tuple(shape), axis))
+
+
+def _axis_plan_host(idx: np.ndarray, shape: tuple[int, int], axis: int) -> tuple:
     m, n = shape
     keep = 1 - axis
     size = shape[keep]
@@ -178,7 +189,7 @@ def _axis_plan_numpy(idx: np.ndarray, shape: tuple[int, int], axis: int) -> Axis
         seg = inv.reshape(-1).astype(_index_dtype(size + 1, key.size))
         out_idx = uniq[:n_out].astype(idx.dtype)[:, None]
         is_sorted = bool(seg.size < 2 or np.all(seg[1:] >= seg[:-1]))
-        return AxisPlan(adopt(seg), adopt(out_idx), n_out, is_sorted)
+        return seg, out_idx, n_out, is_sorted
     present = np.zeros(size + 1, dtype=bool)
     present[key] = True
     present[size] = False
@@ -189,7 +200,7 @@ def _axis_plan_numpy(idx: np.ndarray, shape: tuple[int, int], axis: int) -> Axis
     seg = rank[key].astype(idt)
     out_idx = np.nonzero(present[:size])[0].astype(idx.dtype)[:, None]
     is_sorted = bool(seg.size < 2 or np.all(seg[1:] >= seg[:-1]))
-    return AxisPlan(adopt(seg), adopt(out_idx), n_out, is_sorted)
+    return seg, out_idx, n_out, is_sorted
 
 
 def axis_plan(indices, shape: tuple[int, int], axis: int) -> AxisPlan:

@@ -20,7 +20,7 @@ from .._engine import Operation, host_view
 from .._fill import same_value_np
 from .._layout import is_concrete, prod
 from .coalesce import segment_reduce_np
-from .csr import sum_axis
+from .csr import axis_plan_host, sum_axis
 from .plan import group, group_numpy, segment_reduce
 
 _DENSE_REDUCE = {"sum": jnp.sum, "prod": jnp.prod, "max": jnp.max, "min": jnp.min}
@@ -96,6 +96,16 @@ def repeat_reduce_np(value: np.ndarray, n, op: str) -> np.ndarray:
 def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: str, fill):
     data, indices = host_view(data), host_view(indices)
     shape = tuple(shape)
+    if (op == "sum" and len(shape) == 2 and n_dense == 0 and len(axes) == 1 and shape[axes[0]] > 0
+            and data.dtype.kind in "fc" and same_value_np(np.asarray(fill), np.zeros((), data.dtype))):
+        # Row or column sums of a zero-filled matrix: one bincount over the plan cached on the index buffer.
+        seg, out_idx, n_out, _ = axis_plan_host(indices, shape, axes[0])
+        if data.dtype.kind == "c":
+            vals = (np.bincount(seg, data.real, n_out + 1)[:n_out]
+                    + 1j * np.bincount(seg, data.imag, n_out + 1)[:n_out]).astype(data.dtype)
+        else:
+            vals = np.bincount(seg, data, n_out + 1)[:n_out].astype(data.dtype)
+        return vals, out_idx, (shape[1 - axes[0]],), 0, np.zeros((), data.dtype)[()]
     ndim = len(shape)
     n_sparse = ndim - n_dense
     sp_red = tuple(a for a in axes if a < n_sparse)
