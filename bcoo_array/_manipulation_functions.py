@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _dtypes
 from ._array_object import BCOOArray
-from ._engine import Operation
+from ._engine import Operation, host_view
 from ._fill import same_value_np
 from ._kernels import slicing
 from ._kernels.coalesce import broadcast_batch
@@ -84,11 +84,18 @@ def broadcast_arrays(*arrays) -> tuple[BCOOArray, ...]:
     return tuple(broadcast_to(a, shape) for a in arrs)  # the standard (2025.12) returns a tuple
 
 
-@partial(jax.jit, static_argnames=("data_axes", "index_axes", "columns"))
-def _permute_buffers(data, indices, data_axes, index_axes, columns):
-    """Move the buffers' axes and index columns in one compiled call (not three eager ones)."""
-    indices = jnp.transpose(indices, index_axes)
-    return jnp.transpose(data, data_axes), indices[..., list(columns)]
+def _permute_buffers_impl(m, data, indices, data_axes, index_axes, columns):
+    """Move the buffers' axes and index columns (``m``: NumPy or ``jax.numpy``)."""
+    indices = m.transpose(indices, index_axes)
+    return m.transpose(data, data_axes), indices[..., list(columns)]
+
+
+#: Eagerly on the host NumPy; else one compiled call (not three eager ones).
+_permute_buffers = Operation("permute_dims", operands=lambda data, indices, **kw: (data, indices))
+_permute_buffers.host(lambda data, indices, **kw: _permute_buffers_impl(np, host_view(data), host_view(indices),
+                                                                          **kw))
+_permute_buffers.xla(jax.jit(partial(_permute_buffers_impl, jnp),
+                             static_argnames=("data_axes", "index_axes", "columns")))
 
 
 @routed
@@ -121,7 +128,7 @@ def permute_dims(x, /, axes) -> BCOOArray:
     if axes == tuple(range(x.ndim)):
         return x
     if axes == (1, 0) and x.n_batch == 0 and x.n_dense == 0:
-        got = slicing.transpose(x.data, x.indices, x.shape)
+        got = slicing.transpose(*x._buffers(), x.shape)
         if got is not None:
             # scipy's CSR -> CSC with a cached plan: the result is already in canonical order.
             values, indices, canonical = got
@@ -138,7 +145,7 @@ def permute_dims(x, /, axes) -> BCOOArray:
         x = to_coo(x)
         nb, ns = 0, x.ndim
     data, indices = _permute_buffers(
-        x.data, x.indices, data_axes=axes[:nb] + (nb,) + tuple(a - ns + 1 for a in axes[nb + ns:]),
+        *x._buffers(), data_axes=axes[:nb] + (nb,) + tuple(a - ns + 1 for a in axes[nb + ns:]),
         index_axes=axes[:nb] + (nb, nb + 1), columns=tuple(a - nb for a in axes[nb:nb + ns]))
     shape = tuple(x.shape[a] for a in axes)
     keeps_order = list(axes[nb:nb + ns]) == sorted(axes[nb:nb + ns])
@@ -187,11 +194,48 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> BCOOArray:
     if shape == x.shape:
         return x
     if is_dense_layout(x):
-        return x._replace(data=x.data.reshape((1,) + shape), shape=shape, n_dense=len(shape))
+        data = x._buffers()[0]
+        return x._replace(data=data.reshape((1,) + shape), shape=shape, n_dense=len(shape))
     if x.size == 0:
         # Nothing can be stored in a zero-size array (np.unravel_index refuses the shape).
         return fill_only(shape, x.dtype, x.fill_value)
-    c = to_coo(x)
+    return _reshape_coo(to_coo(x), shape)
+
+
+#: ``reshape`` of an all-sparse array: new coordinates of the same entries.
+_reshape_coo = Operation("reshape", operands=lambda c, shape: (c,))
+
+
+@_reshape_coo.host
+def _reshape_coo_host(c: BCOOArray, shape) -> BCOOArray:
+    data, idx = c._host_buffers()
+    nse = idx.shape[0]
+    sizes = c.shape
+    valid = valid_rows(idx, sizes)
+    if not shape:
+        # A 0-d result has no sparse dimension, so no padding (see the XLA twin): one value.
+        kept = data[valid]
+        if not kept.size:
+            value = np.asarray(c.fill_value, data.dtype)
+        elif data.dtype == np.bool_:
+            value = np.asarray(kept.any())
+        else:
+            value = np.asarray(kept.sum(dtype=data.dtype))
+        return BCOOArray._from_buffers(value.reshape(1), np.zeros((1, 0), index_dtype_for(shape)), (), n_batch=0,
+                                       n_dense=0, fill_value=c.fill_value, indices_sorted=True, unique_indices=True)
+    idx64 = idx.astype(np.int64)
+    flat = np.ravel_multi_index(tuple(np.where(valid, idx64[:, k], 0) for k in range(len(sizes))), sizes) \
+        if len(sizes) else np.zeros(nse, np.int64)
+    new = np.stack(np.unravel_index(flat, shape), axis=1).astype(index_dtype_for(shape))
+    if not valid.all():
+        new[~valid] = np.asarray(shape, new.dtype)
+    return BCOOArray._from_buffers(data, new, shape, n_batch=0, n_dense=0, fill_value=c.fill_value,
+                                   indices_sorted=c.indices_sorted, unique_indices=c.unique_indices)
+
+
+@_reshape_coo.xla
+def _reshape_coo_xla(c: BCOOArray, shape) -> BCOOArray:
+    x = c
     idx = c.indices
     nse = idx.shape[0]
     sizes = c.shape

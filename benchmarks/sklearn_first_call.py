@@ -70,11 +70,15 @@ print(f"{name} on a {kind}: first {first:.2f} s, warm {min(warm) * 1e3:.1f} ms "
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", default=list(NAMES), choices=NAMES, metavar="NAME",
+    parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"estimators to time (default: all of {', '.join(NAMES)})")
     parser.add_argument("--dense-jax", action="store_true", help="time a dense jax.Array instead")
     parser.add_argument("--log-compiles", action="store_true", help="count XLA compilations of the first call")
     args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in NAMES]
+    if unknown:  # (argparse rejects a list default when nargs="*" has choices)
+        parser.error(f"unknown estimator(s) {', '.join(unknown)}; choose from {', '.join(NAMES)}")
+    args.names = args.names or list(NAMES)
     flags = [f for f, on in (("--dense-jax", args.dense_jax), ("--log-compiles", args.log_compiles)) if on]
     for name in args.names:
         proc = subprocess.run([sys.executable, "-c", _CHILD, name, *flags], capture_output=True, text=True,

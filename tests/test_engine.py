@@ -77,6 +77,12 @@ CALLS = {
     "sort1": (lambda A, D, v: xp.sort(A, axis=1), lambda A, D, v: np.sort(D, axis=1)),
     "sort0_desc": (lambda A, D, v: xp.sort(A, axis=0, descending=True), lambda A, D, v: -np.sort(-D, axis=0)),
     "stack_to_coo": (lambda A, D, v: xp.sum(xp.stack([A, 2.0 * A]), axis=0), lambda A, D, v: 3.0 * D),
+    "transpose": (lambda A, D, v: A.T * 2.0, lambda A, D, v: D.T * 2.0),
+    "permute_batched": (lambda A, D, v: xp.permute_dims(xp.update_layout(xp.reshape(A, (3, 4, 7)), n_batch=1),
+                                                        (1, 0, 2)),
+                        lambda A, D, v: np.transpose(D.reshape(3, 4, 7), (1, 0, 2))),
+    "reshape": (lambda A, D, v: xp.reshape(A, (4, 3, 7)), lambda A, D, v: D.reshape(4, 3, 7)),
+    "reshape_0d": (lambda A, D, v: xp.reshape(xp.sum(A), ()), lambda A, D, v: D.sum()),
     "outer": (lambda A, D, v: xp.reshape(A[:, 0], (-1, 1)) + xp.reshape(A[0, :], (1, -1)),
               lambda A, D, v: D[:, :1] + D[:1, :]),
 }
@@ -166,3 +172,15 @@ def test_forcing_the_xla_engine(monkeypatch):
     B = xp.exp(A)
     assert B._data is not None  # the XLA engine works on JAX buffers
     assert not runs_on_host(np.ones(2))
+
+
+@pytest.mark.parametrize("n_batch,n_dense", [(1, 0), (2, 0), (1, 1), (0, 1), (2, 1), (0, 0)])
+def test_update_layout_with_a_nonzero_fill_marks_batch_padding(n_batch, n_dense):
+    """New batch elements are padded to one nse: with fill 2 the padding must not read as stored zeros
+    (bcoo_update_layout pads with zeros at real positions; found by the engine's own tests)."""
+    D, A = _matrix(fill=2.0)
+    R = xp.reshape(A, (3, 4, 7))
+    U = xp.update_layout(R, n_batch=n_batch, n_dense=n_dense)
+    np.testing.assert_array_equal(np.asarray(U.todense()), D.reshape(3, 4, 7))
+    np.testing.assert_array_equal(np.asarray(xp.update_layout(U, n_batch=0, n_dense=0).todense()),
+                                  D.reshape(3, 4, 7))

@@ -79,9 +79,23 @@ def _update_layout_xla(data, indices, shape, n_batch: int, n_dense: int, fill, f
         batch, dense = tuple(shape[:new_n_batch]), tuple(shape[ndim - new_n_dense:])
         return (jnp.zeros(batch + (0,) + dense, data.dtype),
                 jnp.zeros(batch + (0, ndim - new_n_batch - new_n_dense), indices.dtype))
+    if new_n_batch > n_batch and new_n_dense > n_dense and not fill_is_zero:
+        # One change at a time: the padding of new batch elements is marked before blocks are filled.
+        data, indices = update_layout(data, indices, shape, n_batch, n_dense, fill, fill_is_zero, new_n_batch,
+                                      n_dense, canonical)
+        return update_layout(data, indices, shape, new_n_batch, n_dense, fill, fill_is_zero, new_n_batch,
+                             new_n_dense, False)
     if new_n_dense > n_dense and not canonical:
         data, indices = sum_duplicates(data, indices, shape, n_batch, n_dense)
     new_data, new_indices = _bcoo_update_layout(data, indices, tuple(shape), new_n_batch, new_n_dense)
+    if new_n_batch > n_batch and not fill_is_zero:
+        # bcoo_update_layout pads the shorter batch elements with zeros at real positions, harmless only for
+        # a zero fill: mark them as padding (an index equal to its dimension's size), as everywhere else.
+        stored, _ = _bcoo_update_layout(jnp.ones(data.shape, bool), indices, tuple(shape), new_n_batch,
+                                        new_n_dense)
+        stored = stored.reshape(stored.shape[:new_n_batch + 1] + (-1,)).any(axis=-1)
+        sizes = tuple(shape[new_n_batch:len(shape) - new_n_dense])
+        new_indices = jnp.where(stored[..., None], new_indices, jnp.asarray(sizes, new_indices.dtype))
     if new_n_dense > n_dense and not fill_is_zero:
         stored, _ = _bcoo_update_layout(jnp.ones(data.shape, bool), indices, tuple(shape), new_n_batch, new_n_dense)
         # Entries that now share an index hold disjoint parts of one dense block (zeros

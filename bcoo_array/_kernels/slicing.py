@@ -18,6 +18,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from .._engine import Operation, host_view
 from .._layout import is_concrete
 from .cache import PLANS
 from .csr import csr_arrays
@@ -133,7 +134,37 @@ def column(data, indices, shape: tuple[int, int], j: int):
     return host[0][plan.order[lo:hi]], plan.rows[lo:hi], plan.canonical
 
 
-def transpose(data, indices, shape: tuple[int, int]):
+def _column_plan_host(indices, shape):
+    """``(order, transposed indices, canonical)`` as NumPy arrays (the host engine's ``ColumnPlan``), or None."""
+    st = csr_arrays(indices, shape)
+    if st is None:
+        return None
+    m, n = shape
+    cols = st.cols
+    order = np.argsort(cols, kind="stable")
+    transposed = np.empty((order.size, 2), cols.dtype)
+    transposed[:, 0] = cols[order]
+    transposed[:, 1] = np.repeat(np.arange(m, dtype=cols.dtype), np.diff(st.indptr))[order]
+    return order, transposed, st.canonical
+
+
+#: ``transpose(data, indices, shape)``: see ``_transpose_xla``; the host engine gathers with NumPy from a plan
+#: cached on the index buffer.
+transpose = Operation("transpose", operands=lambda data, indices, shape: (data, indices))
+
+
+@transpose.host
+def _transpose_host(data, indices, shape: tuple[int, int]):
+    data, indices = host_view(data), host_view(indices)
+    plan = PLANS.get((indices,), ("csc-host", *shape), lambda: _column_plan_host(indices, tuple(shape)))
+    if plan is None:
+        return None
+    order, transposed, canonical = plan
+    return data[order], transposed, canonical
+
+
+@transpose.xla
+def _transpose_xla(data, indices, shape: tuple[int, int]):
     """The transpose of a 2-D COO matrix in canonical order, or None when the indices are traced or unsorted.
 
     Parameters
