@@ -26,6 +26,8 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._elementwise_functions import conj, multiply
+from ._engine import Operation, host_enabled, host_view
+from ._kernels.csr import csr_arrays
 from ._kernels.host import adopt, host_buffers
 from ._kernels.matmul import (
     batched_spmm,
@@ -38,7 +40,7 @@ from ._kernels.matmul import (
 from ._layout import index_dtype_for, is_concrete, is_tracer, prod
 from ._manipulation_functions import permute_dims, reshape
 from ._operands import as_operand, as_sparse, cast, check_category
-from ._relayout import broadcast, dense_layout, dense_values, update_layout
+from ._relayout import broadcast, dense_layout, dense_values, dense_values_host, update_layout
 from ._routing import routed
 from ._statistical_functions import sum as _sum
 
@@ -147,7 +149,7 @@ def sparse_product(a: BCOOArray, b: BCOOArray, nse: int | None = None) -> BCOOAr
     a = update_layout(a, 0, 0)._canonical()
     b = update_layout(b, 0, 0)._canonical()
     (m, k), n = a.shape, b.shape[1]
-    concrete = is_concrete(a.indices, b.indices)
+    concrete = a._concrete_indices() and b._concrete_indices()
     if nse is not None:
         nse = operator.index(nse)
         if nse < 0:
@@ -172,11 +174,19 @@ def sparse_product(a: BCOOArray, b: BCOOArray, nse: int | None = None) -> BCOOAr
                 f"store x2 with n_batch=1 (one batch element per row) so that bound is static; or "
                 f"compute the product outside jit; or densify on purpose: x1 @ x2.todense()."
             )
-    data, indices, is_sorted = spgemm(a.data, a.indices, b.data, b.indices, m, k, n, products=products)
+    if a._concrete() and b._concrete():  # host buffers where the host engine reads them
+        (da, ia), (db, ib) = a._buffers(), b._buffers()
+    else:  # a traced operand: the XLA kernels, on JAX buffers
+        da, ia, db, ib = a.data, a.indices, b.data, b.indices
+    data, indices, is_sorted = spgemm(da, ia, db, ib, m, k, n, products=products)
     idt = index_dtype_for((m, n))
-    # The host kernels' fresh NumPy buffers reach JAX without a staged copy per shape.
-    indices = adopt(indices.astype(idt, copy=False)) if isinstance(indices, np.ndarray) else indices.astype(idt)
-    data = adopt(data) if isinstance(data, np.ndarray) else data
+    if isinstance(indices, np.ndarray):
+        # The host kernels' fresh NumPy buffers: kept by the host engine, else handed to JAX (no staged copy).
+        indices = indices.astype(idt, copy=False)
+        if not host_enabled():
+            indices, data = adopt(indices), adopt(data)
+    else:
+        indices = indices.astype(idt)
     out = BCOOArray._from_buffers(data, indices, (m, n), n_batch=0, n_dense=0, fill_value=0,
                                   indices_sorted=is_sorted, unique_indices=True)
     if nse is not None and out.nse != min(nse, m * n):
@@ -357,6 +367,86 @@ def matmul_as_bcoo(x1, x2, *, dense_out: bool = False):
         raise ValueError("matmul() does not take 0-d operands; use multiply")
     if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
         raise ValueError(f"matmul(): contracted dimensions differ: x1.shape={a.shape}, x2.shape={b.shape}")
+    return _matmul_kernels(a, b, dense_out=dense_out)
+
+
+#: The products of ``matmul_as_bcoo`` once the operands are normalised (same dtype, shapes checked).
+_matmul_kernels = Operation("matmul", operands=lambda a, b, **kw: (a, b))
+
+
+def _host_csr(a: BCOOArray):
+    """``a`` (2-D, every dimension sparse, host buffers) as a scipy CSR array on zero-copy views, or None."""
+    import scipy.sparse as sp
+
+    c = a._canonical()
+    data, indices = c._host_buffers()
+    st = csr_arrays(indices, c.shape)
+    if st is None:
+        return None
+    return sp.csr_array((data[:st.n_valid], st.cols, st.indptr), shape=c.shape, copy=False)
+
+
+@_matmul_kernels.host
+def _matmul_host(a, b, *, dense_out: bool = False):
+    """NumPy, scipy and the native kernels on host buffers; 2-D (and 1-D) operands, NumPy's matmul semantics."""
+    with np.errstate(all="ignore"):  # IEEE results (0 * inf is NaN) are the answer, not a warning
+        return _matmul_host_impl(a, b)
+
+
+def _matmul_host_impl(a, b):
+    a = dense_values_host(a) if isinstance(a, BCOOArray) else np.asarray(host_view(a) if isinstance(a, jax.Array)
+                                                                         else a)
+    b = dense_values_host(b) if isinstance(b, BCOOArray) else np.asarray(host_view(b) if isinstance(b, jax.Array)
+                                                                         else b)
+    sa, sb = isinstance(a, BCOOArray), isinstance(b, BCOOArray)
+    if not sa and not sb:
+        return dense_layout(np.matmul(a, b))
+    if (sa and (a.ndim != 2 or a.n_batch or a.n_dense)) or (sb and (b.ndim > 2 or b.n_batch or b.n_dense)) \
+            or (not sa and a.ndim > 2) or (not sb and b.ndim > 2):
+        return NotImplemented  # batched and n-D products: the XLA kernels
+    if sa and sb:
+        if b.ndim == 2 and _zero_fill(a) and _zero_fill(b):
+            return sparse_product(a, b)
+        return NotImplemented
+    if sb:  # d @ s: scipy's dense @ sparse, the fill entering as fill * row sums of d
+        s, d = b, a
+        S = _host_csr(update_layout(s, 0, 0) if s.ndim == 2 else reshape(s, (s.shape[0], 1)))
+        if S is None or (not _zero_fill(s) and (not np.isfinite(s.fill_value) or not np.all(np.isfinite(d)))):
+            return NotImplemented
+        fill = s.fill_value
+        delta = S if _zero_fill(s) else S - sp_fill_matrix(S, fill)
+        out = np.asarray(d @ delta)
+        if not _zero_fill(s):
+            out = out + np.asarray(fill, out.dtype) * np.sum(d, axis=-1, keepdims=True, dtype=d.dtype)
+        out = out.reshape(out.shape[:-1]) if s.ndim == 1 else out
+        return dense_layout(out.astype(np.result_type(a.dtype, b.dtype), copy=False))
+    s, d = a, b
+    if not _zero_fill(s) and (not np.isfinite(s.fill_value) or not np.all(np.isfinite(d))):
+        return dense_layout(np.matmul(s._dense(), d))  # a non-zero fill meets inf / NaN: the dense values
+    if _is_plain_matrix(s) and d.ndim <= 2:
+        got = host_spmm(*s._host_buffers(), s.shape, np.ascontiguousarray(d))
+        if got is not None:
+            return dense_layout(got)
+    S = _host_csr(s)
+    if S is None:
+        return NotImplemented
+    if not _zero_fill(s):
+        S = S - sp_fill_matrix(S, s.fill_value)
+    out = np.asarray(S @ d)
+    if not _zero_fill(s):
+        out = out + np.asarray(s.fill_value, out.dtype) * np.sum(d, axis=0, dtype=d.dtype)
+    return dense_layout(out.astype(s.dtype, copy=False))
+
+
+def sp_fill_matrix(S, fill):
+    """``fill`` at every stored position of scipy CSR ``S`` (the stored part of ``fill`` everywhere)."""
+    import scipy.sparse as sp
+
+    return sp.csr_array((np.full(S.nnz, fill, S.dtype), S.indices, S.indptr), shape=S.shape)
+
+
+@_matmul_kernels.xla
+def _matmul_xla(a, b, *, dense_out: bool = False):
     # A dense-layout operand (a product's result, say) is a dense array.
     a = dense_values(a)
     b = dense_values(b)

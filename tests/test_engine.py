@@ -83,6 +83,13 @@ CALLS = {
                         lambda A, D, v: np.transpose(D.reshape(3, 4, 7), (1, 0, 2))),
     "reshape": (lambda A, D, v: xp.reshape(A, (4, 3, 7)), lambda A, D, v: D.reshape(4, 3, 7)),
     "reshape_0d": (lambda A, D, v: xp.reshape(xp.sum(A), ()), lambda A, D, v: D.sum()),
+    "matmul_dense_layout": (lambda A, D, v: xp.matmul(A, xp.asarray(np.ones((7, 3)) * v[:, None])),
+                            lambda A, D, v: D @ (np.ones((7, 3)) * v[:, None])),
+    "rmatmul_dense_layout": (lambda A, D, v: xp.matmul(xp.asarray(np.ones((2, 12)) * 0.5), A),
+                             lambda A, D, v: (np.ones((2, 12)) * 0.5) @ D),
+    "matvec_sparse_vector": (lambda A, D, v: xp.matmul(A, xp.asarray(v)), lambda A, D, v: D @ v),
+    "vecmat_sparse_vector": (lambda A, D, v: xp.matmul(xp.asarray(v), A.T), lambda A, D, v: v @ D.T),
+    "sparse_sparse_product": (lambda A, D, v: A @ A.T, lambda A, D, v: D @ D.T),
     "outer": (lambda A, D, v: xp.reshape(A[:, 0], (-1, 1)) + xp.reshape(A[0, :], (1, -1)),
               lambda A, D, v: D[:, :1] + D[:1, :]),
 }

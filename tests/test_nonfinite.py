@@ -28,6 +28,7 @@ import bcoo_array as xp
 from bcoo_array import BCOOArray
 from bcoo_array._kernels import csr, ell, native
 from bcoo_array._kernels import matmul as kmm
+from bcoo_array._relayout import dense_layout
 
 INF, NAN = np.inf, np.nan
 
@@ -114,6 +115,8 @@ PATHS = {
 
 
 def _setup(monkeypatch, path):
+    # The kernels below belong to the XLA engine (the host engine has its own test, below).
+    monkeypatch.setenv("BCOO_ARRAY_HOST", "0")
     if path == "native":
         if not native.available():
             pytest.skip("native kernel not built")
@@ -162,6 +165,21 @@ def test_dense_sparse_unstored_are_exact_zeros(monkeypatch, path):
         got = jnp.asarray(dt) @ St
     assert spy.calls >= 1, f"{path} did not run"
     _assert_same(got, want)
+
+
+@pytest.mark.parametrize("ncols", [None, 2, csr.CSR_KERNEL_MIN_COLS + 1])
+@pytest.mark.parametrize("kind", ["numpy", "jax", "dense_layout"])
+def test_host_engine_unstored_are_exact_zeros(ncols, kind):
+    """The host engine (NumPy, scipy and the native loop on host buffers) keeps unstored entries structural."""
+    S = _sparse()
+    d = _dense_rhs(ncols)
+    # (a dense-layout BCOOArray is a dense operand; a sparse one would be structural too: sparse @ sparse forms
+    # products of stored entries only)
+    wrap = {"numpy": np.asarray, "jax": jnp.asarray, "dense_layout": dense_layout}[kind]
+    _assert_same(S @ wrap(d), structural(d))
+    dt = d.T if d.ndim == 2 else d
+    want_t = structural(d).T if d.ndim == 2 else structural(d)
+    _assert_same(wrap(dt) @ xp.matrix_transpose(S), want_t)
 
 
 def test_traced_native_kernel_unstored_are_exact_zeros():
