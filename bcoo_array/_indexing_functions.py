@@ -31,10 +31,11 @@ import numpy as np
 
 from ._array_object import BCOOArray
 from ._dtypes import result_type
+from ._engine import Operation
 from ._kernels import host, slicing
 from ._kernels.coalesce import take_entries
-from ._kernels.union import take_or_fill, union
-from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod
+from ._kernels.union import take_or_fill, take_or_fill_np, union, union_np
+from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod, valid_rows
 from ._manipulation_functions import expand_dims, reshape
 from ._operands import PY_SCALARS, as_operand, as_sparse
 from ._relayout import dense_layout, update_layout
@@ -70,7 +71,12 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
         ``indices`` is not 1-D.
     """
     x = as_sparse(x)
-    idx = indices.todense() if isinstance(indices, BCOOArray) else jnp.asarray(indices)
+    if isinstance(indices, BCOOArray):
+        idx = indices._dense()
+    elif isinstance(indices, (jax.Array, jax.core.Tracer)):
+        idx = indices
+    else:
+        idx = np.asarray(indices)  # concrete: read on the host (jnp.asarray would stage a program per shape)
     if idx.ndim != 1:
         raise ValueError(f"take() needs 1-D indices, got shape {idx.shape}")
     if not jnp.issubdtype(idx.dtype, jnp.integer):
@@ -90,8 +96,9 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
         raise IndexError(f"index {int(bad)} is out of bounds for axis {ax} with size {n}")
     q = np.where(q < 0, q + n, q)
     c = update_layout(x, 0, 0)._canonical()
-    ind = np.asarray(c.indices).astype(np.int64)
-    valid = np.all(ind < np.asarray(c.shape, np.int64), axis=1)
+    cdata, cind = c._buffers()
+    ind = np.asarray(cind).astype(np.int64)
+    valid = valid_rows(ind, c.shape)
     ent = np.nonzero(valid)[0]
     col = ind[ent, ax]
     order = np.argsort(col, kind="stable")
@@ -109,8 +116,8 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
     new = ind[src]
     new[:, ax] = qpos
     idt = index_dtype_for(shape)
-    data = take_entries(c.data, host.adopt(src))
-    return BCOOArray._from_buffers(data, host.adopt(new.astype(idt)), shape, n_batch=0, n_dense=0,
+    data = take_entries(cdata, src)
+    return BCOOArray._from_buffers(data, new.astype(idt), shape, n_batch=0, n_dense=0,
                                    fill_value=x.fill_value, indices_sorted=False, unique_indices=True)
 
 
@@ -537,7 +544,7 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
     if isinstance(value, PY_SCALARS):
         val = np.asarray(value, x.dtype)
     else:
-        val = value.todense() if isinstance(value, BCOOArray) else value
+        val = value._dense() if isinstance(value, BCOOArray) else value
         val = val if isinstance(val, np.ndarray) or is_tracer(val) else jnp.asarray(val)
         if np.dtype(val.dtype) != x.dtype:
             if result_type(val.dtype, x.dtype) != x.dtype:
@@ -562,9 +569,33 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
         new_idx = new_idx[keep]
         val = val[keep] if host_val is not None else val[jnp.asarray(keep)]
     c = update_layout(x, 0, 0)._canonical()
+    return _assign_entries(c, new_idx, val)
+
+
+#: ``x[...] = v`` once the positions are known: ``c`` canonical and all-sparse, ``new_idx`` ``(n, ndim)`` distinct
+#: NumPy coordinates, ``val`` ``(n,)`` values (NumPy, or traced).
+_assign_entries = Operation("setitem", operands=lambda c, new_idx, val: (c, val))
+
+
+@_assign_entries.host
+def _assign_entries_host(c: BCOOArray, new_idx: np.ndarray, val) -> BCOOArray:
+    dc, ic = c._host_buffers()
+    plan = union_np(ic, new_idx.astype(ic.dtype), c.shape)
+    if plan is None:
+        return NotImplemented
+    out_idx, pos_a, pos_b = plan
+    fill = c.fill_value
+    data = np.where(pos_b >= 0, take_or_fill_np(np.asarray(val, c.dtype), pos_b, fill),
+                    take_or_fill_np(dc, pos_a, fill))
+    return BCOOArray._from_buffers(data, out_idx, c.shape, n_batch=0, n_dense=0, fill_value=fill,
+                                   indices_sorted=True, unique_indices=True)
+
+
+@_assign_entries.xla
+def _assign_entries_xla(c: BCOOArray, new_idx: np.ndarray, val) -> BCOOArray:
     out_idx, pos_a, pos_b = union(c.indices[None], host.adopt(new_idx.astype(np.dtype(c.indices.dtype))[None]), c.shape)
     data, out_idx = _merge_set(c.data, val, out_idx, pos_a, pos_b, np.asarray(c.fill_value, c.dtype))
-    return BCOOArray._from_buffers(data, out_idx, x.shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
+    return BCOOArray._from_buffers(data, out_idx, c.shape, n_batch=0, n_dense=0, fill_value=c.fill_value,
                                    indices_sorted=True, unique_indices=True)
 
 

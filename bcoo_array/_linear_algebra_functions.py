@@ -216,6 +216,10 @@ def _as_kind(out, kind: str | None):
     """``out`` as the mixed-type rule wants it: itself, a jax.Array, or (eagerly) a writable NumPy array."""
     if kind is None or (kind == "jax" and not isinstance(out, BCOOArray)):
         return out
+    if kind == "numpy" and isinstance(out, BCOOArray) and out._host_buffers() is not None:
+        dense = dense_values_host(out)  # the host engine's result: no hand-off to JAX and back
+        arr = np.array(dense._dense() if isinstance(dense, BCOOArray) else dense)
+        return arr[()] if arr.ndim == 0 else arr
     dense = dense_values(out)
     if isinstance(dense, BCOOArray):
         dense = dense.todense()

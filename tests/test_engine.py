@@ -90,9 +90,21 @@ CALLS = {
     "matvec_sparse_vector": (lambda A, D, v: xp.matmul(A, xp.asarray(v)), lambda A, D, v: D @ v),
     "vecmat_sparse_vector": (lambda A, D, v: xp.matmul(xp.asarray(v), A.T), lambda A, D, v: v @ D.T),
     "sparse_sparse_product": (lambda A, D, v: A @ A.T, lambda A, D, v: D @ D.T),
+    "take": (lambda A, D, v: xp.take(A, np.array([3, 0, 3, 11, -1]), axis=0),
+             lambda A, D, v: np.take(D, [3, 0, 3, 11, -1], axis=0)),
+    "setitem": (lambda A, D, v: _assigned(A), lambda A, D, v: _assigned(D)),
     "outer": (lambda A, D, v: xp.reshape(A[:, 0], (-1, 1)) + xp.reshape(A[0, :], (1, -1)),
               lambda A, D, v: D[:, :1] + D[:1, :]),
 }
+
+
+def _assigned(a):
+    """Assignment by integer arrays, a slice and a scalar, on a copy (the same steps for NumPy and BCOOArray)."""
+    a = a.copy() if isinstance(a, np.ndarray) else a._replace()
+    a[np.array([0, 5, 5]), 1:3] = np.array([1.5, -2.0])
+    a[2, :] = 0.25
+    a[np.array([1, 3]), np.array([6, 0])] = 7.0
+    return a
 
 
 @pytest.mark.parametrize("fill", [0.0, 2.0])

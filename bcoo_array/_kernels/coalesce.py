@@ -183,13 +183,13 @@ def _sort_unique_2d(idx: np.ndarray, sizes) -> tuple[np.ndarray, np.ndarray] | N
     return order, out
 
 
-def take_entries(data, positions):
-    """``data[positions]`` along the nse axis, as one compiled program.
-
-    Eager JAX indexing runs several primitives (bounds wrap, broadcast,
-    gather), each compiled on its first shape; this is one program.
-    """
-    return _apply_permutation(data, positions)
+#: ``take_entries(data, positions)``: ``data[positions]`` along the nse axis (``positions`` in range). Host: NumPy
+#: indexing; XLA: one compiled program (eager JAX indexing runs several primitives, each compiled on its first
+#: shape).
+take_entries = Operation("take_entries", operands=lambda data, positions: (data, positions))
+take_entries.host(lambda data, positions: host_view(data)[host_view(positions) if not isinstance(
+    positions, np.ndarray) else positions])
+take_entries.xla(lambda data, positions: _apply_permutation(data, positions))
 
 
 @jax.jit
