@@ -31,6 +31,7 @@ from ._foreign import foreign_kind
 from ._kernels.host import adopt, host_buffers
 from ._kernels.layout import coo_triplets
 from ._kernels.matmul import host_spmm
+from ._kernels.reduce import arg_extreme_np
 from ._layout import index_dtype_for, is_concrete, prod
 from ._namespace import namespace
 
@@ -133,41 +134,6 @@ def _product(a, v, adjoint: bool = False):
         if out is not None:
             return out
     return _host(_apply(a, jnp.asarray(v), adjoint=adjoint))
-
-
-def _arg_extreme(rows, cols, vals, nrows: int, ncols: int, fill, op: str) -> np.ndarray:
-    """Column of the first maximum (``op="max"``) or minimum per row of a sparse matrix.
-
-    ``rows``, ``cols``, ``vals``: canonical (sorted, unique) stored entries;
-    unstored entries hold ``fill``. Ties go to the smallest column and NaN
-    counts as the extreme, as in ``numpy.argmax`` / ``numpy.argmin``.
-    Complex values compare lexicographically (real, then imaginary), as NumPy does.
-    """
-    rows = rows.astype(np.int64)
-    cols = cols.astype(np.int64)
-    counts = np.bincount(rows, minlength=nrows)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    rank = np.arange(rows.size) - starts[rows]
-    gap_mask = cols != rank  # first position where the column is not its rank: a gap before it
-    first_gap = counts.copy()
-    if gap_mask.any():
-        np.minimum.at(first_gap, rows[gap_mask], rank[gap_mask])
-    has_gap = counts < ncols
-    grow = np.nonzero(has_gap)[0]
-    all_rows = np.concatenate([rows, grow])
-    all_cols = np.concatenate([cols, first_gap[grow]])
-    all_vals = np.concatenate([vals, np.full(grow.size, fill, dtype=vals.dtype)])
-    # Rank the values (np.unique sorts complex lexicographically and NaN last).
-    _, rank_v = np.unique(all_vals, return_inverse=True)
-    rank_v = rank_v.reshape(-1).astype(np.int64)
-    nan = np.isnan(all_vals) if all_vals.dtype.kind in "fc" else np.zeros(all_vals.size, bool)
-    keys = [all_cols, -rank_v if op == "max" else rank_v, ~nan, all_rows]
-    order = np.lexsort(keys)
-    srows = all_rows[order]
-    first = np.concatenate([[True], srows[1:] != srows[:-1]]) if srows.size else np.zeros(0, bool)
-    out = np.zeros(nrows, np.int64)
-    out[srows[first]] = all_cols[order][first]
-    return out
 
 
 class ScipyMethodsMixin:
@@ -657,14 +623,14 @@ class ScipyMethodsMixin:
             if m * n == 0:
                 raise ValueError(f"arg{op}() of an empty array")
             lin = rows.astype(np.int64) * n + cols
-            return int(_arg_extreme(np.zeros_like(lin), lin, vals, 1, m * n, self.fill_value, op)[0])
+            return int(arg_extreme_np(np.zeros_like(lin), lin, vals, 1, m * n, self.fill_value, op)[0])
         if ax == 0:
             rows, cols, m, n = cols, rows, n, m
             order = np.lexsort((cols, rows))
             rows, cols, vals = rows[order], cols[order], vals[order]
         if n == 0:
             raise ValueError(f"arg{op}() along an empty dimension")
-        return _arg_extreme(rows, cols, vals, m, n, self.fill_value, op)
+        return arg_extreme_np(rows, cols, vals, m, n, self.fill_value, op)
 
     def count_nonzero(self, axis=None):
         """Number of entries not equal to zero (explicit zeros not counted), as scipy's ``count_nonzero``.

@@ -75,12 +75,15 @@ def _arg_extreme(x, axis, keepdims, name, fn):
         m2 = reshape(moved, (prod(rest), x.shape[ax]))
         out_shape = tuple(1 if i == ax else s for i, s in enumerate(x.shape)) if keepdims else rest
     if is_dense_layout(x):
-        dense = x.todense()
+        dense = x._dense()
+        if isinstance(dense, np.ndarray):  # the host engine's values: NumPy's own argmax / argmin
+            fn = np.argmax if fn is jnp.argmax else np.argmin
         out = fn(dense.reshape(-1)) if ax is None else fn(dense, axis=ax)
         return dense_layout(out.astype(_dtypes.default_int()).reshape(out_shape))
     # Sparse search: O(nse + rows) memory, never the dense array (see _kernels.reduce.arg_extreme_rows).
     c = to_coo(m2)._canonical()
-    pos = arg_extreme_rows(c.data, c.indices[:, 0], c.indices[:, 1], m2.shape[0], m2.shape[1], c.fill_value,
+    data, indices = c._buffers()
+    pos = arg_extreme_rows(data, indices[:, 0], indices[:, 1], m2.shape[0], m2.shape[1], c.fill_value,
                            bool(np.isnan(c.fill_value)) if c.dtype.kind == "f" else False, fn is jnp.argmax)
     return dense_layout(pos.astype(_dtypes.default_int()).reshape(out_shape))
 

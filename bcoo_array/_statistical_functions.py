@@ -16,9 +16,10 @@ from . import _dtypes
 from ._array_object import BCOOArray
 from ._data_type_functions import astype
 from ._elementwise_functions import divide, sqrt
-from ._kernels.plan import group
+from ._engine import Operation
+from ._kernels.plan import group, group_numpy
 from ._kernels.reduce import reduce_coo, reduce_prepare, variance_segments
-from ._layout import normalize_axes
+from ._layout import normalize_axes, valid_rows
 from ._layout import prod as _size  # (the name prod is the reduction below)
 from ._manipulation_functions import reshape
 from ._operands import as_sparse, check_category
@@ -145,8 +146,57 @@ def _var(x: BCOOArray, axes, correction, keepdims) -> BCOOArray:
     stored entries plus ``missing * (fill - mean)**2`` for the unstored ones."""
     n = _size(x.shape[a] for a in axes)
     c = update_layout(x, 0, 0)._canonical()
+    keep = tuple(a for a in range(len(c.shape)) if a not in axes)
+    sizes = tuple(c.shape[a] for a in keep)
+    vals, out_idx, fill = _variance(c, keep, n, correction)
+    if n - correction <= 0:
+        # No degrees of freedom left: NaN, as NumPy and the standard's reference implementation give.
+        vals = np.full(vals.shape, np.nan, c.dtype) if isinstance(vals, np.ndarray) else jnp.full_like(vals, jnp.nan)
+        fill = np.asarray(np.nan, c.dtype)[()]
+    out = BCOOArray._from_buffers(vals, out_idx, sizes, n_batch=0, n_dense=0, fill_value=fill,
+                                  indices_sorted=True, unique_indices=True)
+    return _keepdims(out, x.shape, axes, keepdims)
+
+
+#: The variance of each kept slice of a canonical all-sparse ``c``: ``(values, out_indices, fill)``.
+_variance = Operation("var", operands=lambda c, *args: (c,))
+
+
+@_variance.host
+def _variance_host(c: BCOOArray, keep, n: int, correction):
+    data, idx = c._host_buffers()
     shape = c.shape
-    keep = [a for a in range(len(shape)) if a not in axes]
+    sizes = tuple(shape[a] for a in keep)
+    valid = valid_rows(idx, shape)
+    if keep:
+        proj = np.where(valid[:, None], idx[:, list(keep)], np.asarray(sizes, idx.dtype))
+        plan = group_numpy(proj, sizes)
+        order, seg, out_idx, n_out = plan.order, plan.segment, plan.out_indices.astype(idx.dtype), plan.n_out
+    else:
+        n_out = 1 if c.nse else 0
+        order = np.argsort(~valid, kind="stable")
+        seg = np.where(valid[order], 0, n_out)
+        out_idx = np.zeros((n_out, 0), idx.dtype)
+    d = data[order]
+    inside = seg < n_out
+    d, seg = d[inside], seg[inside]
+    fill = np.asarray(c.fill_value, np.float64)
+    with np.errstate(all="ignore"):
+        cnt = np.bincount(seg, minlength=n_out)[:n_out]
+        miss = n - cnt  # unstored entries per slice; 0 * NaN-fill must stay 0
+        s1 = np.bincount(seg, d, minlength=n_out)[:n_out] if n_out else np.zeros(0)
+        m = (s1 + np.where(miss > 0, miss * fill, 0.0)) / n
+        dev = d - m[seg]
+        s2 = np.bincount(seg, dev * dev, minlength=n_out)[:n_out] if n_out else np.zeros(0)
+        s2 = s2 + np.where(miss > 0, miss * (fill - m) ** 2, 0.0)
+        vals = (s2 / (n - correction)).astype(c.dtype)
+        out_fill = np.asarray(n * (fill - fill) ** 2 / (n - correction), c.dtype)[()]
+    return vals, out_idx, out_fill
+
+
+@_variance.xla
+def _variance_xla(c: BCOOArray, keep, n: int, correction):
+    shape = c.shape
     sizes = tuple(shape[a] for a in keep)
     # Two compiled stages around the grouping plan (see ._kernels.reduce).
     _, proj, valid = reduce_prepare(c.data, c.indices, tuple(shape), len(shape), (), tuple(keep), "sum")
@@ -161,13 +211,7 @@ def _var(x: BCOOArray, axes, correction, keepdims) -> BCOOArray:
     # An all-unstored slice: mean == fill, every deviation (fill - fill).
     with jax.ensure_compile_time_eval():
         fill = np.asarray(_var_fill(np.asarray(c.fill_value), n, n - correction))[()]
-    if n - correction <= 0:
-        # No degrees of freedom left: NaN, as NumPy and the standard's reference implementation give.
-        vals = jnp.full_like(vals, jnp.nan)
-        fill = np.asarray(np.nan, c.dtype)[()]
-    out = BCOOArray._from_buffers(vals, out_idx, sizes, n_batch=0, n_dense=0, fill_value=fill,
-                                  indices_sorted=True, unique_indices=True)
-    return _keepdims(out, x.shape, axes, keepdims)
+    return vals, out_idx, fill
 
 
 def _cumulative(x, axis, dtype, include_initial, op, name):

@@ -291,7 +291,58 @@ def _identity(op: str, dtype, u):
     return u
 
 
-def arg_extreme_rows(values, rows, cols, n_rows: int, n_cols: int, fill, fill_is_nan: bool, maximize: bool):
+def arg_extreme_np(rows, cols, vals, nrows: int, ncols: int, fill, op: str) -> np.ndarray:
+    """NumPy twin of ``arg_extreme_rows``: column of the first maximum (``op="max"``) or minimum per row.
+
+    ``rows``, ``cols``, ``vals``: canonical (sorted, unique) stored entries;
+    unstored entries hold ``fill``. Ties go to the smallest column and NaN
+    counts as the extreme, as in ``numpy.argmax`` / ``numpy.argmin``.
+    Complex values compare lexicographically (real, then imaginary), as NumPy does.
+    """
+    rows = rows.astype(np.int64)
+    cols = cols.astype(np.int64)
+    counts = np.bincount(rows, minlength=nrows)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.arange(rows.size) - starts[rows]
+    gap_mask = cols != rank  # first position where the column is not its rank: a gap before it
+    first_gap = counts.copy()
+    if gap_mask.any():
+        np.minimum.at(first_gap, rows[gap_mask], rank[gap_mask])
+    has_gap = counts < ncols
+    grow = np.nonzero(has_gap)[0]
+    all_rows = np.concatenate([rows, grow])
+    all_cols = np.concatenate([cols, first_gap[grow]])
+    all_vals = np.concatenate([vals, np.full(grow.size, fill, dtype=vals.dtype)])
+    # Rank the values (np.unique sorts complex lexicographically and NaN last).
+    _, rank_v = np.unique(all_vals, return_inverse=True)
+    rank_v = rank_v.reshape(-1).astype(np.int64)
+    nan = np.isnan(all_vals) if all_vals.dtype.kind in "fc" else np.zeros(all_vals.size, bool)
+    keys = [all_cols, -rank_v if op == "max" else rank_v, ~nan, all_rows]
+    order = np.lexsort(keys)
+    srows = all_rows[order]
+    first = np.concatenate([[True], srows[1:] != srows[:-1]]) if srows.size else np.zeros(0, bool)
+    out = np.zeros(nrows, np.int64)
+    out[srows[first]] = all_cols[order][first]
+    return out
+
+
+#: ``arg_extreme_rows(values, rows, cols, n_rows, n_cols, fill, fill_is_nan, maximize)``: see
+#: ``_arg_extreme_rows_xla``; the host engine runs ``arg_extreme_np`` (scipy's ``argmax`` method too).
+arg_extreme_rows = Operation("arg_extreme_rows", operands=lambda values, rows, cols, *args: (values, rows, cols))
+
+
+@arg_extreme_rows.host
+def _arg_extreme_rows_host(values, rows, cols, n_rows: int, n_cols: int, fill, fill_is_nan: bool,
+                           maximize: bool):
+    values, rows, cols = host_view(values), host_view(rows), host_view(cols)
+    valid = rows < n_rows
+    if not valid.all():
+        values, rows, cols = values[valid], rows[valid], cols[valid]
+    return arg_extreme_np(rows, cols, values, n_rows, n_cols, fill, "max" if maximize else "min").astype(cols.dtype)
+
+
+@arg_extreme_rows.xla
+def _arg_extreme_rows_xla(values, rows, cols, n_rows: int, n_cols: int, fill, fill_is_nan: bool, maximize: bool):
     """Column of the first maximum (or minimum) of each row of a 2-D COO matrix, unstored entries = ``fill``.
 
     Parameters

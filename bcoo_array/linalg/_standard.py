@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._array_object import BCOOArray
+from .._engine import Operation
 from .._creation_functions import eye
 from .._elementwise_functions import abs as _abs
 from .._elementwise_functions import multiply, not_equal, sqrt, subtract
@@ -763,13 +764,29 @@ def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
         If ``x`` has fewer than 2 dimensions.
     """
     x = _matrix(x, "svd")
-    u, s, vh = _svd_blocks(x.todense(), full_matrices)
+    u, s, vh = _svd_blocks(x, full_matrices)
     return SVDResult(dense_layout_block(u), dense_layout_block(s), dense_layout_block(vh))
 
 
+#: ``svd``'s factors of BCOOArray ``x`` as dense-layout blocks (a leading axis of 1). Host: LAPACK through
+#: NumPy; XLA: one compiled program. (Singular vectors are unique up to sign; the two may differ there.)
+_svd_blocks = Operation("svd", operands=lambda x, full_matrices: (x,))
+
+
+@_svd_blocks.host
+def _svd_blocks_host(x, full_matrices: bool):
+    u, s, vh = np.linalg.svd(x._dense(), full_matrices=full_matrices)
+    dt = x.dtype
+    return u.astype(dt)[None], s.astype(np.dtype(dt.char.lower()))[None], vh.astype(dt)[None]
+
+
+@_svd_blocks.xla
+def _svd_blocks_xla(x, full_matrices: bool):
+    return _svd_blocks_jit(x.todense(), full_matrices)
+
+
 @partial(jax.jit, static_argnames=("full_matrices",))
-def _svd_blocks(a, full_matrices: bool):
-    """``svd``'s factors as dense-layout blocks (a leading axis of 1), one compiled program."""
+def _svd_blocks_jit(a, full_matrices: bool):
     u, s, vh = jnp.linalg.svd(a, full_matrices=full_matrices)
     return u[None], s[None], vh[None]
 
