@@ -24,7 +24,6 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._fill import eval_fill
-from ._kernels.host import adopt
 from ._kernels.layout import coo_triplets
 from ._kernels.sorting import unique_entries
 from ._layout import index_dtype_for, is_concrete
@@ -67,8 +66,8 @@ def _entries(x: BCOOArray):
     (``None``).
     """
     if is_dense_layout(x):
-        return np.asarray(x.data[0]).reshape(-1), np.arange(x.size, dtype=np.int64), None
-    vals, coords = coo_triplets(x.data, x.indices, x.shape, x.n_batch, x.n_dense,
+        return np.asarray(x._buffers()[0][0]).reshape(-1), np.arange(x.size, dtype=np.int64), None
+    vals, coords = coo_triplets(*x._buffers(), x.shape, x.n_batch, x.n_dense,
                                 x.indices_sorted and x.unique_indices)
     coords = np.asarray(coords).astype(np.int64)
     if x.ndim == 0 or vals.shape[0] == 0:
@@ -103,7 +102,7 @@ def _values_counts(x: BCOOArray, name: str):
 
 
 def _idx(a) -> BCOOArray:
-    return dense_layout(adopt(np.asarray(a).astype(_dtypes.default_int())))
+    return dense_layout(np.asarray(a).astype(_dtypes.default_int()))
 
 
 @routed
@@ -135,7 +134,7 @@ def unique_values(x, /) -> BCOOArray:
     x = as_sparse(x)
     _eager(x, "unique_values")
     uniq, _ = _values_counts(x, "unique_values")
-    return dense_layout(jnp.asarray(uniq, x.dtype))
+    return dense_layout(np.asarray(uniq, x.dtype))
 
 
 @routed
@@ -165,7 +164,7 @@ def unique_counts(x, /) -> UniqueCountsResult:
     x = as_sparse(x)
     _eager(x, "unique_counts")
     uniq, counts = _values_counts(x, "unique_counts")
-    return UniqueCountsResult(dense_layout(jnp.asarray(uniq, x.dtype)), _idx(counts))
+    return UniqueCountsResult(dense_layout(np.asarray(uniq, x.dtype)), _idx(counts))
 
 
 def _unique_full(x: BCOOArray, name: str):
@@ -180,16 +179,16 @@ def _unique_full(x: BCOOArray, name: str):
                     alternative=f"{name}(xp.asarray(x.todense()))")
         flat_x = np.asarray(x.todense()).reshape(-1)
         u = unique_entries(flat_x, np.arange(x.size, dtype=np.int64), x.size, x.fill_value)
-        inv = dense_layout(jnp.asarray(u.inverse.astype(idt).reshape(x.shape)))
+        inv = dense_layout(u.inverse.astype(idt).reshape(x.shape))
         return u.values, u.first, u.counts, inv
     u = unique_entries(vals, flat, x.size, x.fill_value)
     if coords is None or x.ndim == 0:
         inv_np = np.zeros(x.size, np.int64) + max(u.fill_index, 0)
         inv_np[flat] = u.inverse
-        return u.values, u.first, u.counts, dense_layout(jnp.asarray(inv_np.astype(idt).reshape(x.shape)))
+        return u.values, u.first, u.counts, dense_layout(inv_np.astype(idt).reshape(x.shape))
     fill = max(u.fill_index, 0)  # no unstored position (-1): any fill will do
-    inv = BCOOArray._from_buffers(jnp.asarray(u.inverse.astype(idt)),
-                                  jnp.asarray(coords.T.astype(index_dtype_for(x.shape))), x.shape,
+    inv = BCOOArray._from_buffers(u.inverse.astype(idt), np.ascontiguousarray(coords.T.astype(index_dtype_for(x.shape))),
+                                  x.shape,
                                   n_batch=0, n_dense=0, fill_value=np.asarray(fill, idt)[()],
                                   indices_sorted=True, unique_indices=True)
     return u.values, u.first, u.counts, inv
@@ -227,7 +226,7 @@ def unique_inverse(x, /) -> UniqueInverseResult:
     x = as_sparse(x)
     _eager(x, "unique_inverse")
     uniq, _, _, inv = _unique_full(x, "unique_inverse")
-    return UniqueInverseResult(dense_layout(jnp.asarray(uniq, x.dtype)), inv)
+    return UniqueInverseResult(dense_layout(np.asarray(uniq, x.dtype)), inv)
 
 
 @routed
@@ -260,7 +259,7 @@ def unique_all(x, /) -> UniqueAllResult:
     x = as_sparse(x)
     _eager(x, "unique_all")
     uniq, first, counts, inv = _unique_full(x, "unique_all")
-    return UniqueAllResult(dense_layout(jnp.asarray(uniq, x.dtype)), _idx(first), inv, _idx(counts))
+    return UniqueAllResult(dense_layout(np.asarray(uniq, x.dtype)), _idx(first), inv, _idx(counts))
 
 
 @routed
