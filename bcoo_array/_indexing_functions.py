@@ -31,7 +31,7 @@ import numpy as np
 
 from ._array_object import BCOOArray
 from ._dtypes import result_type
-from ._engine import Operation
+from ._engine import Operation, host_enabled
 from ._kernels import host, slicing
 from ._kernels.coalesce import take_entries
 from ._kernels.union import take_or_fill, take_or_fill_np, union, union_np
@@ -268,20 +268,20 @@ def _matrix_row_or_column(x: BCOOArray, key):
         if step != 1:
             return None
         stop = max(start, stop)
-        got = slicing.row_range(x.data, x.indices, x.shape, start, stop)
+        got = slicing.row_range(*x._buffers(), x.shape, start, stop)
         if got is None:
             return None
         values, indices, canonical = got
-        return BCOOArray._from_buffers(host.to_device(values), host.to_device(indices, owned=True),
+        return BCOOArray._from_buffers(np.array(values), indices,  # (a copy: never keep the whole matrix alive)
                                        (stop - start, x.shape[1]), n_batch=0, n_dense=0, fill_value=x.fill_value,
                                        indices_sorted=canonical, unique_indices=canonical)
     if len(key) == 1 or (len(key) == 2 and is_full[1]):
         i = _int_key(key[0], x.shape[0])
-        got = None if i is None else slicing.row(x.data, x.indices, x.shape, i)
+        got = None if i is None else slicing.row(*x._buffers(), x.shape, i)
         length = x.shape[1]
     elif len(key) == 2 and is_full[0]:
         j = _int_key(key[1], x.shape[1])
-        got = None if j is None else slicing.column(x.data, x.indices, x.shape, j)
+        got = None if j is None else slicing.column(*x._buffers(), x.shape, j)
         length = x.shape[0]
     else:
         return None
@@ -289,7 +289,7 @@ def _matrix_row_or_column(x: BCOOArray, key):
         return None
     values, positions, canonical = got
     indices = positions.astype(index_dtype_for((length,)))[:, None]
-    return BCOOArray._from_buffers(host.to_device(values), host.to_device(indices, owned=True), (length,),
+    return BCOOArray._from_buffers(np.array(values), np.ascontiguousarray(indices), (length,),
                                    n_batch=0, n_dense=0, fill_value=x.fill_value,
                                    indices_sorted=canonical, unique_indices=canonical)
 
@@ -398,7 +398,7 @@ def _basic_host(c: BCOOArray, key) -> BCOOArray | None:
     The same entries, order and flags as the traced code in ``_basic``;
     None when the buffers are traced or not on the CPU.
     """
-    got = host.host_buffers(c.data, c.indices)
+    got = c._host_buffers() if host_enabled() else None
     if got is None:
         return None
     data, idx = got
@@ -430,7 +430,7 @@ def _basic_host(c: BCOOArray, key) -> BCOOArray | None:
     new_idx = host.aligned_empty((keep.size, len(out_shape)), index_dtype_for(out_shape))
     for j, col in enumerate(cols):
         new_idx[:, j] = 0 if col is None else col[keep]
-    return BCOOArray._from_buffers(host.to_device(data[keep], owned=True), host.to_device(new_idx, owned=True),
+    return BCOOArray._from_buffers(data[keep], new_idx,
                                    out_shape, n_batch=0, n_dense=0, fill_value=c.fill_value,
                                    indices_sorted=c.indices_sorted and all(
                                        not isinstance(k, slice) or (k.step or 1) > 0 for k in key),
@@ -442,6 +442,33 @@ def _lookup(c: BCOOArray, coords):
     idt = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
     if prod(c.shape) >= np.iinfo(np.dtype(idt)).max:
         raise IndexError("pointwise indexing of an array with more than 2**63 elements is not supported")
+    return _lookup_op(c, list(coords))
+
+
+#: The pointwise lookup: a sorted linear key and a binary search (NumPy on the host, one program for XLA).
+_lookup_op = Operation("lookup", operands=lambda c, coords: (c, coords))
+
+
+@_lookup_op.host
+def _lookup_host(c: BCOOArray, coords):
+    data, indices = c._host_buffers()
+    shape = c.shape
+    valid = valid_rows(indices, shape)
+    q = np.ravel_multi_index(tuple(np.asarray(a, np.int64) for a in coords), shape) if shape else \
+        np.zeros(np.shape(coords[0]) if coords else (), np.int64)
+    if not indices.shape[0]:
+        return np.full(q.shape, c.fill_value, c.dtype)
+    keys = np.ravel_multi_index(tuple(np.where(valid, indices[:, k], 0).astype(np.int64)
+                                      for k in range(len(shape))), shape) if shape else np.zeros(len(valid), np.int64)
+    keys = np.where(valid, keys, np.iinfo(np.int64).max)
+    order = np.argsort(keys, kind="stable")
+    skeys = keys[order]
+    pos = np.minimum(np.searchsorted(skeys, q), skeys.size - 1)
+    return np.where(skeys[pos] == q, data[order][pos], np.asarray(c.fill_value, c.dtype))
+
+
+@_lookup_op.xla
+def _lookup_xla(c: BCOOArray, coords):
     return _lookup_values(c.data, c.indices, tuple(coords), np.asarray(c.fill_value, c.dtype), tuple(c.shape))
 
 
@@ -511,7 +538,7 @@ def _mask_index(x: BCOOArray, key) -> BCOOArray:
 
         flat = np.flatnonzero(m) if m.shape == dims else np.zeros(0, np.int64)
         merged = reshape(x, x.shape[:start] + (int(np.prod(dims)),) + x.shape[start + m.ndim:])
-        out = take(merged, jax.device_put(flat.astype(np.int32 if flat.size < 2**31 else np.int64)), axis=start)
+        out = take(merged, flat.astype(np.int32 if flat.size < 2**31 else np.int64), axis=start)
         rest = key[pos + 1:]
         return out if not rest else getitem(out, (slice(None),) * (start + 1) + rest)
     nz = np.nonzero(m)

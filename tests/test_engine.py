@@ -101,6 +101,13 @@ CALLS = {
                             lambda A, D, v: np.argmax(D, axis=0)),
     "svd_values": (lambda A, D, v: xp.linalg.svd(A, full_matrices=False).S,
                    lambda A, D, v: np.linalg.svd(D, compute_uv=False)),
+    "mask_rows": (lambda A, D, v: A[np.arange(12) % 3 == 1], lambda A, D, v: D[np.arange(12) % 3 == 1]),
+    "mask_2d": (lambda A, D, v: A[D > 0.3], lambda A, D, v: D[D > 0.3]),
+    "pointwise": (lambda A, D, v: A[np.array([0, 11, 4]), np.array([6, 0, 4])],
+                  lambda A, D, v: D[np.array([0, 11, 4]), np.array([6, 0, 4])]),
+    "row_slice": (lambda A, D, v: A[2:9], lambda A, D, v: D[2:9]),
+    "basic_mixed": (lambda A, D, v: A[1:10:2, ::-1], lambda A, D, v: D[1:10:2, ::-1]),
+    "column": (lambda A, D, v: A[:, 3], lambda A, D, v: D[:, 3]),
     "outer": (lambda A, D, v: xp.reshape(A[:, 0], (-1, 1)) + xp.reshape(A[0, :], (1, -1)),
               lambda A, D, v: D[:, :1] + D[:1, :]),
 }
