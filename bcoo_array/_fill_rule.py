@@ -34,13 +34,14 @@ from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.mesh import replicated_on_mesh
 from ._kernels.union import take_or_fill, union, union_apply_2d
-from ._layout import is_concrete
+from ._layout import index_dtype_for, is_concrete, valid_rows
 from ._relayout import (
     broadcast,
     dense_layout,
     dense_layout_block,
     dense_values,
     dense_values_host,
+    to_coo,
     update_layout,
 )
 
@@ -145,8 +146,53 @@ def _sparse_dense_host(fn, a: BCOOArray, d: np.ndarray, out_shape, *, or_none: b
     return src._replace(data=values, fill_value=_plus_zero(g[0]))
 
 
+def _outer_host(fn, x: BCOOArray, y: BCOOArray):
+    """``fn`` of a column ``(n, 1)`` and a row ``(1, m)`` (the outer broadcast), built in canonical order.
+
+    The union of the broadcast patterns is every column of each row ``x``
+    stores, plus ``y``'s stored columns in the other rows: written row by row
+    with no sort and no broadcast copies of the operands, O(result) work.
+    None where ``fn`` has no NumPy twin for the dtypes.
+    """
+    n, m = x.shape[0], y.shape[1]
+    xd, yd = x._dense().reshape(n), y._dense().reshape(m)
+
+    def stored(a, size):  # which positions of a 2-D vector store an entry (padding excluded)
+        data, idx = to_coo(a)._host_buffers()
+        mask = np.zeros(size, bool)
+        valid = valid_rows(idx, a.shape)
+        mask[idx[valid, 0 if a.shape[1] == 1 else 1]] = True
+        return mask
+
+    sx, sy = stored(x, n), stored(y, m)
+    cols_y = np.flatnonzero(sy)
+    full, part = np.flatnonzero(sx), np.flatnonzero(~sx)
+    got_full = host_apply(fn, (xd[full][:, None], yd[None, :]), (x.fill_value, y.fill_value))
+    got_part = host_apply(fn, (xd[part][:, None], yd[cols_y][None, :]), (x.fill_value, y.fill_value))
+    if got_full is None or got_part is None:
+        return NotImplemented
+    counts = np.where(sx, m, cols_y.size)
+    starts = np.zeros(n, np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    total = int(counts.sum())
+    idt = index_dtype_for((n, m))
+    data = np.empty(total, got_full[0].dtype)
+    indices = np.empty((total, 2), idt)
+    for rows, cols, values in ((full, np.arange(m), got_full[0]), (part, cols_y, got_part[0])):
+        dest = (starts[rows][:, None] + np.arange(cols.size)).reshape(-1)
+        data[dest] = values.reshape(-1)
+        indices[dest, 0] = np.repeat(rows, cols.size)
+        indices[dest, 1] = np.tile(cols, rows.size)
+    return BCOOArray._from_buffers(data, indices, (n, m), n_batch=0, n_dense=0, fill_value=got_full[1],
+                                   indices_sorted=True, unique_indices=True)
+
+
 def _sparse_sparse_host(fn, x: BCOOArray, y: BCOOArray, out_shape):
     """Host twin of ``_sparse_sparse``: the union of the broadcast patterns (NumPy plans, NumPy values)."""
+    if x.ndim == 2 and y.ndim == 2 and x.shape[1] == 1 and y.shape[0] == 1 and x.shape[0] > 1 and y.shape[1] > 1:
+        return _outer_host(fn, x, y)
+    if y.ndim == 2 and x.ndim == 2 and y.shape[1] == 1 and x.shape[0] == 1 and y.shape[0] > 1 and x.shape[1] > 1:
+        return _outer_host(_swapped(fn), y, x)  # (n, 1) and (1, m) again: the result is (n, m)
     if _small_broadcast(y, out_shape) and not _small_broadcast(x, out_shape):
         got = _sparse_dense_host(fn, x, y._dense(), out_shape, or_none=True)
         if got is not None:

@@ -108,6 +108,8 @@ CALLS = {
     "row_slice": (lambda A, D, v: A[2:9], lambda A, D, v: D[2:9]),
     "basic_mixed": (lambda A, D, v: A[1:10:2, ::-1], lambda A, D, v: D[1:10:2, ::-1]),
     "column": (lambda A, D, v: A[:, 3], lambda A, D, v: D[:, 3]),
+    "outer_row_first": (lambda A, D, v: xp.reshape(A[0, :], (1, -1)) * xp.reshape(A[:, 1], (-1, 1)),
+                        lambda A, D, v: D[:1, :] * D[:, 1:2]),
     "outer": (lambda A, D, v: xp.reshape(A[:, 0], (-1, 1)) + xp.reshape(A[0, :], (1, -1)),
               lambda A, D, v: D[:, :1] + D[:1, :]),
 }
