@@ -92,6 +92,8 @@ def _sum_duplicates_host(data, indices, shape, n_batch: int, n_dense: int, reduc
         return NotImplemented
     data, indices = host_view(data), host_view(indices)
     k = indices.shape[-1]
+    if indices.shape[0] == 0:
+        return data, indices  # nothing stored: canonical already
     if k == 0:
         keep = min(indices.shape[0], 1)
         ufunc = (_NP_REDUCE_BOOL if data.dtype == np.bool_ else _NP_REDUCE)["sum"]

@@ -182,19 +182,23 @@ def union_np(ix: np.ndarray, iy: np.ndarray, sizes) -> tuple[np.ndarray, np.ndar
         out = np.stack(np.unravel_index(u, sizes), axis=1).astype(ix.dtype) if sizes \
             else np.zeros((u.size, 0), ix.dtype)
         return out, pos_x, pos_y
-    u = np.concatenate((kx, ky))
-    u.sort(kind="stable")  # two sorted runs: timsort merges them in linear time
-    if u.size > 1:
-        u = u[np.concatenate(([True], u[1:] != u[:-1]))]
-
-    def positions(k, e):
-        if k.size == 0:
-            return np.full(u.size, -1, np.int64)
-        at = np.minimum(np.searchsorted(k, u), k.size - 1)
-        return np.where(k[at] == u, e[at], -1)
-
+    # One stable sort of both sorted runs (timsort merges them in linear time), each key tagged with its side:
+    # a key found on both sides appears twice in a row, x's first.
+    keys_all = np.concatenate((kx, ky))
+    order = np.argsort(keys_all, kind="stable")
+    sk = keys_all[order]
+    first = np.empty(sk.size, bool)
+    first[0] = True
+    np.not_equal(sk[1:], sk[:-1], out=first[1:])
+    u = sk[first]
+    group = np.cumsum(first) - 1
+    from_x = order < kx.size
+    pos_x = np.full(u.size, -1, np.int64)
+    pos_y = np.full(u.size, -1, np.int64)
+    pos_x[group[from_x]] = ex[order[from_x]]
+    pos_y[group[~from_x]] = ey[order[~from_x] - kx.size]
     out = np.stack(np.unravel_index(u, sizes), axis=1).astype(ix.dtype) if sizes else np.zeros((u.size, 0), ix.dtype)
-    return out, positions(kx, ex), positions(ky, ey)
+    return out, pos_x, pos_y
 
 
 def take_or_fill_np(data: np.ndarray, pos: np.ndarray, fill) -> np.ndarray:
