@@ -286,7 +286,13 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     @classmethod
     def _from_buffers(cls, data, indices, shape, *, n_batch, n_dense, fill_value,
                       indices_sorted=False, unique_indices=False) -> "BCOOArray":
-        """Wrap buffers without validation (internal: the caller guarantees the layout)."""
+        """Wrap buffers without validation (internal API of the package's layers).
+
+        ``data`` and ``indices`` are JAX arrays (or tracers) or NumPy arrays
+        the package owns (the host engine's results, never a user's array:
+        ``_engine``); the caller guarantees the layout (shapes, index dtype,
+        padding) and the flags. ``fill_value`` is cast exactly to the dtype.
+        """
         obj = object.__new__(cls)
         fill = fill_value if isinstance(fill_value, np.generic) and fill_value.dtype == data.dtype \
             else fill_scalar(fill_value, data.dtype)
@@ -655,7 +661,14 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return self._replace(data=data, fill_value=fill)
 
     def _replace(self, **kw) -> "BCOOArray":
-        """A copy with some fields replaced (internal)."""
+        """A new array sharing the buffers, with some fields replaced (internal API).
+
+        Keyword arguments are those of ``_from_buffers`` (``data``,
+        ``indices``, ``shape``, ``n_batch``, ``n_dense``, ``fill_value``,
+        ``indices_sorted``, ``unique_indices``); buffers are never copied (JAX
+        arrays are immutable and the host engine never writes to a held NumPy
+        buffer), and host buffers stay on the host.
+        """
         fields = dict(
             data=self._data if self._data is not None else self._hdata,
             indices=self._indices if self._indices is not None else self._hindices, shape=self.shape, n_batch=self.n_batch, n_dense=self.n_dense,
@@ -693,7 +706,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return st is not None and st.n_valid == self.nse
 
     def _canonical(self) -> "BCOOArray":
-        """Self if already unique and sorted, else its canonical form."""
+        """Self if already unique and sorted, else ``sum_duplicates()`` (internal API: the entry point of
+        kernels that need canonical buffers; the host engine computes it with NumPy)."""
         if self.unique_indices and self.indices_sorted:
             return self
         return self.sum_duplicates()

@@ -5,11 +5,13 @@
 
 Each estimator runs in a fresh process (so its first call pays every XLA
 compilation): a 400 x 64 float64 matrix with about 10% stored entries
-(``JAX_ENABLE_X64=1``), first call timed, then the best of three warm calls,
+(``JAX_ENABLE_X64=1``), first call timed, then the best of five warm calls,
 and NumPy's time on the same data for scale. ``--dense-jax`` times the same
 routine on a dense ``jax.Array`` (JAX's own first-call cost, the reference for
 what compiling once per operation and shape costs). ``--log-compiles`` also
-counts XLA compilations (JAX's compile log). Needs scikit-learn (the ``test``
+counts XLA compilations (JAX's compile log). ``--array-api-strict`` times the
+same routine on array_api_strict arrays (the reference of the eager-engine
+issue for warm calls). Needs scikit-learn (the ``test``
 extra) and ``SCIPY_ARRAY_API=1`` (set here).
 """
 
@@ -43,25 +45,30 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.preprocessing import StandardScaler
 import bcoo_array as xp
 
-name, dense_jax = sys.argv[1], "--dense-jax" in sys.argv
+name, dense_jax, strict = sys.argv[1], "--dense-jax" in sys.argv, "--array-api-strict" in sys.argv
 rng = np.random.default_rng(0)
 X = rng.standard_normal((400, 64)) * (rng.random((400, 64)) < 0.1)
 y = rng.integers(0, 3, 400)
-A = jnp.asarray(X) if dense_jax else xp.asarray(X)
-yA = jnp.asarray(y.astype(np.int32)) if dense_jax else xp.asarray(y.astype(np.int32))
+if strict:
+    import array_api_strict as aas
+    A, yA = aas.asarray(X), aas.asarray(y.astype(np.int32))
+else:
+    A = jnp.asarray(X) if dense_jax else xp.asarray(X)
+    yA = jnp.asarray(y.astype(np.int32)) if dense_jax else xp.asarray(y.astype(np.int32))
 run = {
     "StandardScaler": lambda A, y: StandardScaler().fit_transform(A),
     "PCA": lambda A, y: PCA(n_components=3, svd_solver="full").fit(A).explained_variance_,
     "LDA": lambda A, y: LinearDiscriminantAnalysis().fit(A, y).coef_,
 }[name]
 with config_context(array_api_dispatch=True):
-    t = time.perf_counter(); jax.block_until_ready(run(A, yA)); first = time.perf_counter() - t
+    wait = (lambda r: r) if strict else jax.block_until_ready
+    t = time.perf_counter(); wait(run(A, yA)); first = time.perf_counter() - t
     compiles = count[0]
     warm = []
-    for _ in range(3):
-        t = time.perf_counter(); jax.block_until_ready(run(A, yA)); warm.append(time.perf_counter() - t)
+    for _ in range(5):
+        t = time.perf_counter(); wait(run(A, yA)); warm.append(time.perf_counter() - t)
 t = time.perf_counter(); run(X, y); numpy_s = time.perf_counter() - t
-kind = "dense jax.Array" if dense_jax else "BCOOArray"
+kind = "array_api_strict array" if strict else "dense jax.Array" if dense_jax else "BCOOArray"
 extra = f", {compiles} XLA compilations" if "--log-compiles" in sys.argv else ""
 print(f"{name} on a {kind}: first {first:.2f} s, warm {min(warm) * 1e3:.1f} ms "
       f"({first / min(warm):.0f}x), NumPy {numpy_s * 1e3:.1f} ms{extra}")
@@ -74,12 +81,15 @@ def main(argv=None) -> int:
                         help=f"estimators to time (default: all of {', '.join(NAMES)})")
     parser.add_argument("--dense-jax", action="store_true", help="time a dense jax.Array instead")
     parser.add_argument("--log-compiles", action="store_true", help="count XLA compilations of the first call")
+    parser.add_argument("--array-api-strict", action="store_true",
+                        help="time the same routine on array_api_strict arrays (the reference for warm calls)")
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in NAMES]
     if unknown:  # (argparse rejects a list default when nargs="*" has choices)
         parser.error(f"unknown estimator(s) {', '.join(unknown)}; choose from {', '.join(NAMES)}")
     args.names = args.names or list(NAMES)
-    flags = [f for f, on in (("--dense-jax", args.dense_jax), ("--log-compiles", args.log_compiles)) if on]
+    flags = [f for f, on in (("--dense-jax", args.dense_jax), ("--log-compiles", args.log_compiles),
+                             ("--array-api-strict", args.array_api_strict)) if on]
     for name in args.names:
         proc = subprocess.run([sys.executable, "-c", _CHILD, name, *flags], capture_output=True, text=True,
                               env={**os.environ, "SCIPY_ARRAY_API": "1"})
