@@ -808,8 +808,9 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     def _assign(self, other: "BCOOArray") -> None:
         """Take over ``other``'s buffers and metadata (in-place operations)."""
-        self._set(other.data, other.indices, other.shape, other.n_batch, other.n_dense, other._fill,
-                  other.indices_sorted, other.unique_indices)
+        self._set(other.data if other._hdata is None else other._hdata,
+                  other.indices if other._hindices is None else other._hindices,
+                  other.shape, other.n_batch, other.n_dense, other._fill, other.indices_sorted, other.unique_indices)
 
 
 def _as_host(x, argname):
