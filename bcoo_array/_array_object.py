@@ -240,6 +240,18 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     def indices(self, value) -> None:
         self._indices, self._hindices, self._matvec = value, None, None
 
+    def block_until_ready(self) -> "BCOOArray":
+        """Wait until the buffers are computed, and return ``self`` (as ``jax.Array.block_until_ready``).
+
+        An array the host engine computed is ready already (its NumPy buffers
+        are not handed to JAX by this call); JAX buffers are waited for.
+        Benchmarks call it to time a result without timing a transfer.
+        """
+        for b in (self._data, self._indices):
+            if b is not None and hasattr(b, "block_until_ready"):
+                b.block_until_ready()
+        return self
+
     def _host_buffers(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``(data, indices)`` as NumPy arrays in host memory (zero-copy views of CPU buffers), or None
         when they cannot be read there (traced, on another device, sharded). Internal: the host engine's

@@ -275,6 +275,13 @@ def spmv_bytes(A) -> int:
 def _block(r):
     import jax
 
+    if isinstance(r, (tuple, list)):
+        for x in r:
+            _block(x)
+        return r
+    if hasattr(r, "block_until_ready"):  # jax.Array, BCOOArray (waits without handing host buffers to JAX)
+        r.block_until_ready()
+        return r
     for leaf in jax.tree_util.tree_leaves(r):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
