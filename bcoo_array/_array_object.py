@@ -24,7 +24,7 @@ from ._kernels.coalesce import todense as _todense
 from ._kernels.csr import csr_arrays
 from ._kernels.fromdense import fromdense as _fromdense
 from ._kernels.fromdense import fromdense_host
-from ._engine import host_enabled, host_view, single_cpu
+from ._engine import host_enabled, host_max_entries, host_view, single_cpu
 from ._kernels.host import host_buffers, to_device
 from ._kernels.matmul import host_matvec
 from ._layout import (
@@ -441,11 +441,18 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return _todense(data, indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
 
     def _buffers(self):
-        """``(data, indices)`` for a kernel: NumPy when the host engine can read them, else JAX (internal)."""
+        """``(data, indices)`` for a kernel: NumPy when the host engine can read them, else JAX (internal).
+
+        A large array (more than ``_engine.host_max_entries()`` stored values) gives its JAX buffers, handed
+        over once and kept: its bandwidth-bound operations run on XLA (``Operation(..., large=True)``), which
+        would otherwise receive NumPy buffers to copy on every call; the host engine reads zero-copy views.
+        """
         if host_enabled():
-            got = self._host_buffers()
-            if got is not None:
-                return got
+            d = self._data if self._data is not None else self._hdata
+            if getattr(d, "size", 0) <= host_max_entries():
+                got = self._host_buffers()
+                if got is not None:
+                    return got
         return self.data, self.indices
 
     def _bound_matvec(self):

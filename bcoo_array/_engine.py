@@ -99,6 +99,31 @@ def on_host(x) -> bool:
     return False  # a tracer, or an object the host engine does not know
 
 
+#: Stored entries (or dense elements) above which a bandwidth-bound operation (``Operation(..., large=True)``)
+#: runs on the XLA engine even on the host: XLA's fused, threaded loop makes one pass where the NumPy twin makes
+#: several (cage11, 2.6 million entries: ``A + B`` 2 ms against 14 ms), and its one compilation per shape is
+#: small beside such a call. ``BCOO_ARRAY_HOST_MAX`` (entries, read at every call) overrides it.
+HOST_MAX_ENTRIES = 1 << 18
+HOST_MAX_ENV = "BCOO_ARRAY_HOST_MAX"
+
+
+def _entries(x) -> int:
+    """Stored entries of a BCOOArray (padding included), elements of a dense array, 1 for scalars."""
+    if isinstance(x, (list, tuple)):
+        return sum(_entries(y) for y in x)
+    nse = getattr(x, "_host_buffers", None)
+    if nse is not None:
+        d = x._hdata if x._hdata is not None else x._data
+        return int(d.size) if d is not None else 0
+    return int(getattr(x, "size", 1))
+
+
+def host_max_entries() -> int:
+    """The size above which bandwidth-bound operations take the XLA engine (``HOST_MAX_ENTRIES``)."""
+    got = os.environ.get(HOST_MAX_ENV)
+    return int(got) if got else HOST_MAX_ENTRIES
+
+
 def runs_on_host(*operands) -> bool:
     """Whether the host engine serves these operands (the engine is enabled and each one is on the host)."""
     if not host_enabled():
@@ -138,6 +163,11 @@ class Operation:
     operands : callable, optional
         Given the call's arguments, returns the array operands whose state
         decides the engine (default: every positional argument).
+    large : bool or callable
+        The operation is bandwidth-bound: operands of more than
+        ``host_max_entries()`` entries in all take the XLA engine (its fused
+        loop beats several NumPy passes there; see ``HOST_MAX_ENTRIES``). A
+        callable decides per call, from the call's arguments.
 
     Examples
     --------
@@ -155,11 +185,12 @@ class Operation:
     ``xla`` implementation must accept every input.
     """
 
-    __slots__ = ("name", "_operands", "_host", "_xla")
+    __slots__ = ("name", "_operands", "_large", "_host", "_xla")
 
-    def __init__(self, name: str, operands: Callable | None = None):
+    def __init__(self, name: str, operands: Callable | None = None, *, large: bool = False):
         self.name = name
         self._operands = operands
+        self._large = large
         self._host = None
         self._xla = None
 
@@ -176,7 +207,8 @@ class Operation:
     def __call__(self, *args, **kwargs):
         if self._host is not None:
             ops = args if self._operands is None else self._operands(*args, **kwargs)
-            if runs_on_host(*ops):
+            large = self._large(*args, **kwargs) if callable(self._large) else self._large
+            if runs_on_host(*ops) and not (large and _entries(ops) > host_max_entries()):
                 out = self._host(*args, **kwargs)
                 _clear_fp_status()
                 if out is not NotImplemented:

@@ -29,7 +29,7 @@ from ._array_object import BCOOArray
 from ._engine import Operation, host_view
 from ._fill import Twin, apply_with_fill, eval_fill, host_apply, on_one_device, same_value, same_value_np
 from ._kernels.fromdense import _same_value_host, gather_np
-from ._kernels.union import take_or_fill_np, union_np, union_plan_2d_host
+from ._kernels.union import scatter_or_fill_np, take_or_fill_np, union_np, union_scatter_2d_host
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.mesh import replicated_on_mesh
@@ -47,7 +47,7 @@ from ._relayout import (
 
 
 #: ``unary(fn, x, *, linear=False)``: apply ``fn`` to every entry; ``linear`` functions skip summing duplicates.
-unary = Operation("unary", operands=lambda fn, x, **kw: (x,))
+unary = Operation("unary", operands=lambda fn, x, **kw: (x,), large=True)
 
 
 @unary.host
@@ -78,7 +78,7 @@ def _dense_operand(y):
 #: ``binary(fn, x, y, *, annihilator=None)``: apply binary ``fn`` under broadcasting; at least one operand is
 #: a BCOOArray. ``annihilator``, where given, is the fill value ``z`` with ``fn(z, d) == z`` and
 #: ``fn(d, z) == z`` for every finite ``d`` (0 for multiply).
-binary = Operation("binary", operands=lambda fn, x, y, **kw: (x, y))
+binary = Operation("binary", operands=lambda fn, x, y, **kw: (x, y), large=True)
 
 
 def _host_dense(y) -> np.ndarray:
@@ -212,14 +212,18 @@ def _sparse_sparse_host(fn, x: BCOOArray, y: BCOOArray, out_shape):
     if n_batch or hx is None or hy is None:
         return NotImplemented
     (dx, ix), (dy, iy) = hx, hy
-    plan = union_plan_2d_host(ix, iy, shape) if n_dense == 0 and len(shape) == 2 else None
-    if plan is None:
+    scatter = union_scatter_2d_host(ix, iy, shape) if n_dense == 0 and len(shape) == 2 else None
+    if scatter is not None:  # 2-D canonical operands: the merge plan cached on the pair, applied by scatters
+        out_idx, side_x, side_y = scatter
+        vx = scatter_or_fill_np(dx, side_x, out_idx.shape[0], x.fill_value)
+        vy = scatter_or_fill_np(dy, side_y, out_idx.shape[0], y.fill_value)
+    else:
         plan = union_np(ix, iy.astype(ix.dtype, copy=False), sparse_sizes(shape, 0, n_dense))
         if plan is None:
             return NotImplemented
-    out_idx, pos_x, pos_y = plan
-    vx = take_or_fill_np(dx, pos_x, x.fill_value)
-    vy = take_or_fill_np(dy, pos_y, y.fill_value)
+        out_idx, pos_x, pos_y = plan
+        vx = take_or_fill_np(dx, pos_x, x.fill_value)
+        vy = take_or_fill_np(dy, pos_y, y.fill_value)
     got = host_apply(fn, (vx, vy), (x.fill_value, y.fill_value))
     if got is None:
         return NotImplemented

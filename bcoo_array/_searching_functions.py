@@ -396,7 +396,7 @@ def where(condition, x1, x2, /) -> BCOOArray:
 
 
 #: ``where`` of three canonical sparse operands of one layout: stored entries on the union of the patterns.
-_where_sparse = Operation("where", operands=lambda sp, *args: sp)
+_where_sparse = Operation("where", operands=lambda sp, *args: sp, large=True)
 
 
 @_where_sparse.host

@@ -20,6 +20,7 @@ from .._engine import Operation, host_view
 from .._fill import same_value_np
 from .._layout import is_concrete, prod
 from .coalesce import segment_reduce_np
+from .cache import PLANS
 from .csr import axis_plan_host, sum_axis
 from .plan import group, group_numpy, segment_reduce
 
@@ -68,7 +69,10 @@ def combine(a, b, op: str):
 
 #: ``reduce_coo(data, indices, shape, n_dense, axes, op, fill)``: reduce a canonical, n_batch = 0 array over
 #: ``axes`` (see ``_reduce_coo_xla``); the host engine runs ``_reduce_coo_host``, the same algorithm in NumPy.
-reduce_coo = Operation("reduce_coo", operands=lambda data, indices, *args, **kw: (data, indices))
+reduce_coo = Operation("reduce_coo", operands=lambda data, indices, *args, **kw: (data, indices),
+                       # row sums of a matrix are one reduceat on the host at any size (scipy's way)
+                       large=lambda data, indices, shape, n_dense, axes, op, fill: not (
+                           op == "sum" and len(shape) == 2 and tuple(axes) == (1,) and n_dense == 0))
 
 _NP_UFUNC = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 _NP_UFUNC_BOOL = {"sum": np.logical_or, "prod": np.logical_and, "max": np.logical_or, "min": np.logical_and}
@@ -99,7 +103,13 @@ def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], 
     if (op == "sum" and len(shape) == 2 and n_dense == 0 and len(axes) == 1 and shape[axes[0]] > 0
             and data.dtype.kind in "fc" and same_value_np(np.asarray(fill), np.zeros((), data.dtype))):
         # Row or column sums of a zero-filled matrix: one bincount over the plan cached on the index buffer.
-        seg, out_idx, n_out, _ = axis_plan_host(indices, shape, axes[0])
+        seg, out_idx, n_out, is_sorted = axis_plan_host(indices, shape, axes[0])
+        if is_sorted and n_out and data.dtype.kind == "f":
+            # Row sums of a row-sorted matrix (scipy's own way): one reduceat over the row starts.
+            starts, n_valid = PLANS.get((indices,), ("axis-starts", tuple(shape), axes[0]),
+                                        lambda: _segment_starts(seg, n_out))
+            vals = np.add.reduceat(data[:n_valid], starts) if n_valid else np.zeros(n_out, data.dtype)
+            return vals + data.dtype.type(0.0), out_idx, (shape[1 - axes[0]],), 0, np.zeros((), data.dtype)[()]
         if data.dtype.kind == "c":
             vals = (np.bincount(seg, data.real, n_out + 1)[:n_out]
                     + 1j * np.bincount(seg, data.imag, n_out + 1)[:n_out]).astype(data.dtype)
@@ -148,6 +158,14 @@ def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], 
         out_fill = repeat_reduce_np(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
     out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
     return vals, out_idx, out_shape, len(de_keep), np.asarray(out_fill, data.dtype)[()]
+
+
+def _segment_starts(seg: np.ndarray, n_out: int):
+    """Start of each segment of non-decreasing ``seg`` (padding, ``n_out``, last) and the count of valid entries."""
+    n_valid = int(np.searchsorted(seg, n_out))
+    head = seg[:n_valid]
+    starts = np.flatnonzero(np.concatenate(([True], head[1:] != head[:-1]))) if n_valid else np.zeros(0, np.intp)
+    return starts, n_valid
 
 
 @reduce_coo.xla

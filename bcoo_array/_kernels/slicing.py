@@ -150,7 +150,7 @@ def _column_plan_host(indices, shape):
 
 #: ``transpose(data, indices, shape)``: see ``_transpose_xla``; the host engine gathers with NumPy from a plan
 #: cached on the index buffer.
-transpose = Operation("transpose", operands=lambda data, indices, shape: (data, indices))
+transpose = Operation("transpose", operands=lambda data, indices, shape: (data, indices), large=True)
 
 
 @transpose.host

@@ -130,6 +130,37 @@ def union_plan_2d_host(ix, iy, shape):
     return PLANS.get((ix, iy), ("union-2d-host", *shape), lambda: _union_plan_2d_host(ix, iy, tuple(shape)))
 
 
+def union_scatter_2d_host(ix, iy, shape):
+    """``union_plan_2d_host`` as scatters: ``(indices, side_x, side_y)`` or None (cached per pair of buffers).
+
+    A side is None when it stores every union position in order (its values are the union's as they are),
+    else the union positions of its entries: canonical operands list their valid entries first and in the
+    union's order, so ``values[side] = data[:side.size]`` places them with one scatter.
+    """
+    def make():
+        plan = union_plan_2d_host(ix, iy, tuple(shape))
+        if plan is None:
+            return None
+        idx, pos_x, pos_y = plan
+
+        def side(pos):
+            present = np.flatnonzero(pos >= 0)
+            return None if present.size == pos.size else present
+
+        return idx, side(pos_x), side(pos_y)
+
+    return PLANS.get((ix, iy), ("union-2d-scatter", *shape), make)
+
+
+def scatter_or_fill_np(data: np.ndarray, side, n: int, fill) -> np.ndarray:
+    """The values of one operand on a union of ``n`` positions (``union_scatter_2d_host``'s ``side``)."""
+    if side is None:
+        return data[:n]
+    out = np.full(n, fill, data.dtype)
+    out[side] = data[:side.size]
+    return out
+
+
 def _union_plan_2d_host(ix, iy, shape):
     sx = csr_arrays(ix, shape)
     sy = csr_arrays(iy, shape)
