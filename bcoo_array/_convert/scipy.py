@@ -8,7 +8,6 @@ and to int64 otherwise (which needs JAX's x64 mode), so no index wraps.
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 
 from .. import _dtypes
@@ -137,20 +136,23 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
         return sp.coo_array(d).asformat(format)
 
     c = update_layout(x, 0, 0)
-    if x.ndim == 2 and format == "csr" and not isinstance(c.indices, jax.core.Tracer):
+    if not c._concrete():
+        raise ValueError("to_scipy() needs concrete buffers; call it outside jax.jit / vmap")
+    cdata, cindices = c._buffers()  # host buffers stay on the host (no hand-off to JAX and back)
+    if x.ndim == 2 and format == "csr":
         # Valid entries first with sorted rows (canonical form, e.g.): the CSR structure is
         # cached on the index buffer (_kernels.csr), so this is three copies (scipy arrays are
         # mutable, JAX buffers are not), with no sort.
 
-        st = csr_arrays(c.indices, x.shape)
+        st = csr_arrays(cindices, x.shape)
         if st is not None:
-            out = sp.csr_array((np.array(np.asarray(c.data)[:st.n_valid]), st.cols.copy(), st.indptr.copy()),
+            out = sp.csr_array((np.array(np.asarray(cdata)[:st.n_valid]), st.cols.copy(), st.indptr.copy()),
                                shape=x.shape, copy=False)
             if st.canonical:
                 out.has_canonical_format = True
             return out
-    idx = np.asarray(c.indices)
-    data = np.asarray(c.data)
+    idx = np.asarray(cindices)
+    data = np.asarray(cdata)
     valid = np.ones(idx.shape[0], bool)
     for k in range(idx.shape[1]):  # column by column (an axis=1 reduction is several times slower)
         valid &= idx[:, k] < c.shape[k]
