@@ -7,7 +7,6 @@ semantics, so conversions keep values, dtype, shape and fill value exactly.
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from .. import _dtypes
@@ -64,7 +63,7 @@ def from_pydata_sparse(arr, *, drop_fill: bool = False) -> BCOOArray:
     canonical = bool(getattr(coo, "sorted", False)) and not bool(getattr(coo, "has_duplicates", True))
     idx = coords.T.astype(idt) if coords.size else np.zeros((data.size, len(shape)), idt)
     return BCOOArray._from_buffers(
-        jnp.asarray(data.astype(dt, copy=False)), jnp.asarray(idx), shape, n_batch=0, n_dense=0,
+        np.array(data, dtype=dt), np.array(idx), shape, n_batch=0, n_dense=0,  # host buffers, the array's own
         fill_value=np.asarray(coo.fill_value).astype(dt)[()], indices_sorted=canonical, unique_indices=canonical,
     )
 

@@ -14,7 +14,7 @@ from .. import _dtypes
 from .._array_object import BCOOArray
 from .._fill import same_value_np
 from .._kernels.csr import csr_arrays
-from .._kernels.host import aligned_empty, to_device
+from .._kernels.host import aligned_empty
 from .._kernels.native import host_csr_to_coo
 from .._layout import index_dtype_for
 from .._relayout import update_layout
@@ -65,7 +65,7 @@ def from_scipy(mat, *, drop_zeros: bool = False, dtype=None) -> BCOOArray:
             idx = aligned_empty((data.size, 2), idt)
             if host_csr_to_coo(indptr, np.asarray(mat.indices), idx):
                 return BCOOArray._from_buffers(
-                    to_device(data.astype(dt, copy=False)), to_device(idx, owned=True), shape, n_batch=0,
+                    np.array(data, dtype=dt), idx, shape, n_batch=0,  # (a copy: scipy's buffers are the user's)
                     n_dense=0, fill_value=np.zeros((), dt)[()], indices_sorted=canonical, unique_indices=canonical,
                 )
         rows = np.repeat(np.arange(shape[0], dtype=idt), np.diff(indptr))
@@ -84,7 +84,7 @@ def from_scipy(mat, *, drop_zeros: bool = False, dtype=None) -> BCOOArray:
     for k, c in enumerate(coords):
         idx[:, k] = c
     return BCOOArray._from_buffers(
-        to_device(data.astype(dt, copy=False)), to_device(idx, owned=True), shape, n_batch=0, n_dense=0,
+        np.array(data, dtype=dt), idx, shape, n_batch=0, n_dense=0,  # host buffers, the array's own
         fill_value=np.zeros((), dt)[()], indices_sorted=canonical, unique_indices=canonical,
     )
 
