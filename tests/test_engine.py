@@ -177,6 +177,13 @@ def test_nothing_the_user_passes_is_aliased():
     v[...] = 7.0
     np.testing.assert_array_equal(np.asarray(A.todense()), [[1.0, 0.0], [0.0, 2.0]])
     np.testing.assert_array_equal(np.asarray(B.todense()), [[2.0, 0.0], [1.0, 2.0]])
+    import scipy.sparse as sp
+
+    S = sp.random_array((30, 20), density=0.2, format="csr", rng=0)
+    C = xp.asarray(S)
+    want = S.toarray()
+    S.data[:] = 99.0  # scipy's buffers are the user's: the host buffers are copies
+    np.testing.assert_array_equal(C.toarray(), want)
 
 
 def test_floating_point_flags_are_cleared_after_host_work():
