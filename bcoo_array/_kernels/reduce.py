@@ -98,15 +98,16 @@ def repeat_reduce_np(value: np.ndarray, n, op: str) -> np.ndarray:
 
 @reduce_coo.host
 def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: str, fill):
+    buffer = indices  # plans are cached on the buffer object itself (a view is new at every call)
     data, indices = host_view(data), host_view(indices)
     shape = tuple(shape)
     if (op == "sum" and len(shape) == 2 and n_dense == 0 and len(axes) == 1 and shape[axes[0]] > 0
             and data.dtype.kind in "fc" and same_value_np(np.asarray(fill), np.zeros((), data.dtype))):
         # Row or column sums of a zero-filled matrix: one bincount over the plan cached on the index buffer.
-        seg, out_idx, n_out, is_sorted = axis_plan_host(indices, shape, axes[0])
+        seg, out_idx, n_out, is_sorted = axis_plan_host(buffer, shape, axes[0])
         if is_sorted and n_out and data.dtype.kind == "f":
             # Row sums of a row-sorted matrix (scipy's own way): one reduceat over the row starts.
-            starts, n_valid = PLANS.get((indices,), ("axis-starts", tuple(shape), axes[0]),
+            starts, n_valid = PLANS.get((buffer,), ("axis-starts", tuple(shape), axes[0]),
                                         lambda: _segment_starts(seg, n_out))
             vals = np.add.reduceat(data[:n_valid], starts) if n_valid else np.zeros(n_out, data.dtype)
             return vals + data.dtype.type(0.0), out_idx, (shape[1 - axes[0]],), 0, np.zeros((), data.dtype)[()]

@@ -155,8 +155,9 @@ transpose = Operation("transpose", operands=lambda data, indices, shape: (data, 
 
 @transpose.host
 def _transpose_host(data, indices, shape: tuple[int, int]):
+    buffer = indices  # the plan is cached on the buffer object itself (a view is new at every call)
     data, indices = host_view(data), host_view(indices)
-    plan = PLANS.get((indices,), ("csc-host", *shape), lambda: _column_plan_host(indices, tuple(shape)))
+    plan = PLANS.get((buffer,), ("csc-host", *shape), lambda: _column_plan_host(indices, tuple(shape)))
     if plan is None:
         return None
     order, transposed, canonical = plan
