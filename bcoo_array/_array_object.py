@@ -721,7 +721,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         (from its cached CSR structure, ``._kernels.csr.csr_arrays``); False when unknown."""
         if self.ndim != 2 or self.n_batch or self.n_dense or not self._concrete_indices():
             return False
-        st = csr_arrays(self.indices, self.shape)
+        st = csr_arrays(self._buffers()[1], self.shape)
         return st is not None and st.n_valid == self.nse
 
     def _canonical(self) -> "BCOOArray":

@@ -123,7 +123,7 @@ def _product(a, v, adjoint: bool = False):
             return out
     if (a.n_batch == 0 and a.n_dense == 0 and _dtypes.result_type(a.dtype, np.dtype(v.dtype)) == a.dtype
             and same_value_np(a.fill_value, np.zeros((), a.dtype))):
-        data, indices, shape = a.data, a.indices, a.shape
+        (data, indices), shape = a._buffers(), a.shape
         if adjoint:
             host = host_buffers(data, indices)
             if host is not None:
@@ -175,7 +175,7 @@ class ScipyMethodsMixin:
         """
         if not self._concrete_indices():
             raise ValueError("nnz depends on index values; it is not available under jax.jit / vmap")
-        idx = np.asarray(self.indices)
+        idx = np.asarray(self._buffers()[1])
         sizes = np.asarray(self.shape[self.n_batch:self.n_batch + self.n_sparse], dtype=np.int64)
         valid = np.all(idx < sizes, axis=-1)
         batch = prod(self.shape[:self.n_batch]) // max(prod(idx.shape[:-2]), 1) if self.n_batch else 1
@@ -677,7 +677,7 @@ class ScipyMethodsMixin:
         """``(values, coords)`` on the host, canonical and without padding (see ``._kernels.layout.coo_triplets``)."""
         if not self._concrete():
             raise ValueError(f"{what} needs concrete buffers; call it outside jax.jit / vmap")
-        return coo_triplets(self.data, self.indices, self.shape, self.n_batch, self.n_dense,
+        return coo_triplets(*self._buffers(), self.shape, self.n_batch, self.n_dense,
                             self.indices_sorted and self.unique_indices)
 
     def _host_triplets(self, what):
@@ -730,10 +730,10 @@ class ScipyMethodsMixin:
             keep = ~np.isnan(vals)
         idt = index_dtype_for(self.shape)
         new = type(self)._from_buffers(
-            jnp.asarray(vals[keep]), jnp.asarray(coords[:, keep].T.astype(idt)), self.shape, n_batch=0, n_dense=0,
+            np.array(vals[keep]), np.ascontiguousarray(coords[:, keep].T.astype(idt)), self.shape, n_batch=0, n_dense=0,
             fill_value=fill, indices_sorted=True, unique_indices=True,
         )
-        self._set(new.data, new.indices, new.shape, 0, 0, new.fill_value, True, True)
+        self._assign(new)
 
     def setdiag(self, values, k: int = 0) -> None:
         """Set the ``k``-th diagonal to ``values`` (a scalar or a sequence), in place, as scipy's ``setdiag``.
