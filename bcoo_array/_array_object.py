@@ -18,13 +18,13 @@ import numpy as np
 
 from . import _dtypes
 from ._array_base import ArrayBase, _is_operand
+from ._engine import host_enabled, host_max_entries, host_view, single_cpu
 from ._fill import fill_from_key, fill_key, fill_scalar, same_value_np
 from ._kernels.coalesce import sum_duplicates as _sum_duplicates
 from ._kernels.coalesce import todense as _todense
 from ._kernels.csr import csr_arrays
 from ._kernels.fromdense import fromdense as _fromdense
 from ._kernels.fromdense import fromdense_host
-from ._engine import host_enabled, host_max_entries, host_view, single_cpu
 from ._kernels.host import host_buffers, to_device
 from ._kernels.matmul import host_matvec
 from ._layout import (
@@ -690,7 +690,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """
         fields = dict(
             data=self._data if self._data is not None else self._hdata,
-            indices=self._indices if self._indices is not None else self._hindices, shape=self.shape, n_batch=self.n_batch, n_dense=self.n_dense,
+            indices=self._indices if self._indices is not None else self._hindices,
+            shape=self.shape, n_batch=self.n_batch, n_dense=self.n_dense,
             fill_value=self._fill, indices_sorted=self.indices_sorted, unique_indices=self.unique_indices,
         )
         fields.update(kw)
@@ -737,7 +738,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             return self
         if nse < cur:
             if self._concrete_indices():
-                valid = np.all(np.asarray(self.indices)[..., nse:, :] >= np.asarray(self.shape[self.n_batch:self.n_batch + self.n_sparse]), axis=-1)
+                valid = np.all(np.asarray(self._buffers()[1])[..., nse:, :]
+                               >= np.asarray(self.shape[self.n_batch:self.n_batch + self.n_sparse]), axis=-1)
                 if not valid.all():
                     raise ValueError(f"nse={nse} is smaller than the number of stored entries")
             sl = (slice(None),) * self.n_batch + (slice(0, nse),)

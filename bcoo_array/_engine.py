@@ -16,9 +16,10 @@ side by side through ``Operation``:
 ``BCOO_ARRAY_HOST=0`` (read at every call) sends every operation to its
 ``xla`` implementation on the CPU too, so the test suite can check both
 engines on the same inputs. As JAX registers one lowering per platform and
-scipy's ``_matmul_dispatch`` one hook per operand kind, the choice is made
-by ``Operation.__call__`` alone; the chapters never test concreteness or
-the backend themselves.
+scipy's ``_matmul_dispatch`` one hook per operand kind, the choice for an
+operation declared this way is made by ``Operation.__call__`` alone, not by
+the chapter that calls it. (Not every operation is declared yet: see "The
+eager engine" in ``docs/design.md`` for those that still compile.)
 """
 
 from __future__ import annotations

@@ -255,8 +255,9 @@ def host_apply(fn: Callable, args: tuple, fills: tuple):
     Returns
     -------
     (values, fill) or None
-        NumPy values (a fresh array of JAX's result dtype) and the result's
-        fill value (a NumPy scalar); None when ``fn`` has no NumPy twin for
+        NumPy values of JAX's result dtype (sharing the operand's buffer when
+        ``fn`` returns it, as ``real`` of a real array: held buffers are never
+        written to) and the result's fill value (a NumPy scalar); None when ``fn`` has no NumPy twin for
         these dtypes, or NumPy refuses the values (integers to negative
         integer powers): the caller then runs the XLA engine.
     """
