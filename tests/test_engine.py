@@ -227,3 +227,15 @@ def test_update_layout_with_a_nonzero_fill_marks_batch_padding(n_batch, n_dense)
     np.testing.assert_array_equal(np.asarray(U.todense()), D.reshape(3, 4, 7))
     np.testing.assert_array_equal(np.asarray(xp.update_layout(U, n_batch=0, n_dense=0).todense()),
                                   D.reshape(3, 4, 7))
+
+
+def test_host_constants_inside_a_trace():
+    """Arrays with nothing stored are NumPy constants even inside jit, and the host engine then serves their
+    products: the ESC product of integer dtypes (no scipy kernel) stays NumPy (fuzz seed 3915979573, case 26)."""
+    a = xp.update_layout(xp.asarray(np.zeros((0, 3), np.uint8)), n_batch=1, n_dense=1)
+    b = xp.update_layout(xp.asarray(np.zeros((0, 3), np.uint8)), n_batch=2, n_dense=0)
+    got = jax.jit(lambda a, b: xp.tensordot(a, b, axes=0))(a, b)
+    assert got.shape == (0, 3, 0, 3) and got.dtype == np.uint8
+    D = np.array([[1, 0, 2], [0, 3, 0]], np.int8)
+    A = xp.asarray(D)
+    np.testing.assert_array_equal(np.asarray((A @ A.T).todense()), D.astype(np.int8) @ D.T)

@@ -306,6 +306,12 @@ def spgemm(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int, *, prod
     va = np.nonzero((ia[:, 0] < m) & (ia[:, 1] < k))[0]
     vb = np.nonzero((ib[:, 0] < k) & (ib[:, 1] < n))[0]
     a_pos, b_pos, seg, rows, cols = spgemm_plan(ia[va, 0], ia[va, 1], ib[vb, 0], ib[vb, 1], k, n)
+    if isinstance(a_data, np.ndarray) and isinstance(b_data, np.ndarray):  # the host engine's buffers: NumPy
+        with np.errstate(all="ignore"):
+            prods = (a_data[va[a_pos]] * b_data[vb[b_pos]]).astype(a_data.dtype, copy=False)
+            data = np.zeros(rows.size, a_data.dtype)
+            np.add.at(data, seg, prods)
+        return data, np.stack([rows, cols], axis=1), True
     prods = a_data[jnp.asarray(va[a_pos])] * b_data[jnp.asarray(vb[b_pos])]
     data = jax.ops.segment_sum(prods, jnp.asarray(seg), num_segments=rows.size, indices_are_sorted=False)
     return data, np.stack([rows, cols], axis=1), True
