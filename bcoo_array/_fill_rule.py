@@ -193,20 +193,11 @@ def _sparse_sparse_host(fn, x: BCOOArray, y: BCOOArray, out_shape):
         return _outer_host(fn, x, y)
     if y.ndim == 2 and x.ndim == 2 and y.shape[1] == 1 and x.shape[0] == 1 and y.shape[0] > 1 and x.shape[1] > 1:
         return _outer_host(_swapped(fn), y, x)  # (n, 1) and (1, m) again: the result is (n, m)
-    if _small_broadcast(y, out_shape) and not _small_broadcast(x, out_shape):
-        got = _sparse_dense_host(fn, x, y._dense(), out_shape, or_none=True)
-        if got is not None:
-            return got
-    elif _small_broadcast(x, out_shape) and not _small_broadcast(y, out_shape):
-        got = _sparse_dense_host(_swapped(fn), y, x._dense(), out_shape, or_none=True)
-        if got is not None:
-            return got
-    x = broadcast(x, out_shape)
-    y = broadcast(y, out_shape)
-    n_batch = min(x.n_batch, y.n_batch)
-    n_dense = min(x.n_dense, y.n_dense)
-    x = update_layout(x, n_batch, n_dense)._canonical()
-    y = update_layout(y, n_batch, n_dense)._canonical()
+    got, operands = _union_operands(
+        fn, x, y, out_shape, lambda f, a, b: _sparse_dense_host(f, a, b._dense(), out_shape, or_none=True))
+    if got is not None:
+        return got
+    x, y, n_batch, n_dense = operands
     shape = tuple(out_shape)
     hx, hy = x._host_buffers(), y._host_buffers()
     if n_batch or hx is None or hy is None:
@@ -361,23 +352,36 @@ def _small_broadcast(v: BCOOArray, out_shape) -> bool:
             and v._concrete())
 
 
-def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
-    # A broadcast operand (A / s with s a row of column scales): when fn(fill, s) is one value
-    # wherever the other stores nothing, the result keeps the other's pattern, as scipy's would.
+def _union_operands(fn, x: BCOOArray, y: BCOOArray, out_shape, via_dense):
+    """The steps both engines take before a union: ``(result, None)`` or ``(None, (x, y, n_batch, n_dense))``.
+
+    A broadcast operand (``A / s`` with ``s`` a row of column scales): when ``fn(fill, s)`` is one value
+    wherever the other stores nothing, the result keeps the other's pattern, as scipy's would
+    (``via_dense(fn, sparse, small)``, the engine's sparse-dense rule, or None when it does not hold).
+    Otherwise both operands broadcast to ``out_shape``, take one layout and their canonical form.
+    """
     if _small_broadcast(y, out_shape) and not _small_broadcast(x, out_shape):
-        got = _sparse_dense(fn, x, y.todense(), out_shape, None, or_none=True)
+        got = via_dense(fn, x, y)
         if got is not None:
-            return got
+            return got, None
     elif _small_broadcast(x, out_shape) and not _small_broadcast(y, out_shape):
-        got = _sparse_dense(_swapped(fn), y, x.todense(), out_shape, None, or_none=True)
+        got = via_dense(_swapped(fn), y, x)
         if got is not None:
-            return got
+            return got, None
     x = broadcast(x, out_shape)
     y = broadcast(y, out_shape)
     n_batch = min(x.n_batch, y.n_batch)
     n_dense = min(x.n_dense, y.n_dense)
-    x = update_layout(x, n_batch, n_dense)._canonical()
-    y = update_layout(y, n_batch, n_dense)._canonical()
+    return None, (update_layout(x, n_batch, n_dense)._canonical(), update_layout(y, n_batch, n_dense)._canonical(),
+                  n_batch, n_dense)
+
+
+def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
+    got, operands = _union_operands(
+        fn, x, y, out_shape, lambda f, a, b: _sparse_dense(f, a, b.todense(), out_shape, None, or_none=True))
+    if got is not None:
+        return got
+    x, y, n_batch, n_dense = operands
     shape = tuple(out_shape)
     if n_batch == 0 and n_dense == 0 and len(shape) == 2 and (x._concrete_indices() and y._concrete_indices()):
         # 2-D with concrete indices: scipy's linear merge plans the union, one compiled call applies fn.

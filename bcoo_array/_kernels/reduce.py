@@ -78,6 +78,16 @@ _NP_UFUNC = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mi
 _NP_UFUNC_BOOL = {"sum": np.logical_or, "prod": np.logical_and, "max": np.logical_or, "min": np.logical_and}
 
 
+def _axis_groups(ndim: int, n_dense: int, axes):
+    """Reduced and kept axes, sparse and dense: ``(sp_red, de_red, sp_keep, de_keep)``."""
+    n_sparse = ndim - n_dense
+    sp_red = tuple(a for a in axes if a < n_sparse)
+    de_red = tuple(a for a in axes if a >= n_sparse)
+    sp_keep = tuple(a for a in range(n_sparse) if a not in sp_red)
+    de_keep = [a for a in range(n_sparse, ndim) if a not in de_red]
+    return sp_red, de_red, sp_keep, de_keep
+
+
 def repeat_reduce_np(value: np.ndarray, n, op: str) -> np.ndarray:
     """NumPy twin of ``repeat_reduce``: ``op`` over ``n`` copies of ``value`` (``n == 0``: the identity)."""
     value = np.asarray(value)
@@ -117,12 +127,8 @@ def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], 
         else:
             vals = np.bincount(seg, data, n_out + 1)[:n_out].astype(data.dtype)
         return vals, out_idx, (shape[1 - axes[0]],), 0, np.zeros((), data.dtype)[()]
-    ndim = len(shape)
-    n_sparse = ndim - n_dense
-    sp_red = tuple(a for a in axes if a < n_sparse)
-    de_red = tuple(a for a in axes if a >= n_sparse)
-    sp_keep = tuple(a for a in range(n_sparse) if a not in sp_red)
-    de_keep = [a for a in range(n_sparse, ndim) if a not in de_red]
+    n_sparse = len(shape) - n_dense
+    sp_red, de_red, sp_keep, de_keep = _axis_groups(len(shape), n_dense, axes)
     is_bool = data.dtype == np.bool_
     ufunc = (_NP_UFUNC_BOOL if is_bool else _NP_UFUNC)[op]
     kw = {} if is_bool or op in ("max", "min") else {"dtype": data.dtype}
@@ -198,12 +204,8 @@ def _reduce_coo_xla(data, indices, shape, n_dense: int, axes: tuple[int, ...], o
         # Fast path: one segment sum over a plan cached on the index buffer (see .csr).
         vals, out_idx = sum_axis(data, indices, tuple(shape), axes[0])
         return vals, out_idx, (shape[1 - axes[0]],), 0, np.zeros((), data.dtype)[()]
-    ndim = len(shape)
-    n_sparse = ndim - n_dense
-    sp_red = tuple(a for a in axes if a < n_sparse)
-    de_red = tuple(a for a in axes if a >= n_sparse)
-    sp_keep = tuple(a for a in range(n_sparse) if a not in sp_red)
-    de_keep = [a for a in range(n_sparse, ndim) if a not in de_red]
+    n_sparse = len(shape) - n_dense
+    sp_red, de_red, sp_keep, de_keep = _axis_groups(len(shape), n_dense, axes)
     n_d = prod(shape[a] for a in de_red)
     with jax.ensure_compile_time_eval():  # fill values are static: keep them concrete under jit
         f = np.asarray(fill)

@@ -37,21 +37,14 @@ class ColumnPlan(NamedTuple):
 
 
 def _column_plan_numpy(indices, shape) -> ColumnPlan | None:
-    st = csr_arrays(indices, shape)
-    if st is None:
+    host = _column_plan_host(indices, shape)
+    if host is None:
         return None
-    m, n = shape
-    cols = st.cols
-    order = np.argsort(cols, kind="stable")
-    rows = np.repeat(np.arange(m, dtype=cols.dtype), np.diff(st.indptr))
-    colptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(cols, minlength=n), out=colptr[1:])
-    rows = rows[order]
-    transposed = aligned_empty((order.size, 2), cols.dtype)
-    transposed[:, 0] = cols[order]
-    transposed[:, 1] = rows
+    order, transposed, canonical = host
+    colptr = np.zeros(shape[1] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(transposed[:, 0], minlength=shape[1]), out=colptr[1:])
     order_device = to_device(order.astype(np.int32 if order.size < 2**31 else np.int64), owned=True)
-    return ColumnPlan(order, rows, colptr, st.canonical, order_device, to_device(transposed, owned=True))
+    return ColumnPlan(order, transposed[:, 1], colptr, canonical, order_device, to_device(transposed, owned=True))
 
 
 def column_plan(indices, shape: tuple[int, int]) -> ColumnPlan | None:
@@ -142,7 +135,7 @@ def _column_plan_host(indices, shape):
     m, n = shape
     cols = st.cols
     order = np.argsort(cols, kind="stable")
-    transposed = np.empty((order.size, 2), cols.dtype)
+    transposed = aligned_empty((order.size, 2), cols.dtype)  # (JAX adopts an aligned buffer without a copy)
     transposed[:, 0] = cols[order]
     transposed[:, 1] = np.repeat(np.arange(m, dtype=cols.dtype), np.diff(st.indptr))[order]
     return order, transposed, st.canonical
