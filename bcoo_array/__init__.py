@@ -290,6 +290,11 @@ from ._info import __array_namespace_info__
 
 __all__ += ["__array_namespace_info__"]
 
+# Warnings of the library's own.
+from ._warnings import MatrixSemanticsWarning
+
+__all__ += ["MatrixSemanticsWarning"]
+
 # Conversions (beyond the standard).
 from ._convert import (
     from_jax_sparse,

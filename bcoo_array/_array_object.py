@@ -60,6 +60,39 @@ def _densify_message(what: str) -> str:
 DENSIFY_REFUSED = _densify_message("converting a BCOOArray to a NumPy array")
 
 
+def _shape_from_leaves(data, indices, shape: tuple, n_batch: int, n_dense: int, leaf_batch) -> tuple:
+    """The array shape that pytree leaves ``data``/``indices`` hold, given the static ``shape`` they came with.
+
+    A map over the leaves may change the batch sizes (``jax.tree.map(lambda b: b[:2], A)`` keeps two batch
+    elements): a batch dimension whose leaf sizes differ from the flattened ones (``leaf_batch``) takes its
+    size from the leaves; one they kept keeps ``shape``'s (leaves of size 1 broadcast).
+    Leaves that disagree with each other or with the sparse and dense sizes raise, instead of giving an
+    array whose buffers do not hold its shape. Leaves without integer shapes (a transformation's
+    placeholders) are left alone.
+    """
+    ds, js = getattr(data, "shape", None), getattr(indices, "shape", None)
+    if not (isinstance(ds, tuple) and isinstance(js, tuple) and all(isinstance(n, int) for n in ds + js)):
+        return shape
+    n_sparse = len(shape) - n_batch - n_dense
+    if (len(ds) != n_batch + 1 + n_dense or len(js) != n_batch + 2 or js[-1] != n_sparse
+            or ds[n_batch] != js[n_batch] or ds[n_batch + 1:] != shape[len(shape) - n_dense:]):
+        raise ValueError(
+            f"BCOOArray pytree leaves of shapes data {ds} and indices {js} do not hold an array of shape {shape} "
+            f"with n_batch={n_batch}, n_dense={n_dense} (data must be (*batch, nse, *dense), indices "
+            f"(*batch, nse, n_sparse={n_sparse})): a function mapped over the leaves changed nse, the sparse or "
+            f"the dense dimensions; map over batch dimensions only, or rebuild with bcoo_array.BCOOArray((data, "
+            f"indices), shape=...)")
+    batch = []
+    for i in range(n_batch):
+        d, j = ds[i], js[i]
+        if d != j and 1 not in (d, j):
+            raise ValueError(f"BCOOArray pytree leaves disagree on batch dimension {i}: data has {d}, indices {j} "
+                             f"(shapes {ds} and {js}); map the same batch elements of both leaves")
+        unchanged = (d, j) == (leaf_batch[0][i], leaf_batch[1][i])
+        batch.append(shape[i] if unchanged else max(d, j))
+    return tuple(batch) + shape[n_batch:]
+
+
 @jax.tree_util.register_pytree_node_class
 class BCOOArray(ArrayBase, ScipyMethodsMixin):
     """A sparse array in batched coordinate (BCOO) layout with a fill value.
@@ -366,14 +399,18 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     def tree_flatten(self):
         """The pytree leaves ``(data, indices)`` and the static aux data (shape, layout, flags, fill value)."""
-        aux = (self.shape, self.n_batch, self.n_dense, self.indices_sorted, self.unique_indices, fill_key(self._fill))
-        return (self.data, self.indices), aux
+        data, indices = self.data, self.indices
+        # The leaves' batch sizes (1 where broadcast) tell unflattening whether a map over the leaves changed them.
+        leaf_batch = (tuple(data.shape[:self.n_batch]), tuple(indices.shape[:self.n_batch]))
+        aux = (self.shape, self.n_batch, self.n_dense, self.indices_sorted, self.unique_indices, fill_key(self._fill),
+               leaf_batch)
+        return (data, indices), aux
 
     @classmethod
     def tree_unflatten(cls, aux, children):
         """Rebuild an array from [`tree_flatten`][bcoo_array.BCOOArray.tree_flatten]'s output
         (under ``vmap``, with the leading batch dimensions the leaves have)."""
-        shape, n_batch, n_dense, srt, uniq, fkey = aux
+        shape, n_batch, n_dense, srt, uniq, fkey, leaf_batch = aux
         data, indices = children
         obj = object.__new__(cls)
         # Under vmap the leaves lose (or regain) leading batch dimensions; keep the
@@ -393,6 +430,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
                     f"BCOOArray of shape {tuple(shape)} with n_batch={n_batch}: vmap maps batch dimensions only. "
                     f"Give the array batch dimensions first, e.g. bcoo_array.update_layout(x, n_batch=1) "
                     f"(an array from xp.stack has every dimension sparse).")
+            else:
+                shape = _shape_from_leaves(data, indices, tuple(shape), n_batch, n_dense, leaf_batch)
         obj._set(data, indices, shape, n_batch, n_dense, fill_from_key(fkey), srt, uniq)
         return obj
 

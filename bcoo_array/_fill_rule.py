@@ -209,7 +209,7 @@ def _sparse_sparse_host(fn, x: BCOOArray, y: BCOOArray, out_shape):
         vx = scatter_or_fill_np(dx, side_x, out_idx.shape[0], x.fill_value)
         vy = scatter_or_fill_np(dy, side_y, out_idx.shape[0], y.fill_value)
     else:
-        plan = union_np(ix, iy.astype(ix.dtype, copy=False), sparse_sizes(shape, 0, n_dense))
+        plan = union_np(ix, iy.astype(ix.dtype, copy=False), sparse_sizes(shape, 0, n_dense), canonical=True)
         if plan is None:
             return NotImplemented
         out_idx, pos_x, pos_y = plan

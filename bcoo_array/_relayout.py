@@ -142,6 +142,8 @@ def update_layout(x: BCOOArray, n_batch: int | None = None, n_dense: int | None 
                          f"n_batch + n_dense <= x.ndim = {x.ndim}")
     if (n_batch, n_dense) == (x.n_batch, x.n_dense):
         return x
+    if (n_batch, n_dense) == (0, 0) and x.nse == 0 and x.n_dense == 0:
+        return fill_only(x.shape, x.dtype, x.fill_value)  # storing nothing: no entry to move
     data, indices = _update_layout(*x._buffers(), x.shape, x.n_batch, x.n_dense, x.fill_value,
                                    same_value_np(x.fill_value, np.zeros((), x.dtype)), n_batch, n_dense,
                                    x.indices_sorted and x.unique_indices)

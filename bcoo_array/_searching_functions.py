@@ -28,7 +28,7 @@ from ._fill import eval_fill
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.reduce import arg_extreme_rows
 from ._kernels.sorting import count_before
-from ._kernels.union import take_or_fill, take_or_fill_np, union, union_np
+from ._kernels.union import lookup, lookup_np, take_or_fill, take_or_fill_np, union, union_np
 from ._layout import is_concrete, normalize_axis, prod
 from ._limits import check_dense
 from ._manipulation_functions import broadcast_to, permute_dims, reshape
@@ -401,40 +401,47 @@ _where_sparse = Operation("where", operands=lambda sp, *args: sp, large=True)
 
 @_where_sparse.host
 def _where_sparse_host(sp, shape, n_batch: int, n_dense: int, dt):
+    # Where the condition stores nothing it is its fill value, which selects one operand everywhere there:
+    # the result's pattern is the union of the condition's and that operand's. The other operand matters
+    # only at the condition's stored entries, where it is looked up (``where(A > 0.5, A, 0.0)`` merges the
+    # few entries above 0.5 with an empty pattern instead of A's whole pattern).
     if n_batch:
         return NotImplemented
     (dc, ic), (da, ia), (db, ib) = (o._host_buffers() for o in sp)
     fc, fa, fb = (o.fill_value for o in sp)
     sizes = sparse_sizes(shape, n_batch, n_dense)
-    first = union_np(ic, ia.astype(ic.dtype, copy=False), sizes)
-    second = None if first is None else union_np(first[0], ib.astype(ic.dtype, copy=False), sizes)
-    if second is None:
+    (ds, is_, fs), (do, io, fo) = ((da, ia, fa), (db, ib, fb)) if fc else ((db, ib, fb), (da, ia, fa))
+    plan = union_np(ic, is_.astype(ic.dtype, copy=False), sizes, canonical=True)
+    if plan is None:
         return NotImplemented
-    idx1, pc, pa = first
-    idx2, p1, pb = second
-    vc = take_or_fill_np(take_or_fill_np(dc, pc, fc), p1, fc)
-    va = take_or_fill_np(take_or_fill_np(da, pa, fa), p1, fa)
-    vb = take_or_fill_np(db, pb, fb)
+    idx, pc, ps = plan
+    vc = take_or_fill_np(dc, pc, fc)
+    vs = take_or_fill_np(ds, ps, fs)
+    vo = lookup_np(do, io.astype(ic.dtype, copy=False), idx, sizes, fo)
+    va, vb = (vs, vo) if fc else (vo, vs)
     fill = np.where(fc, fa, fb).astype(dt)[()]
-    return BCOOArray._from_buffers(np.where(vc, va, vb).astype(dt, copy=False), idx2, shape, n_batch=0,
+    return BCOOArray._from_buffers(np.where(vc, va, vb).astype(dt, copy=False), idx, shape, n_batch=0,
                                    n_dense=n_dense, fill_value=fill, indices_sorted=True, unique_indices=True)
 
 
 @_where_sparse.xla
 def _where_sparse_xla(sp, shape, n_batch: int, n_dense: int, dt):
+    # The host twin's algorithm: the union of the condition's pattern with the operand its fill selects,
+    # the other operand looked up at those entries.
     flat = [flatten_batch(o.data, o.indices, shape, n_batch) for o in sp]
     idt = flat[0][1].dtype
     sizes = sparse_sizes(shape, n_batch, n_dense)
+    fc, fa, fb = (o.fill_value for o in sp)
     (dc, ic), (da, ia), (db, ib) = flat
-    idx1, pc, pa = union(ic, ia.astype(idt), sizes)
-    vc1 = take_or_fill(dc, pc, sp[0].fill_value)
-    va1 = take_or_fill(da, pa, sp[1].fill_value)
-    idx2, p1, pb = union(idx1.astype(idt), ib.astype(idt), sizes)
-    vc = take_or_fill(vc1, p1, sp[0].fill_value)
-    va = take_or_fill(va1, p1, sp[1].fill_value)
-    vb = take_or_fill(db, pb, sp[2].fill_value)
-    data, indices = unflatten_batch(jnp.where(vc, va, vb), idx2.astype(idt), shape, n_batch)
-    fill = eval_fill(jnp.where, sp[0].fill_value, sp[1].fill_value, sp[2].fill_value)
+    (ds, is_, fs), (do, io, fo) = ((da, ia, fa), (db, ib, fb)) if fc else ((db, ib, fb), (da, ia, fa))
+    idx, pc, ps = union(ic, is_.astype(idt), sizes)
+    idx = idx.astype(idt)
+    vc = take_or_fill(dc, pc, fc)
+    vs = take_or_fill(ds, ps, fs)
+    vo = lookup(do, io.astype(idt), idx, sizes, fo)
+    va, vb = (vs, vo) if fc else (vo, vs)
+    data, indices = unflatten_batch(jnp.where(vc, va, vb).astype(dt), idx, shape, n_batch)
+    fill = eval_fill(jnp.where, fc, fa, fb)
     return BCOOArray._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=n_dense, fill_value=fill,
                                    indices_sorted=True, unique_indices=True)
 

@@ -84,7 +84,10 @@ def load_npz(file, *, drop_zeros: bool = False) -> BCOOArray:
     import scipy.sparse as sp
 
 
-    return from_scipy(sp.load_npz(file), drop_zeros=drop_zeros)
+    mat = sp.load_npz(file)
+    if isinstance(mat, sp.spmatrix):  # a file saved from a matrix: the data, not the semantics, is loaded
+        mat = getattr(sp, f"{mat.format}_array")(mat)
+    return from_scipy(mat, drop_zeros=drop_zeros)
 
 
 @routed

@@ -104,7 +104,10 @@ def test_random_noncanonical_input(A, fmt, as_matrix):
     S = A.asformat(fmt)
     if as_matrix:
         S = sp.coo_matrix(S).asformat(fmt)
-    B = xp.from_scipy(S)
+        with pytest.warns(xp.MatrixSemanticsWarning, match="@"):
+            B = xp.from_scipy(S)
+    else:
+        B = xp.from_scipy(S)
     assert B.shape == A.shape and B.dtype == A.dtype
     np.testing.assert_array_equal(B.toarray(), S.toarray())
     for out_fmt in FORMATS:
@@ -306,3 +309,20 @@ def test_host_csr_to_coo_rejects_bad_row_pointers():
     if native.available():
         assert native.host_csr_to_coo(np.array([0, 2, 3], np.int32), ind, out)
         np.testing.assert_array_equal(out, [[0, 0], [0, 1], [1, 2]])
+
+
+@pytest.mark.parametrize("convert", [xp.asarray, xp.from_scipy])
+def test_spmatrix_conversion_warns_about_array_semantics(convert):
+    """A csr_matrix (what CountVectorizer returns) becomes an array: ``*`` and ``sum(axis=1)`` change meaning."""
+    M = sp.csr_matrix(np.array([[1.0, 2.0], [0.0, 4.0]]))
+    with pytest.warns(xp.MatrixSemanticsWarning, match="migration") as rec:
+        A = convert(M)
+    assert rec[0].filename == __file__  # attributed to the user's line, not the library's
+    v = np.array([1.0, 10.0])
+    np.testing.assert_array_equal((A * v).todense(), M.toarray() * v)  # element-wise, unlike M * v
+    assert A.sum(axis=1).shape == (2,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xp.asarray(sp.csr_array(M))  # an sparray has array semantics: no warning
+        warnings.filterwarnings("ignore", category=xp.MatrixSemanticsWarning)
+        xp.asarray(M)  # silenceable

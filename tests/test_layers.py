@@ -35,7 +35,7 @@ PACKAGE_DIR = ROOT / PACKAGE
 LAYERS: dict[str, int] = {
     # 0 base
     "_version": 0, "_constants": 0, "_dtypes": 0, "_routing": 0, "_foreign": 0,
-    "_limits": 0,
+    "_limits": 0, "_warnings": 0,
     # 1 layout and fill values
     "_layout": 1, "_engine": 1, "_fill": 1,
     # 2 kernels (buffers only)

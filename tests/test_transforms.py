@@ -193,3 +193,25 @@ def test_update_layout_to_dense_with_a_nonzero_fill_writes_the_fill_once():
     np.testing.assert_array_equal(to_np(xp.update_layout(b, n_batch=0, n_dense=1)), [True, False, True])
     empty = xp.update_layout(xp.asarray(np.zeros((0, 3))), n_dense=1)
     assert empty.shape == (0, 3) and empty.nse == 0
+
+
+def test_a_map_over_the_leaves_gives_an_array_whose_shape_matches_its_buffers():
+    """``jax.tree.map`` over a batched array's leaves: a new batch size is read from the leaves; leaves that
+    no longer hold the static shape raise instead of densifying to wrong values."""
+    rng = np.random.default_rng(3)
+    D = rng.random((4, 5, 6)) * (rng.random((4, 5, 6)) < 0.3)
+    A = xp.update_layout(xp.asarray(D), n_batch=1)
+    B = jax.tree.map(lambda b: b[1:3], A)  # two batch elements of both leaves
+    assert B.shape == (2, 5, 6)
+    np.testing.assert_array_equal(np.asarray(B.todense()), D[1:3])
+    C = jax.tree.map(lambda b: b[:1], A)  # size 1 in both leaves: one batch element, not a broadcast of 4
+    assert C.shape == (1, 5, 6)
+    np.testing.assert_array_equal(np.asarray(C.todense()), D[:1])
+    with pytest.raises(ValueError, match="batch dimension 0"):
+        jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(A), [A.data[:2], A.indices[:3]])
+    with pytest.raises(ValueError, match="nse"):
+        jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(A), [A.data[:, :1], A.indices])
+    # the transformations' own unflattening is untouched
+    np.testing.assert_allclose(np.asarray(jax.vmap(lambda a: xp.sum(a).todense())(A)), D.sum(axis=(1, 2)))
+    assert jax.jit(lambda a: a * 2)(A).shape == A.shape
+    assert jax.tree.map(lambda b: b.shape, A) is not None

@@ -18,6 +18,20 @@ from .._kernels.host import aligned_empty
 from .._kernels.native import host_csr_to_coo
 from .._layout import index_dtype_for
 from .._relayout import update_layout
+from .._warnings import MatrixSemanticsWarning, warn
+
+
+def warn_matrix_semantics(mat) -> None:
+    """Raise ``MatrixSemanticsWarning`` when ``mat`` is a scipy ``spmatrix`` (``numpy.matrix`` semantics)."""
+    import scipy.sparse as sp
+
+    if isinstance(mat, sp.spmatrix):
+        warn(f"converting a scipy.sparse {type(mat).__name__} (numpy.matrix semantics) to a BCOOArray, which "
+             f"has array semantics like scipy's {mat.format}_array: `*` is element-wise (use `@` for the matrix "
+             "product) and A.sum(axis=1) is 1-D. See scipy's migration guide "
+             "(https://docs.scipy.org/doc/scipy/reference/sparse.migration_to_sparray.html); once the code "
+             "uses array semantics, silence this with warnings.filterwarnings('ignore', "
+             "category=bcoo_array.MatrixSemanticsWarning)", MatrixSemanticsWarning)
 
 
 def from_scipy(mat, *, drop_zeros: bool = False, dtype=None) -> BCOOArray:
@@ -46,11 +60,20 @@ def from_scipy(mat, *, drop_zeros: bool = False, dtype=None) -> BCOOArray:
     ValueError
         If the dtype needs x64 and it is off, or a dimension needs int64
         indices and x64 is off.
+
+    Warns
+    -----
+    MatrixSemanticsWarning
+        If ``mat`` is a scipy ``spmatrix`` (``csr_matrix``, ...): the result
+        has array semantics (``*`` element-wise, ``@`` the product, sums
+        drop the axis), unlike the matrix. See
+        [`bcoo_array.MatrixSemanticsWarning`][].
     """
     import scipy.sparse as sp
 
     if not sp.issparse(mat):
         raise TypeError(f"from_scipy() needs a scipy.sparse array or matrix, got {type(mat).__name__}")
+    warn_matrix_semantics(mat)
     dt = _dtypes.canonicalize_dtype(mat.dtype if dtype is None else dtype,
                                     argname="mat.dtype" if dtype is None else "dtype")
     shape = tuple(int(s) for s in mat.shape)

@@ -129,16 +129,22 @@ def gather_np(x: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: 
     if any(s == 0 for s in sizes) or nse == 0 or 0 in batch:
         return np.zeros(out_shape, x.dtype)
     valid = valid_rows(ib, sizes)
+    padded = not bool(valid.all())
     where = []
     for a in range(n_batch):  # batch coordinates, shaped to broadcast against (*batch, nse)
         n = shape[a] if x.shape[a] != 1 else 1
         where.append(np.arange(n).reshape((n,) + (1,) * (n_batch - a)) if n > 1 else 0)
     for j in range(k):
         a = n_batch + j
-        where.append(np.where(valid, ib[..., j], 0) if x.shape[a] != 1 else 0)
-    out = x[tuple(where)]  # (*batch', nse', *x's dense dimensions)
+        where.append((np.where(valid, ib[..., j], 0) if padded else ib[..., j]) if x.shape[a] != 1 else 0)
+    if n_batch == 0 and k == len(where) and x.ndim == k and sum(isinstance(w, np.ndarray) for w in where) == 1:
+        # One varying coordinate (a row or column vector, ``A * v``): a 1-D take is several times faster
+        j = next(i for i, w in enumerate(where) if isinstance(w, np.ndarray))
+        out = np.take(x.reshape(-1), where[j]) if x.shape[j] == x.size else x[tuple(where)]
+    else:
+        out = x[tuple(where)]  # (*batch', nse', *x's dense dimensions)
     out = np.broadcast_to(out, out_shape)
-    if not valid.all():
+    if padded:
         out = np.array(out)
         out[~valid] = 0
     return out

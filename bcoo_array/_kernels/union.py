@@ -170,14 +170,22 @@ def _union_plan_2d_host(ix, iy, shape):
     return _merge_csr(sx, sy, shape, np.dtype(ix.dtype))
 
 
-def union_np(ix: np.ndarray, iy: np.ndarray, sizes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def union_np(ix: np.ndarray, iy: np.ndarray, sizes, *,
+             canonical: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Sorted union of two duplicate-free patterns ``(nse, k)`` (padding allowed), on the host.
 
     Returns ``(indices, pos_x, pos_y)`` (``-1`` where a side stores nothing),
     or None when the positions do not fit int64 (the caller plans per
-    dimension instead).
+    dimension instead). ``canonical=True`` promises both patterns sorted with
+    their padding last (canonical form): a side storing nothing, or one
+    pattern on both sides (``A * (A > 0)``: the same index buffer), then costs
+    one comparison instead of a merge.
     """
     sizes = tuple(int(s) for s in sizes)
+    if canonical:
+        got = _union_trivial(ix, iy, sizes)
+        if got is not None:
+            return got
     total = 1
     for s in sizes:
         total *= s
@@ -230,6 +238,56 @@ def union_np(ix: np.ndarray, iy: np.ndarray, sizes) -> tuple[np.ndarray, np.ndar
     pos_y[group[~from_x]] = ey[order[~from_x] - kx.size]
     out = np.stack(np.unravel_index(u, sizes), axis=1).astype(ix.dtype) if sizes else np.zeros((u.size, 0), ix.dtype)
     return out, pos_x, pos_y
+
+
+def _valid_prefix(idx: np.ndarray, sizes) -> int | None:
+    """How many leading entries of canonical ``idx`` are stored (None if padding is not last)."""
+    if not sizes:
+        return idx.shape[0]
+    valid = valid_rows(idx, sizes)
+    n = int(np.count_nonzero(valid))
+    return n if bool(valid[:n].all()) else None
+
+
+def _union_trivial(ix: np.ndarray, iy: np.ndarray, sizes):
+    """``union_np`` of canonical patterns when one side is empty or both are one pattern, else None."""
+    nx = _valid_prefix(ix, sizes)
+    ny = nx if iy is ix else _valid_prefix(iy, sizes)
+    if nx is None or ny is None:
+        return None
+    if ny == 0 or (nx == ny and (iy is ix or bool(np.array_equal(ix[:nx], iy[:ny])))):
+        every = np.arange(nx)
+        return ix[:nx], every, (every if ny else np.full(nx, -1, np.int64))
+    if nx == 0:
+        return iy[:ny].astype(ix.dtype, copy=False), np.full(ny, -1, np.int64), np.arange(ny)
+    return None
+
+
+def lookup_np(data: np.ndarray, idx: np.ndarray, query: np.ndarray, sizes, fill) -> np.ndarray:
+    """Values of a canonical pattern ``(data, idx)`` at the stored-entry coordinates ``query`` (``(q, k)``).
+
+    ``fill`` where ``idx`` stores nothing: a binary search of the query's
+    row-major positions among the pattern's (sorted, as canonical form is).
+    The caller has checked that positions fit int64 (``union_np`` did).
+    """
+    sizes = tuple(int(s) for s in sizes)
+    n = _valid_prefix(idx, sizes)
+    if n is None:
+        raise ValueError("lookup_np needs a canonical pattern (padding last)")
+    fill = np.asarray(fill, data.dtype)
+    if n == 0 or query.shape[0] == 0:
+        return np.broadcast_to(fill, query.shape[:1] + data.shape[1:]).copy()
+    if not sizes:  # a 0-d pattern stores at most its one position
+        return np.broadcast_to(data[0], query.shape[:1] + data.shape[1:]).copy()
+
+    def raveled(i):
+        return np.ravel_multi_index(tuple(i[:, j].astype(np.int64) for j in range(len(sizes))), sizes)
+
+    keys = raveled(idx[:n])
+    q = raveled(query)
+    pos = np.minimum(np.searchsorted(keys, q), n - 1)
+    found = (keys[pos] == q).reshape((-1,) + (1,) * (data.ndim - 1))
+    return np.where(found, data[pos], fill)
 
 
 def take_or_fill_np(data: np.ndarray, pos: np.ndarray, fill) -> np.ndarray:
@@ -306,6 +364,24 @@ def take_or_fill(data, pos, fill):
     """``data[pos]`` along the nse axis (axis 1 of ``(B, nse, *dense)``), ``fill`` where ``pos < 0``."""
     fill = jnp.asarray(fill, data.dtype) if is_tracer(fill) else np.asarray(fill, data.dtype)
     return _take_or_fill(data, pos, fill)
+
+
+def lookup(data, idx, query, sizes: tuple[int, ...], fill):
+    """Batched twin of ``lookup_np``: values of ``(data, idx)`` (``(B, n, *dense)``, ``(B, n, k)``, unique) at the
+    coordinates ``query`` (``(B, q, k)``, unique), ``fill`` where nothing is stored or ``query`` is padding.
+
+    A union of the two patterns maps each query entry to its stored entry (no linear key, so any shape).
+    """
+    _, pos_q, pos_d = union(query, idx.astype(query.dtype), tuple(sizes))
+    fill = jnp.asarray(fill, data.dtype) if is_tracer(fill) else np.asarray(fill, data.dtype)
+    return _scatter_found(take_or_fill(data, pos_d, fill), pos_q, query.shape[1], fill)
+
+
+@partial(jax.jit, static_argnames=("q",))
+def _scatter_found(values, pos_q, q: int, fill):
+    out = jnp.broadcast_to(fill, (values.shape[0], q) + values.shape[2:])
+    at = jnp.where(pos_q >= 0, pos_q, q)  # out of range: dropped
+    return jax.vmap(lambda o, a, v: o.at[a].set(v, mode="drop"))(out, at, values)
 
 
 @jax.jit
