@@ -32,8 +32,11 @@ import numpy as np
 from ._array_object import BCOOArray
 from ._dtypes import result_type
 from ._engine import Operation, host_enabled
+from ._fill import same_value, same_value_np
 from ._kernels import host, slicing
 from ._kernels.coalesce import take_entries
+from ._kernels.csr import csr_arrays
+from ._kernels.fromdense import same_value_host
 from ._kernels.union import take_or_fill, take_or_fill_np, union, union_np
 from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod, valid_rows
 from ._manipulation_functions import expand_dims, reshape
@@ -96,6 +99,10 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
         raise IndexError(f"index {int(bad)} is out of bounds for axis {ax} with size {n}")
     q = np.where(q < 0, q + n, q)
     c = update_layout(x, 0, 0)._canonical()
+    if c.ndim == 2 and host_enabled():
+        got = _take_2d_host(c, q, ax)
+        if got is not None:
+            return got
     cdata, cind = c._buffers()
     ind = np.asarray(cind).astype(np.int64)
     valid = valid_rows(ind, c.shape)
@@ -119,6 +126,55 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
     data = take_entries(cdata, src)
     return BCOOArray._from_buffers(data, new.astype(idt), shape, n_batch=0, n_dense=0,
                                    fill_value=x.fill_value, indices_sorted=False, unique_indices=True)
+
+
+def _take_2d_host(c: BCOOArray, q: np.ndarray, ax: int) -> BCOOArray | None:
+    """``take`` of a canonical 2-D matrix on host buffers through its (cached) CSR structure, or None.
+
+    Rows (``ax = 0``): each selected row's run of entries, copied in order
+    (scipy's ``csr_row_index``). Columns (``ax = 1``): each entry repeated
+    once per time its column is selected (a count per column and the
+    selected positions grouped by column, as scipy's ``csr_column_index``),
+    row by row. The result is canonical when the rows, or the sorted
+    columns, are selected in increasing order.
+    """
+    hb = c._host_buffers()
+    if hb is None:
+        return None
+    hd, hi = hb
+    m, n = c.shape
+    csr = csr_arrays(hi, (m, n))
+    if csr is None or not csr.canonical:
+        return None
+    indptr = csr.indptr.astype(np.int64, copy=False)
+    shape = (q.size, n) if ax == 0 else (m, q.size)
+    idt = index_dtype_for(shape)
+    if ax == 0:
+        starts = indptr[q]
+        cnt = indptr[q + 1] - starts
+        total = int(cnt.sum())
+        src = np.arange(total) + np.repeat(starts - (np.cumsum(cnt) - cnt), cnt)
+        out = host.aligned_empty((total, 2), idt)
+        out[:, 0] = np.repeat(np.arange(q.size), cnt)
+        out[:, 1] = csr.cols[src]
+        return BCOOArray._from_buffers(hd[src], out, shape, n_batch=0, n_dense=0, fill_value=c.fill_value,
+                                       indices_sorted=True, unique_indices=True)
+    if n > 4 * (csr.n_valid + q.size) + 65536:
+        return None  # a count per column would outweigh the entries: the general path
+    per_col = np.bincount(q, minlength=n)
+    first = np.cumsum(per_col) - per_col  # where each column's selections start among the sorted positions
+    by_col = np.argsort(q, kind="stable")
+    cols = csr.cols
+    e_cnt = per_col[cols]
+    total = int(e_cnt.sum())
+    src = np.repeat(np.arange(cols.size), e_cnt)
+    k = np.arange(total) - np.repeat(np.cumsum(e_cnt) - e_cnt, e_cnt)
+    out = host.aligned_empty((total, 2), idt)
+    out[:, 0] = hi[src, 0]
+    out[:, 1] = by_col[first[cols[src]] + k]
+    increasing = q.size < 2 or bool(np.all(q[1:] >= q[:-1]))
+    return BCOOArray._from_buffers(hd[src], out, shape, n_batch=0, n_dense=0, fill_value=c.fill_value,
+                                   indices_sorted=increasing, unique_indices=True)
 
 
 @routed
@@ -234,12 +290,40 @@ def getitem(x: BCOOArray, key) -> BCOOArray:
         if idx.ndim != 1:
             out = reshape(out, out.shape[:ax_after] + tuple(idx.shape) + out.shape[ax_after + 1:])
         return out
+    outer = _outer_keys(key, x.ndim)
+    if outer is not None:
+        # ``A[np.ix_(rows, cols)]``: a take along each axis, sparse, never the broadcast of the keys
+        for ax, idx in enumerate(outer):
+            x = take(x, idx, axis=ax)
+        return x
     if all(_is_int_array(k) or isinstance(k, (int, np.integer)) for k in key) and len(key) == x.ndim:
         return _pointwise(x, key)
     raise IndexError(
         "this mix of integer arrays with slices or None is not supported; index with integer arrays on "
         "every axis, or one integer array with basic indices"
     )
+
+
+def _outer_keys(key, ndim: int):
+    """The 1-D index arrays of an outer key (``np.ix_(r, c)``: array ``j`` varies along axis ``j`` only), or None.
+
+    Such a key selects the Cartesian product of its arrays, in their order:
+    a ``take`` along each axis, where the broadcast of the keys (what
+    pointwise indexing reads) could be far larger than the array.
+    """
+    if len(key) != ndim or ndim < 2 or not all(_is_int_array(k) for k in key):
+        return None
+    keys = [_as_dense_key(k) for k in key]
+    if not all(k.ndim == ndim for k in keys):
+        return None
+    out = []
+    for j, k in enumerate(keys):
+        if any(n != 1 for a, n in enumerate(k.shape) if a != j):
+            return None
+        out.append(k.reshape(-1))
+    if sum(o.shape[0] != 1 for o in out) < 2:
+        return None  # at most one varying key: pointwise indexing reads no more than the result
+    return out
 
 
 def _int_key(k, size: int):
@@ -263,17 +347,23 @@ def _matrix_row_or_column(x: BCOOArray, key):
     if not isinstance(key, tuple):
         key = (key,)
     is_full = [isinstance(k, slice) and k == slice(None) for k in key]
-    if isinstance(key[0], slice) and not is_full[0] and (len(key) == 1 or (len(key) == 2 and is_full[1])):
+    if isinstance(key[0], slice) and not is_full[0] and (len(key) == 1 or (len(key) == 2 and isinstance(key[1], slice))):
+        # A range of rows (and of columns): the rows' entries are one run of the CSR order
         start, stop, step = key[0].indices(x.shape[0])
-        if step != 1:
+        c0, c1, cstep = key[1].indices(x.shape[1]) if len(key) == 2 else (0, x.shape[1], 1)
+        if step != 1 or cstep != 1:
             return None
-        stop = max(start, stop)
+        stop, c1 = max(start, stop), max(c0, c1)
         got = slicing.row_range(*x._buffers(), x.shape, start, stop)
         if got is None:
             return None
         values, indices, canonical = got
+        if (c0, c1) != (0, x.shape[1]):
+            inside = (indices[:, 1] >= c0) & (indices[:, 1] < c1)
+            values, indices = values[inside], indices[inside]
+            indices[:, 1] -= c0
         return BCOOArray._from_buffers(np.array(values), indices,  # (a copy: never keep the whole matrix alive)
-                                       (stop - start, x.shape[1]), n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                       (stop - start, c1 - c0), n_batch=0, n_dense=0, fill_value=x.fill_value,
                                        indices_sorted=canonical, unique_indices=canonical)
     if len(key) == 1 or (len(key) == 2 and is_full[1]):
         i = _int_key(key[0], x.shape[0])
@@ -403,7 +493,7 @@ def _basic_host(c: BCOOArray, key) -> BCOOArray | None:
         return None
     data, idx = got
     shape = c.shape
-    valid = np.all(idx < np.asarray(shape, idx.dtype), axis=1) if c.ndim else np.ones(idx.shape[0], bool)
+    valid = valid_rows(idx, shape) if c.ndim else np.ones(idx.shape[0], bool)
     new_cols = {}
     ax = 0
     for k in key:
@@ -577,6 +667,13 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
             if result_type(val.dtype, x.dtype) != x.dtype:
                 raise TypeError(f"cannot assign values of dtype {val.dtype} into an array of dtype {x.dtype}")
             val = val.astype(x.dtype)
+    host_scalar = None if is_tracer(val) else np.asarray(val)
+    if host_scalar is not None and host_scalar.size == 1 and same_value_np(host_scalar.reshape(()), x.fill_value):
+        # Assigning the fill value removes the selected entries (``A[rows, :] = 0``), by a test per stored
+        # entry when the selection is a product of per-axis selections; it never stores the fill value.
+        sets = _outer_selection(x.shape, key)
+        if sets is not None:
+            return _remove_entries(update_layout(x, 0, 0)._canonical(), sets)
     coords = _selected_coords(x.shape, key)
     if coords is None:  # a False 0-d mask selects nothing
         return x
@@ -590,11 +687,11 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
     idt = index_dtype_for(x.shape)
     new_idx = np.stack(flat, axis=1).astype(idt) if flat else np.zeros((n, 0), idt)
     # Later duplicates win, as in NumPy: keep the last write of each position.
-    if n:
-        _, last = np.unique(new_idx[::-1], axis=0, return_index=True)
-        keep = np.sort(n - 1 - last)
-        new_idx = new_idx[keep]
-        val = val[keep] if host_val is not None else val[jnp.asarray(keep)]
+    if n > 1:
+        keep = _last_writes(new_idx, x.shape)
+        if keep is not None:
+            new_idx = new_idx[keep]
+            val = val[keep] if host_val is not None else val[jnp.asarray(keep)]
     c = update_layout(x, 0, 0)._canonical()
     return _assign_entries(c, new_idx, val)
 
@@ -614,6 +711,10 @@ def _assign_entries_host(c: BCOOArray, new_idx: np.ndarray, val) -> BCOOArray:
     fill = c.fill_value
     data = np.where(pos_b >= 0, take_or_fill_np(np.asarray(val, c.dtype), pos_b, fill),
                     take_or_fill_np(dc, pos_a, fill))
+    written_fill = (pos_b >= 0) & same_value_host(data, fill)
+    if written_fill.any():  # an assigned fill value is not stored
+        keep = ~written_fill
+        data, out_idx = data[keep], out_idx[keep]
     return BCOOArray._from_buffers(data, out_idx, c.shape, n_batch=0, n_dense=0, fill_value=fill,
                                    indices_sorted=True, unique_indices=True)
 
@@ -621,17 +722,130 @@ def _assign_entries_host(c: BCOOArray, new_idx: np.ndarray, val) -> BCOOArray:
 @_assign_entries.xla
 def _assign_entries_xla(c: BCOOArray, new_idx: np.ndarray, val) -> BCOOArray:
     out_idx, pos_a, pos_b = union(c.indices[None], host.adopt(new_idx.astype(np.dtype(c.indices.dtype))[None]), c.shape)
-    data, out_idx = _merge_set(c.data, val, out_idx, pos_a, pos_b, np.asarray(c.fill_value, c.dtype))
+    data, out_idx = _merge_set(c.data, val, out_idx, pos_a, pos_b, np.asarray(c.fill_value, c.dtype),
+                               tuple(c.shape))
+    # An assigned fill value becomes padding (a static nse cannot shrink), so the entries are no longer sorted.
     return BCOOArray._from_buffers(data, out_idx, c.shape, n_batch=0, n_dense=0, fill_value=c.fill_value,
-                                   indices_sorted=True, unique_indices=True)
+                                   indices_sorted=False, unique_indices=True)
 
 
-@jax.jit
-def _merge_set(data, val, out_idx, pos_a, pos_b, fill):
-    """The values of a union whose second operand's values win (``setitem``), as one compiled program."""
+@partial(jax.jit, static_argnames=("shape",))
+def _merge_set(data, val, out_idx, pos_a, pos_b, fill, shape):
+    """The values of a union whose second operand's values win (``setitem``), as one compiled program;
+    positions assigned the fill value become padding."""
     old = take_or_fill(data[None], pos_a, fill)
     new = take_or_fill(val[None], pos_b, fill)
-    return jnp.where(pos_b >= 0, new, old)[0], out_idx[0]
+    data = jnp.where(pos_b >= 0, new, old)[0]
+    out_idx = out_idx[0]
+    gone = (pos_b[0] >= 0) & same_value(data, fill)
+    return data, jnp.where(gone[:, None], jnp.asarray(shape, out_idx.dtype), out_idx)
+
+
+def _last_writes(new_idx: np.ndarray, shape) -> np.ndarray | None:
+    """Sorted positions of the last write of each distinct coordinate row of ``new_idx`` (None: all distinct).
+
+    One linear key per row (``np.unique(axis=0)`` is several times slower);
+    rows whose key would overflow int64 take ``np.unique(axis=0)``.
+    """
+    n = new_idx.shape[0]
+    if shape and prod(shape) < 2**62:
+        keys = np.ravel_multi_index(tuple(new_idx[:, j].astype(np.int64) for j in range(len(shape))), shape)
+        if keys.size < 2 or bool(np.all(keys[1:] > keys[:-1])):
+            return None
+        _, last = np.unique(keys[::-1], return_index=True)
+    else:
+        _, last = np.unique(new_idx[::-1], axis=0, return_index=True)
+    return np.sort(n - 1 - last)
+
+
+def _outer_selection(shape, key):
+    """The selection of ``key`` as one index array per axis (a product of per-axis selections), or None.
+
+    Keys of integers, slices, ``...``, ``None``, at most one 1-D integer array
+    or 1-D boolean mask (concrete) select the product of their per-axis
+    positions (duplicates allowed); other keys (several arrays, which pair
+    up pointwise; n-D masks) give None. Out-of-range integers raise as
+    ``setitem`` does.
+    """
+    key = _expand(key, len(shape))
+    arrays = [k for k in key if _is_int_array(k) or (_is_bool_array(k) and not isinstance(k, bool))]
+    if len(arrays) > 1 or any(isinstance(k, bool) for k in key):
+        return None
+    sets = []
+    ax = 0
+    for k in key:
+        if k is None:
+            continue
+        n = shape[ax]
+        if isinstance(k, slice):
+            sets.append(None if k == slice(None) else np.arange(n)[k])
+        elif _is_int_array(k) or _is_bool_array(k):
+            a = _as_dense_key(k)
+            if is_tracer(a):
+                return None
+            a = np.asarray(a)
+            if a.dtype == np.bool_:
+                if a.shape != (n,):
+                    return None
+                sets.append(np.flatnonzero(a))
+            else:
+                a = a.astype(np.int64, copy=False).reshape(-1)
+                if a.size and (a.min() < -n or a.max() >= n):
+                    raise IndexError(f"index out of bounds for axis {ax} with size {n}")
+                sets.append(np.where(a < 0, a + n, a))
+        else:
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+            sets.append(np.asarray([i % n]))
+        ax += 1
+    return sets
+
+
+#: ``x[selection] = x.fill_value``: the entries of canonical all-sparse ``c`` inside a product of per-axis
+#: selections (``sets``: an index array per axis, None for a whole axis) are removed.
+_remove_entries = Operation("remove_entries", operands=lambda c, sets: (c,))
+
+
+def _selected_entries(m, idx, shape, sets):
+    """Whether each entry of ``idx`` lies in the product ``sets`` (``m``: NumPy or jax.numpy)."""
+    inside = None
+    for ax, sel in enumerate(sets):
+        if sel is None:
+            continue
+        col = idx[:, ax]
+        if shape[ax] <= 4 * (idx.shape[0] + sel.size) + 65536:  # a mask of the axis, read per entry
+            mask = np.zeros(shape[ax] + 1, bool)  # (+1: padding reads False)
+            mask[sel] = True
+            hit = m.asarray(mask)[m.minimum(col, shape[ax])]
+        else:  # a long axis: membership by binary search
+            srt = np.unique(sel)
+            pos = m.minimum(m.searchsorted(m.asarray(srt), col), srt.size - 1)
+            hit = m.asarray(srt)[pos] == col
+        inside = hit if inside is None else inside & hit
+    return inside
+
+
+@_remove_entries.host
+def _remove_entries_host(c: BCOOArray, sets) -> BCOOArray:
+    data, idx = c._host_buffers()
+    inside = _selected_entries(np, idx, c.shape, sets)
+    if inside is None:  # the whole array
+        inside = np.ones(idx.shape[0], bool)
+    keep = ~inside
+    return BCOOArray._from_buffers(data[keep], idx[keep], c.shape, n_batch=0, n_dense=0,
+                                   fill_value=c.fill_value, indices_sorted=True, unique_indices=True)
+
+
+@_remove_entries.xla
+def _remove_entries_xla(c: BCOOArray, sets) -> BCOOArray:
+    idx = c.indices
+    inside = _selected_entries(jnp, idx, c.shape, sets)
+    if inside is None:
+        inside = jnp.ones(idx.shape[0], bool)
+    idx = jnp.where(inside[:, None], jnp.asarray(c.shape, idx.dtype), idx)  # removed: padding
+    return BCOOArray._from_buffers(c.data, idx, c.shape, n_batch=0, n_dense=0, fill_value=c.fill_value,
+                                   indices_sorted=False, unique_indices=True)
 
 
 def _mixed_coords(shape, key):

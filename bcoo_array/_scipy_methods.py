@@ -32,7 +32,7 @@ from ._kernels.host import adopt, host_buffers
 from ._kernels.layout import coo_triplets
 from ._kernels.matmul import host_spmm
 from ._kernels.reduce import arg_extreme_np
-from ._layout import index_dtype_for, is_concrete, prod
+from ._layout import index_dtype_for, is_concrete, prod, valid_rows
 from ._namespace import namespace
 
 
@@ -176,8 +176,7 @@ class ScipyMethodsMixin:
         if not self._concrete_indices():
             raise ValueError("nnz depends on index values; it is not available under jax.jit / vmap")
         idx = np.asarray(self._buffers()[1])
-        sizes = np.asarray(self.shape[self.n_batch:self.n_batch + self.n_sparse], dtype=np.int64)
-        valid = np.all(idx < sizes, axis=-1)
+        valid = valid_rows(idx, self.shape[self.n_batch:self.n_batch + self.n_sparse])
         batch = prod(self.shape[:self.n_batch]) // max(prod(idx.shape[:-2]), 1) if self.n_batch else 1
         return int(valid.sum()) * batch * prod(self.shape[self.ndim - self.n_dense:])
 

@@ -29,7 +29,7 @@ from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.reduce import arg_extreme_rows
 from ._kernels.sorting import count_before
 from ._kernels.union import lookup, lookup_np, take_or_fill, take_or_fill_np, union, union_np
-from ._layout import is_concrete, normalize_axis, prod
+from ._layout import is_concrete, normalize_axis, prod, valid_rows
 from ._limits import check_dense
 from ._manipulation_functions import broadcast_to, permute_dims, reshape
 from ._operands import (
@@ -216,14 +216,12 @@ def nonzero(x, /) -> tuple[BCOOArray, ...]:
         dense = np.asarray(x.todense())
         return tuple(dense_layout(jnp.asarray(c.astype(idt))) for c in np.nonzero(dense))
     c = to_coo(x)._canonical()
-    idx = np.asarray(c.indices).astype(np.int64)
-    data = np.asarray(c.data)
-    valid = np.all(idx < np.asarray(c.shape, np.int64), axis=1)
+    data, idx = (np.asarray(b) for b in c._buffers())
+    valid = valid_rows(idx, c.shape)
+    idx = idx.astype(np.int64)
     keep = valid & (data != 0)
-    sel = idx[keep]
-    order = np.lexsort(sel.T[::-1]) if sel.shape[0] else np.zeros(0, np.int64)
-    sel = sel[order]
-    return tuple(dense_layout(jnp.asarray(sel[:, k].astype(idt))) for k in range(x.ndim))
+    sel = idx[keep]  # canonical: already in row-major order
+    return tuple(dense_layout(sel[:, k].astype(idt)) for k in range(x.ndim))
 
 
 def _is_sparse(x) -> bool:

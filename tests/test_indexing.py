@@ -216,3 +216,91 @@ def test_small_integer_keys_on_a_long_axis(key_dtype):
     want = d.copy()
     want[rows, 1:3] = 7.0
     np.testing.assert_array_equal(np.asarray(B.todense()), want)
+
+
+def _poisson_like(n=30, density=0.15, seed=0, fill=0.0):
+    import scipy.sparse as sp
+
+    S = sp.random_array((n, n + 7), density=density, format="csr", random_state=seed) + sp.eye_array(n, n + 7)
+    S.sum_duplicates()
+    return S, xp.asarray(S) if fill == 0.0 else xp.BCOOArray.fromdense(S.toarray(), fill_value=fill)
+
+
+@pytest.mark.parametrize("engine", ["host", "xla"])
+@pytest.mark.parametrize("dup", [False, True])
+def test_outer_key_gives_a_sparse_result_of_the_selected_entries(engine, dup, monkeypatch):
+    """``A[np.ix_(r, c)]`` is a take per axis: sparse, the same values and stored entries as scipy."""
+    if engine == "xla":
+        monkeypatch.setenv("BCOO_ARRAY_HOST", "0")
+    S, A = _poisson_like()
+    rng = np.random.default_rng(1)
+    r = rng.choice(30, 12, replace=dup)
+    c = rng.choice(37, 9, replace=dup)
+    if not dup:
+        r.sort()
+    B = A[np.ix_(r, c)]
+    want = S[np.ix_(r, c)]
+    assert isinstance(B, BCOOArray) and B.n_dense == 0 and B.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(B.todense()), want.toarray())
+    assert B.nnz == want.nnz
+    # a 3-D outer key, and an outer key mixed with negative indices
+    D = rng.random((5, 6, 7)) * (rng.random((5, 6, 7)) < 0.3)
+    key = np.ix_([4, 0, -1], [1, 1, 5], [6, 0])
+    np.testing.assert_array_equal(np.asarray(xp.asarray(D)[key].todense()), D[key])
+    # pointwise keys (not outer) still pair up
+    np.testing.assert_array_equal(np.asarray(A[r[:5], c[:5]].todense()), S.toarray()[r[:5], c[:5]])
+
+
+@pytest.mark.parametrize("engine", ["host", "xla"])
+@pytest.mark.parametrize("fill", [0.0, 2.5])
+def test_assigning_the_fill_value_removes_entries(engine, fill, monkeypatch):
+    """Zeroing rows and columns (a boundary condition) stores no zero: the stored entries are those of
+    scipy lil after the same assignments, the values NumPy's."""
+    if engine == "xla":
+        monkeypatch.setenv("BCOO_ARRAY_HOST", "0")
+    S, A = _poisson_like(fill=fill)
+    D = S.toarray()
+    rows = np.array([3, 7, 7, 20])
+    cols = np.array([0, 5, 36])
+    mask = np.zeros(30, bool)
+    mask[[1, 2, 29]] = True
+    for key in [(rows, slice(None)), (slice(None), cols), (mask, slice(2, 30)), (4, slice(None, None, 3)),
+                (slice(10, 12), 5), (..., -1)]:
+        A[key] = fill
+        D[key] = fill
+    np.testing.assert_array_equal(np.asarray(A.todense()), D)
+    if fill == 0.0:
+        L = S.tolil()
+        for key in [(rows, slice(None)), (slice(None), cols), (mask, slice(2, 30)), (4, slice(None, None, 3)),
+                    (slice(10, 12), 5), (slice(None), -1)]:
+            L[key] = 0
+        assert A.nnz == L.nnz
+    assert A.nse == int(np.count_nonzero(D != fill))  # no stored fill value
+    # a pointwise write of the fill value and an array of values holding it: no stored fill value either
+    A[np.array([0, 1]), np.array([0, 1])] = fill
+    D[[0, 1], [0, 1]] = fill
+    A[2, :4] = np.array([fill, 1.0, fill, 3.0])
+    D[2, :4] = [fill, 1.0, fill, 3.0]
+    np.testing.assert_array_equal(np.asarray(A.todense()), D)
+    if engine == "host":
+        assert A.nse == int(np.count_nonzero(D != fill))
+
+
+def test_assigning_the_fill_value_under_jit_pads_the_removed_entries():
+    S, A = _poisson_like()
+    rows = np.array([3, 7])
+
+    def zero_rows(a):
+        a = a._replace()
+        a[rows, :] = 0.0
+        a[:, 5] = 0.0
+        return a
+
+    got = jax.jit(zero_rows)(A)
+    assert got.nse == A.nse  # a static nse: removed entries become padding
+    D = S.toarray()
+    D[rows, :] = 0
+    D[:, 5] = 0
+    np.testing.assert_array_equal(np.asarray(got.todense()), D)
+    np.testing.assert_array_equal(np.asarray(got.sum_duplicates().todense()), D)
+    assert got.nnz == int(np.count_nonzero(D))

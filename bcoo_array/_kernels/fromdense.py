@@ -150,11 +150,11 @@ def gather_np(x: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: 
     return out
 
 
-def _same_value_host(x: np.ndarray, fill) -> np.ndarray:
+def same_value_host(x: np.ndarray, fill) -> np.ndarray:
     """NumPy twin of ``.._fill.same_value`` (NaN matches NaN, ``-0.0`` differs from ``0.0``)."""
     f = np.asarray(fill, dtype=x.dtype)
     if x.dtype.kind == "c":
-        return _same_value_host(x.real, f.real) & _same_value_host(x.imag, f.imag)
+        return same_value_host(x.real, f.real) & same_value_host(x.imag, f.imag)
     if x.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             same = (x == f) & (np.signbit(x) == np.signbit(f))
@@ -181,7 +181,7 @@ def fromdense_host(x: np.ndarray, shape, n_batch: int, n_dense: int, fill, nse: 
     batch, sizes, dense = tuple(shape[:n_batch]), tuple(shape[n_batch:ndim - n_dense]), tuple(shape[ndim - n_dense:])
     B = prod(batch)
     xb = x.reshape((B,) + sizes + dense)
-    mask = ~_same_value_host(xb, fill)
+    mask = ~same_value_host(xb, fill)
     if n_dense:
         mask = mask.any(axis=tuple(range(1 + len(sizes), mask.ndim)))
     flat = mask.reshape(B, prod(sizes))

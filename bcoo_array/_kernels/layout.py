@@ -135,7 +135,7 @@ def coo_triplets(data, indices, shape, n_batch: int, n_dense: int, canonical: bo
     idx = np.asarray(indices)
     vals = np.asarray(data)
     if idx.shape[0]:
-        valid = np.all(idx < np.asarray(shape, dtype=np.int64), axis=1)
+        valid = valid_rows(idx, shape)
         if not valid.all():
             idx, vals = idx[valid], vals[valid]
     return vals, idx.T
