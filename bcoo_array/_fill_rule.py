@@ -28,7 +28,7 @@ import numpy as np
 from ._array_object import BCOOArray
 from ._engine import Operation, host_view
 from ._fill import Twin, apply_with_fill, eval_fill, host_apply, on_one_device, same_value, same_value_np
-from ._kernels.fromdense import _same_value_host, gather_np
+from ._kernels.fromdense import gather_np, same_value_host
 from ._kernels.union import scatter_or_fill_np, take_or_fill_np, union_np, union_scatter_2d_host
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
