@@ -108,57 +108,94 @@ def identity(n, dtype=None, format=None) -> BCOOArray:
     return eye_array(n, dtype=dtype, format=format)
 
 
+def _scalarlike(x) -> bool:
+    """scipy's ``isscalarlike``: a scalar or a 0-d array."""
+    return np.isscalar(x) or (hasattr(x, "shape") and hasattr(x, "ndim") and x.ndim == 0)
+
+
 @routed
 def diags_array(diagonals, /, *, offsets=0, shape=None, format=None, dtype=None) -> BCOOArray:
     """Array from diagonals (scipy's ``diags_array``).
 
+    The values, shape, dtype (scipy's with ``dtype=None``), stored entries and
+    error types are scipy's, for every shape and offset.
+
     Parameters
     ----------
-    diagonals : sequence of array_like, or one array_like
-        The values on each diagonal. A diagonal of length 1 (or a scalar) is
-        repeated along the whole diagonal; otherwise its length must equal
-        the diagonal's length.
+    diagonals : sequence of array_like, or one 1-D array_like with a scalar ``offsets``
+        The values on each diagonal, in the order of ``offsets``. A diagonal
+        of length 1 (or a scalar) is repeated along the whole diagonal; a
+        longer one is truncated to the diagonal's length (its first values
+        are used, as scipy does); a shorter one (other than length 1) is an
+        error. With a scalar ``offsets``, ``diagonals`` is the one diagonal
+        (a sequence of scalars).
     offsets : int or sequence of int
         Diagonal offsets, one per diagonal (0 main, > 0 above, < 0 below);
-        no repeats.
+        no repeats. An offset may lie just past the shape (``-m`` or ``n``
+        for shape ``(m, n)``): its diagonal is empty, so its values are
+        ignored.
     shape : tuple of int, optional
-        Default: square, of size ``len(diagonals[0]) + abs(offsets[0])``.
+        ``(m, n)``. Default: square, of size
+        ``len(diagonals[0]) + abs(offsets[0])``.
     format : None or "bcoo"
     dtype : dtype, optional
-        Default: promoted from the diagonals.
+        Cast the values to this dtype (NumPy's casting, as scipy).
+        Default: ``numpy.result_type`` of the diagonals, which is what
+        scipy gives for ``dtype=None`` (scipy's own default, until SciPy
+        1.19, is the deprecated ``numpy.common_type``, which turns integers
+        into float64).
 
     Returns
     -------
-    BCOOArray of ``shape``, fill value 0, canonical.
+    BCOOArray of ``shape``, fill value 0, canonical
+        One stored entry per position of each diagonal inside the shape
+        (``min(m + min(k, 0), n - max(k, 0))`` for offset ``k``), explicit
+        zeros included: the entries of scipy's ``dia_array`` (``nnz``).
 
     Raises
     ------
+    TypeError
+        If ``diagonals`` is a scalar (scipy: a sequence is needed), an
+        offset is not an integer, ``offsets`` is more than 1-D, or ``shape``
+        is not a pair of integers.
     ValueError
-        If the number of diagonals and offsets differ, an offset repeats or
-        lies outside the shape, or a diagonal has the wrong length.
+        If there is no diagonal, the number of diagonals and offsets differ,
+        an offset lies outside the shape (past ``-m`` or ``n``), a diagonal
+        is shorter than its diagonal (and not of length 1) or does not
+        broadcast to it, offsets repeat, ``shape`` is not 2-D or negative,
+        or ``format`` is not None / "bcoo".
     """
     _check_format(format, "diags_array")
-    offs = np.atleast_1d(np.asarray(offsets))
-    if offs.ndim != 1 or offs.dtype.kind not in "iu":
-        raise ValueError(f"offsets={offsets!r} must be an integer or a sequence of integers")
     if np.ndim(offsets) == 0:
-        # scipy: a scalar offset takes one diagonal (a 1-D sequence or a scalar).
-        d0 = np.asarray(diagonals)
-        if d0.ndim > 1:
-            raise ValueError("diags_array(): one offset but several diagonals; pass one offset per diagonal")
-        diagonals = [np.atleast_1d(d0)]
+        # scipy: a scalar offset takes one diagonal, a sequence of scalars.
+        if _scalarlike(diagonals):
+            raise TypeError(f"diags_array(): diagonals={diagonals!r} must be a sequence; pass one diagonal "
+                            f"as [value] (repeated along the diagonal with shape=(m, n))")
+        if len(diagonals) == 0 or _scalarlike(diagonals[0]):
+            diagonals = [np.atleast_1d(np.asarray(diagonals))]
+        else:
+            raise ValueError("diags_array(): one (scalar) offset but a sequence of diagonals; pass one offset "
+                             "per diagonal (offsets=[k0, k1, ...]) or one diagonal of scalars")
     else:
-        diagonals = [np.atleast_1d(np.asarray(d)) for d in diagonals]
+        try:
+            diagonals = [np.atleast_1d(np.asarray(d)) for d in diagonals]
+        except TypeError as exc:
+            raise TypeError(f"diags_array(): diagonals={diagonals!r} must be a sequence of diagonals, one per "
+                            "offset") from exc
+    offs = np.atleast_1d(np.asarray(offsets))
+    if offs.ndim != 1 or (offs.size and offs.dtype.kind not in "iu"):
+        raise TypeError(f"diags_array(): offsets={offsets!r} must be an integer or a 1-D sequence of integers")
     if len(diagonals) != offs.size:
-        raise ValueError(f"diags_array(): {len(diagonals)} diagonals but {offs.size} offsets")
-    if np.unique(offs).size != offs.size:
-        raise ValueError(f"diags_array(): offsets {offs.tolist()} repeat")
-    for d in diagonals:
-        if d.ndim != 1:
-            raise ValueError(f"diags_array(): every diagonal must be 1-D, got one of shape {d.shape}")
+        raise ValueError(f"diags_array(): {len(diagonals)} diagonals but {offs.size} offsets; pass one offset "
+                         "per diagonal")
+    if not diagonals:
+        raise ValueError("diags_array() needs at least one diagonal (diagonals=[] and offsets=[])")
+    offs = [int(k) for k in offs]
     if shape is None:
-        m = diagonals[0].size + abs(int(offs[0]))
+        m = len(diagonals[0]) + abs(offs[0])
         shape = (m, m)
+    if isinstance(shape, (int, np.integer)):
+        raise TypeError(f"diags_array(): shape={shape!r} must be a pair (m, n)")
     shape = normalize_shape(shape)
     if len(shape) != 2:
         raise ValueError(f"diags_array(): shape must be 2-D, got {shape}")
@@ -166,18 +203,32 @@ def diags_array(diagonals, /, *, offsets=0, shape=None, format=None, dtype=None)
     dt = _dtypes.canonicalize_dtype(dtype, argname="dtype") if dtype is not None else \
         _dtypes.canonicalize_dtype(np.result_type(*diagonals), argname="diagonals dtype")
     rows, cols, vals = [], [], []
-    for j, (d, k) in enumerate(zip(diagonals, offs.tolist())):
+    for j, (d, k) in enumerate(zip(diagonals, offs)):
         length = min(m + min(k, 0), n - max(k, 0))
-        if length <= 0:
-            raise ValueError(f"diags_array(): offset {k} is outside the shape {shape}")
-        if d.size not in (1, length):
-            raise ValueError(
-                f"diags_array(): diagonal {j} has length {d.size} but offset {k} of shape {shape} has {length} entries"
-            )
-        i = np.arange(length)
+        if length < 0:
+            raise ValueError(f"diags_array(): offset {k} (index {j}) lies outside the shape {shape}; offsets "
+                             f"range from {-m} to {n}")
+        # scipy's assignment: the diagonal's first `length` values (the rest is dropped), broadcast
+        # from length 1, cast with NumPy's rules.
+        v = np.zeros(length, dtype=dt)
+        try:
+            v[:] = d[..., :length]
+        except ValueError as exc:
+            if len(d) not in (length, 1):
+                raise ValueError(
+                    f"diags_array(): diagonal {j} has length {len(d)}, but offset {k} of shape {shape} has "
+                    f"{length} entries; pass at least {length} values (extra ones are dropped) or one "
+                    "value to repeat"
+                ) from exc
+            raise ValueError(f"diags_array(): diagonal {j} of shape {d.shape} does not broadcast to the "
+                             f"{length} entries of offset {k}; pass a 1-D diagonal") from exc
+        i = np.arange(length, dtype=np.int64)
         rows.append(i + max(-k, 0))
         cols.append(i + max(k, 0))
-        vals.append(np.broadcast_to(d, (length,)).astype(dt))
+        vals.append(v)
+    if len(set(offs)) != len(offs):
+        raise ValueError(f"diags_array(): offsets {offs} repeat; pass each offset once (add the diagonals "
+                         "of a repeated offset first)")
     return _build(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), shape, dt)
 
 

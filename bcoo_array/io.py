@@ -30,40 +30,93 @@ def _as_bcoo(a, name) -> BCOOArray:
     return a
 
 
+def _nd_coo(m: BCOOArray):
+    """``m`` (3-D or more) as scipy's n-D ``coo_array``: its stored entries as they are (explicit zeros and
+    duplicates kept, padding dropped), every dimension sparse."""
+    import scipy.sparse as sp
+
+    from ._fill import same_value_np
+    from ._relayout import update_layout
+
+    if m.dtype == np.float16:
+        raise ValueError("scipy.sparse does not support float16; convert with a.astype(bcoo_array.float32) "
+                         "first (exact: every float16 value is a float32 value)")
+    if not same_value_np(m.fill_value, np.zeros((), m.dtype)) and not (m.dtype.kind in "fc" and m.fill_value == 0):
+        raise ValueError(f"this array's fill value is {m.fill_value!r}, but scipy.sparse arrays have no fill "
+                         "value (unstored entries are 0); subtract the fill value first, or store every entry "
+                         "with bcoo_array.asarray(a.todense())")
+    c = update_layout(m, 0, 0)  # batch and dense dimensions become sparse: scipy's COO has only sparse ones
+    if not c._concrete():
+        raise ValueError("save_npz() needs concrete buffers; call it outside jax.jit / vmap")
+    cdata, cindices = c._buffers()
+    idx, data = np.asarray(cindices), np.asarray(cdata)
+    valid = np.ones(idx.shape[0], bool)
+    for k in range(idx.shape[1]):
+        valid &= idx[:, k] < c.shape[k]
+    if not valid.all():  # padding (an out-of-range index) is not an entry
+        idx, data = idx[valid], data[valid]
+    return sp.coo_array((data, tuple(idx[:, k] for k in range(m.ndim))), shape=m.shape)
+
+
 @routed
 def save_npz(file, matrix: BCOOArray, compressed: bool = True, *, format: str = "coo") -> None:
-    """Save a 1-D or 2-D BCOOArray in scipy.sparse's ``.npz`` format.
+    """Save a BCOOArray of 1 or more dimensions in scipy.sparse's ``.npz`` format.
+
+    ``scipy.sparse.load_npz`` reads the file back: 1-D and 2-D arrays in
+    any of ``format``, 3-D and more as scipy's n-D ``coo_array`` (the
+    ``coords`` layout scipy >= 1.15 writes). Every stored entry is written
+    (explicit zeros and duplicates included, padding left out), in the
+    array's dtype; an array with batch or dense dimensions is written with
+    every dimension sparse (a dense dimension's block is stored whole, its
+    zeros included).
 
     Parameters
     ----------
     file : str, path or file-like
         Where to write (``.npz`` is appended to a name without it, as NumPy does).
     matrix : BCOOArray
-        Fill value 0 (scipy has no fill value).
+        Any shape with ``ndim >= 1`` and any layout; fill value 0 (scipy has
+        no fill value); concrete (not traced under ``jax.jit``).
     compressed : bool
         Use ``numpy.savez_compressed`` (default) or ``numpy.savez``.
     format : {"coo", "csr", "csc", "bsr", "dia"}
-        The scipy format recorded in the file (``"coo"`` keeps the entries as stored).
+        The scipy format recorded in the file (``"coo"`` keeps the entries
+        as stored). 1-D arrays: ``"coo"`` or ``"csr"``; 3-D and more:
+        ``"coo"`` only (scipy's other formats are 1-D / 2-D).
 
     Raises
     ------
     TypeError
         If ``matrix`` is not a BCOOArray.
     ValueError
-        For a non-zero fill value, ndim other than 1 or 2, float16 data, or
-        an unknown ``format``.
+        For a non-zero fill value, a 0-D array (scipy.sparse has none:
+        reshape it to ``(1,)``), float16 data, an unknown ``format`` or one
+        scipy has not for this ndim, or traced buffers.
     """
     import scipy.sparse as sp
 
     m = _as_bcoo(matrix, "matrix")
     if format not in _NPZ_FORMATS:
         raise ValueError(f"format={format!r}: save_npz writes one of {_NPZ_FORMATS}")
+    if m.ndim == 0:
+        raise ValueError("scipy.sparse has no 0-D arrays (a coo_array needs at least one dimension), so a 0-D "
+                         "array has no .npz file; save bcoo_array.reshape(a, (1,)) instead")
+    if m.ndim > 2:
+        if format != "coo":
+            raise ValueError(f"format={format!r}: scipy.sparse stores {m.ndim}-D arrays only as coo; pass "
+                             "format='coo'")
+        sp.save_npz(file, _nd_coo(m), compressed=compressed)
+        return
     sp.save_npz(file, m.to_scipy(format), compressed=compressed)
 
 
 @routed
 def load_npz(file, *, drop_zeros: bool = False) -> BCOOArray:
     """Load a sparse array or matrix saved by ``scipy.sparse.save_npz`` (or [`save_npz`][bcoo_array.save_npz]).
+
+    1-D and 2-D files in any format scipy writes (coo, csr, csc, bsr,
+    dia), and n-D (3-D and more) coo files (scipy >= 1.15's ``coords``
+    layout).
 
     Parameters
     ----------
@@ -74,12 +127,15 @@ def load_npz(file, *, drop_zeros: bool = False) -> BCOOArray:
     Returns
     -------
     BCOOArray
-        The stored shape, dtype and entries; fill value 0.
+        The stored shape, dtype and entries (duplicates kept as stored
+        entries, which sum); fill value 0, every dimension sparse
+        (``n_batch = n_dense = 0``).
 
     Raises
     ------
     ValueError
-        If the file is not a scipy sparse ``.npz``, or its dtype needs x64 and x64 is off.
+        If the file is not a scipy sparse ``.npz`` (scipy's message), or its
+        dtype needs x64 and x64 is off.
     """
     import scipy.sparse as sp
 

@@ -81,3 +81,120 @@ def test_mm_dense_file_dtype_and_errors(tmp_path):
     xp.mmwrite(tmp_path / "sym.mtx", xp.asarray(d + d.T), symmetry="symmetric")
     assert "symmetric" in (tmp_path / "sym.mtx").read_text().splitlines()[0]
     np.testing.assert_array_equal(xp.mmread(tmp_path / "sym.mtx").toarray(), d + d.T)
+
+
+# n-D .npz: scipy (>= 1.15) saves and loads n-D coo_arrays (a "coords" array of shape (ndim, nnz));
+# bcoo_array writes the same files and reads scipy's. Stored entries (explicit zeros and duplicates
+# included), their order, dtype and shape survive both directions.
+
+ND_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+             np.float32, np.float64, np.complex64, np.complex128]
+ND_SHAPES = [(6,), (3, 4), (2, 3, 4), (2, 1, 3, 2), (1, 2, 1, 2, 3), (2, 2, 2, 2, 2, 2),
+             (3, 1, 2, 1, 2, 1, 2, 2), (0, 3, 2), (2, 0, 4), (1, 1, 1)]
+
+
+def _nd_coo(shape, dtype, seed=0):
+    """A scipy coo_array of `shape` with random entries, a duplicate and an explicit zero (when there is room)."""
+    rng = np.random.default_rng(seed)
+    size = int(np.prod(shape))
+    k = min(size, 7)
+    flat = rng.choice(size, k, replace=False) if size else np.zeros(0, int)
+    if k >= 2:
+        flat = np.append(flat, flat[0])  # a duplicate: stored twice, its values sum (or, for bool)
+    vals = rng.integers(1, 4, flat.size) * (1 if np.dtype(dtype).kind == "u" else rng.choice([-1, 1], flat.size))
+    vals = vals.astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        vals = vals + (1j * rng.integers(-2, 3, flat.size)).astype(dtype)
+    if flat.size >= 3:
+        vals[1] = 0  # an explicit zero (False)
+    return sp.coo_array((vals, np.unravel_index(flat, shape)), shape=shape)
+
+
+def assert_same_entries(A, S):
+    """A BCOOArray (all sparse) and a scipy coo_array store the same entries in the same order."""
+    assert A.shape == S.shape and A.dtype == S.dtype and A.nse == S.nnz
+    assert A.n_batch == 0 and A.n_dense == 0
+    np.testing.assert_array_equal(np.asarray(A.indices), np.stack(S.coords, axis=1).reshape(S.nnz, S.ndim))
+    np.testing.assert_array_equal(np.asarray(A.data), S.data)
+
+
+@pytest.mark.parametrize("dtype", ND_DTYPES)
+@pytest.mark.parametrize("shape", ND_SHAPES)
+def test_npz_nd_both_directions(tmp_path, shape, dtype):
+    S = _nd_coo(shape, dtype, seed=len(shape))
+    sp.save_npz(tmp_path / "from_scipy.npz", S)
+    A = xp.load_npz(tmp_path / "from_scipy.npz")  # written by scipy, read here
+    assert_same_entries(A, S)
+    np.testing.assert_array_equal(A.toarray(), S.toarray())
+    xp.save_npz(tmp_path / "from_bcoo.npz", A, compressed=len(shape) % 2 == 0)
+    back = sp.load_npz(tmp_path / "from_bcoo.npz")  # written here, read by scipy
+    assert isinstance(back, sp.coo_array) and back.format == "coo"
+    assert back.shape == S.shape and back.dtype == S.dtype and back.nnz == S.nnz
+    for got, want in zip(back.coords, S.coords):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(back.data, S.data)
+    assert_same_entries(xp.load_npz(tmp_path / "from_bcoo.npz"), S)
+    if S.nnz >= 3:
+        assert xp.load_npz(tmp_path / "from_bcoo.npz", drop_zeros=True).nse == S.nnz - 1
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 5), (2, 3, 2, 4)])
+@pytest.mark.parametrize("n_batch, n_dense", [(1, 0), (0, 1), (1, 1), (2, 0), (0, 2), (1, 2), (3, 0), (0, 3)])
+def test_npz_nd_any_layout(tmp_path, shape, n_batch, n_dense):
+    rng = np.random.default_rng(n_batch * 10 + n_dense)
+    D = rng.integers(-3, 4, shape) * (rng.random(shape) < 0.3)
+    A = xp.update_layout(xp.asarray(D.astype(np.float32)), n_batch, n_dense)
+    assert (A.n_batch, A.n_dense) == (n_batch, n_dense)
+    xp.save_npz(tmp_path / "a.npz", A)
+    S = sp.load_npz(tmp_path / "a.npz")
+    assert S.format == "coo" and S.shape == shape and S.dtype == np.float32
+    np.testing.assert_array_equal(S.toarray(), D)
+    # the entries of the all-sparse layout, as stored (a dense block's zeros included)
+    flat = xp.update_layout(A, 0, 0)
+    assert S.nnz == flat.nse
+    R = xp.load_npz(tmp_path / "a.npz")
+    assert (R.n_batch, R.n_dense, R.dtype) == (0, 0, np.float32)
+    np.testing.assert_array_equal(R.toarray(), D)
+
+
+def test_npz_nd_padding_and_large_dimension(tmp_path):
+    # a padding entry (index == the dimension's size) is not written
+    idx = np.array([[0, 1, 2], [1, 0, 0], [2, 3, 4]])
+    A = xp.BCOOArray((np.array([1.5, -2.0, 9.0]), idx), shape=(2, 3, 4))
+    xp.save_npz(tmp_path / "p.npz", A)
+    S = sp.load_npz(tmp_path / "p.npz")
+    assert S.nnz == 2 and S.shape == (2, 3, 4)
+    np.testing.assert_array_equal(S.toarray(), A.toarray())
+    # a dimension past int32: int64 indices both ways
+    big = (2, 1, 3_000_000_001)
+    S = sp.coo_array((np.array([1.0, 2.0]), (np.array([0, 1]), np.array([0, 0]), np.array([5, 3_000_000_000]))),
+                     shape=big)
+    sp.save_npz(tmp_path / "big.npz", S)
+    A = xp.load_npz(tmp_path / "big.npz")
+    assert A.shape == big and A.indices.dtype == np.int64
+    assert_same_entries(A, S)
+    xp.save_npz(tmp_path / "big2.npz", A)
+    back = sp.load_npz(tmp_path / "big2.npz")
+    assert back.shape == big and back.coords[2].tolist() == [5, 3_000_000_000] and back.data.tolist() == [1.0, 2.0]
+
+
+def test_npz_nd_errors(tmp_path):
+    import jax
+
+    A = xp.asarray(np.arange(24.0).reshape(2, 3, 4))
+    for fmt in ("csr", "csc", "bsr", "dia"):
+        with pytest.raises(ValueError, match="only as coo"):
+            xp.save_npz(tmp_path / "e.npz", A, format=fmt)
+        with pytest.raises(ValueError):  # scipy has no n-D format but coo either
+            sp.coo_array(np.arange(24.0).reshape(2, 3, 4)).asformat(fmt)
+    with pytest.raises(ValueError, match="0-D"):
+        xp.save_npz(tmp_path / "e.npz", xp.asarray(np.float64(3.0)))
+    with pytest.raises((TypeError, ValueError)):  # scipy has no 0-D sparse array to save
+        sp.coo_array(np.float64(3.0))
+    with pytest.raises(ValueError, match="fill value"):
+        xp.save_npz(tmp_path / "e.npz", xp.add(A, 1.0))
+    with pytest.raises(ValueError, match="float16"):
+        xp.save_npz(tmp_path / "e.npz", A.astype(xp.float16))
+    with pytest.raises(ValueError, match="concrete"):
+        jax.jit(lambda a: xp.save_npz(tmp_path / "e.npz", a) or a.data.sum())(A)
+    assert not (tmp_path / "e.npz").exists()

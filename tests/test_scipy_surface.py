@@ -288,3 +288,153 @@ def test_surface_doc_is_current():
     res = subprocess.run([sys.executable, str(ROOT / "docs" / "scipy_surface.py"), "--check"],
                          capture_output=True, text=True, cwd=ROOT, env={"JAX_ENABLE_X64": "1", "PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, res.stderr + res.stdout
+
+
+# diags_array against scipy.sparse.diags_array (scipy called with dtype=None: its own default until
+# SciPy 1.19 is the deprecated numpy.common_type, with a FutureWarning).
+
+def _dia_positions(S):
+    """The positions a scipy dia_array stores (nnz): each offset's diagonal inside the shape."""
+    m, n = S.shape
+    mask = np.zeros((m, n), bool)
+    r = np.arange(m)
+    for k in S.offsets:
+        keep = (r + k >= 0) & (r + k < n)
+        mask[r[keep], r[keep] + k] = True
+    return mask
+
+
+def assert_diags_like_scipy(diagonals, **kw):
+    S = sp.diags_array(diagonals, **{"dtype": None, **kw})
+    A = xp.diags_array(diagonals, **kw)
+    assert A.shape == S.shape and A.dtype == S.dtype, (A.shape, A.dtype, S.shape, S.dtype)
+    np.testing.assert_array_equal(A.toarray(), S.toarray())
+    assert A.nse == S.nnz  # explicit zeros on a diagonal are stored, as in scipy's dia_array
+    stored = np.zeros(A.shape, bool)
+    idx = np.asarray(A.indices)
+    stored[idx[:, 0], idx[:, 1]] = True
+    np.testing.assert_array_equal(stored, _dia_positions(S))
+    assert A.indices_sorted and A.unique_indices and A.fill_value == 0
+
+
+DIAGS_CASES = [
+    # (diagonals, offsets, shape, dtype)
+    ([1.0, 2.0, 3.0], 0, None, None),
+    ([1.0, 2.0, 3.0], 1, None, None),
+    ([1.0, 2.0, 3.0], -2, None, None),
+    ([[1.0, 2.0], [3.0, 4.0, 5.0]], [1, 0], None, None),
+    ([[1.0], [2.0, 3.0]], [-2, 1], (4, 3), None),
+    ([7.0], 2, (3, 5), None),
+    # longer than the diagonal: truncated (the first values kept)
+    ([[1.0, 2.0, 3.0, 4.0]], [1], (3, 3), None),
+    ([[1.0, 2.0, 3.0, 4.0, 5.0]], [-1], (4, 2), None),
+    ([[1, 2, 3, 4, 5, 6], [7, 8, 9, 10]], [0, 3], (3, 5), None),
+    ([[1, 2, 3, 4, 5, 6], [7, 8, 9, 10]], [0, -3], (5, 3), None),
+    ([np.arange(1.0, 10.0), np.arange(-9.0, 0.0), [5.0]], [-1, 2, 0], (4, 6), None),
+    # the main diagonal of a long array given in full: the array is square from its length
+    ([np.arange(1.0, 6.0), np.arange(10.0, 20.0)], [0, -1], None, None),
+    # scalars broadcast along their diagonal
+    ([1.0, -2.0, 1.0], [-1, 0, 1], (4, 4), None),
+    ([1, -2.5, 1j], [-1, 0, 2], (3, 5), None),
+    ([3], [-2], (5, 3), None),
+    # offsets just past the shape: empty diagonals, any values ignored
+    ([[1.0, 2.0, 3.0, 4.0]], [3], (3, 3), None),
+    ([[1.0, 2.0, 3.0, 4.0]], [-3], (3, 3), None),
+    ([[], [1.0]], [5, 0], (2, 5), None),
+    ([[1.0, 2.0]], [0], (0, 0), None),
+    ([[1.0, 2.0]], [1], (0, 3), None),
+    ([[1.0, 2.0]], [-2], (2, 0), None),
+    ([], 2, None, None),
+    # explicit zeros on a diagonal are stored
+    ([[0.0, 1.0, 0.0], [0.0]], [0, 1], (3, 3), None),
+    # dtypes: kept (integers included), promoted across diagonals, or cast by dtype=
+    ([[True, False, True]], [0], None, None),
+    ([np.array([1, 2], np.int8), np.array([3], np.uint8)], [0, 1], (2, 2), None),
+    ([np.array([1, 2], np.int32), np.array([3.5], np.float32)], [0, -1], (3, 2), None),
+    ([[1.5, -2.7, 3.2]], [0], None, np.int64),
+    ([[1, 2, 3], [4 + 1j]], [0, 1], None, np.complex128),
+    ([[1, 0, 3]], [0], (3, 4), np.bool_),
+    ([np.array([1.0, 2.0], np.float64)], [0], None, np.float32),
+    # a (1, L) diagonal broadcasts into the diagonal (NumPy assignment, as in scipy)
+    ([[[1.0, 2.0, 3.0]]], [0], (2, 2), None),
+    # a 1-D array with a scalar offset is one diagonal
+    (np.array([4.0, 5.0]), np.int64(-1), None, None),
+]
+
+
+@pytest.mark.parametrize("diagonals, offsets, shape, dtype", DIAGS_CASES)
+def test_diags_array_matches_scipy(diagonals, offsets, shape, dtype):
+    kw = {"offsets": offsets, "shape": shape}
+    if dtype is not None:
+        kw["dtype"] = dtype
+    assert_diags_like_scipy(diagonals, **kw)
+
+
+DIAGS_ERRORS = [
+    # (diagonals, kwargs, exception type, bcoo_array's message)
+    ([[1.0, 2.0]], dict(offsets=[0], shape=(3, 3)), ValueError, "length 2"),  # too short
+    ([[]], dict(offsets=[2], shape=(3, 3)), ValueError, "length 0"),
+    ([[1.0, 2.0, 3.0], [1.0]], dict(offsets=[0, -1], shape=(4, 4)), ValueError, "diagonal 0"),
+    ([[1.0]], dict(offsets=[4], shape=(3, 3)), ValueError, "outside the shape"),
+    ([[1.0]], dict(offsets=[-4], shape=(3, 5)), ValueError, "outside the shape"),
+    ([[1.0]], dict(offsets=[-1], shape=(0, 3)), ValueError, "outside the shape"),
+    ([[1.0], [2.0]], dict(offsets=[1, 1], shape=(3, 3)), ValueError, "repeat"),
+    ([[1.0], [2.0]], dict(offsets=[0], shape=(3, 3)), ValueError, "2 diagonals but 1 offsets"),
+    ([[1.0, 2.0]], dict(offsets=0), ValueError, "one offset per diagonal"),
+    ([[[1.0], [2.0]]], dict(offsets=[0], shape=(2, 2)), ValueError, "broadcast"),
+    ([], dict(offsets=[], shape=(2, 2)), ValueError, "at least one diagonal"),
+    (5.0, dict(offsets=0), TypeError, "sequence"),
+    ([[1.0]], dict(offsets=[0.5], shape=(2, 2)), TypeError, "offsets"),
+    ([[1.0]], dict(offsets=[[0]], shape=(2, 2)), TypeError, "offsets"),
+    ([[1.0]], dict(offsets=[0], shape=2), TypeError, "shape"),
+    ([[1.0]], dict(offsets=[0], shape=(2, 2, 2)), ValueError, "2-D"),
+]
+
+
+@pytest.mark.parametrize("diagonals, kw, exc, match", DIAGS_ERRORS)
+def test_diags_array_errors_match_scipy(diagonals, kw, exc, match):
+    with pytest.raises(exc):
+        sp.diags_array(diagonals, dtype=None, **kw)
+    with pytest.raises(exc, match=match):
+        xp.diags_array(diagonals, **kw)
+
+
+@st.composite
+def _diags_args(draw):
+    m, n = draw(st.integers(0, 6)), draw(st.integers(0, 6))
+    # every offset scipy accepts: -m .. n (the two ends are empty diagonals)
+    offsets = draw(st.lists(st.integers(-m, n), min_size=1, max_size=4, unique=True))
+    kinds = [np.int8, np.int64, np.uint16, np.float32, np.float64, np.complex64, np.complex128, np.bool_]
+    diagonals = []
+    for k in offsets:
+        length = min(m + min(k, 0), n - max(k, 0))
+        size = draw(st.sampled_from(sorted({1, length, length + draw(st.integers(1, 4))})))
+        dt = draw(st.sampled_from(kinds))
+        values = np.asarray(draw(st.lists(st.integers(-3, 3), min_size=size, max_size=size))).astype(dt)
+        diagonals.append(values.item() if size == 1 and draw(st.booleans()) else values)
+    dtype = draw(st.sampled_from([None, np.float64, np.complex128]))
+    if dtype is np.float64 and any(np.asarray(d).dtype.kind == "c" for d in diagonals):
+        dtype = None  # a complex -> real cast warns (ComplexWarning), in scipy as here
+    # shape=None: scipy's default, square of len(diagonals[0]) + abs(offsets[0])
+    shape = (m, n) if draw(st.booleans()) else None
+    return diagonals, offsets, shape, dtype
+
+
+@given(_diags_args())
+@settings(max_examples=60)
+def test_diags_array_hypothesis_matches_scipy(args):
+    diagonals, offsets, shape, dtype = args
+    kw = {"offsets": offsets, "shape": shape}
+    if dtype is not None:
+        kw["dtype"] = dtype
+    try:
+        S = sp.diags_array(diagonals, **{"dtype": None, **kw})
+    except ValueError:  # shape=None: a default size that another offset or diagonal does not fit
+        assert shape is None
+        with pytest.raises(ValueError):
+            xp.diags_array(diagonals, **kw)
+        return
+    if shape is None:
+        size = len(np.atleast_1d(diagonals[0])) + abs(offsets[0])
+        assert S.shape == (size, size)
+    assert_diags_like_scipy(diagonals, **kw)
