@@ -285,10 +285,10 @@ from . import fft, linalg
 
 __all__ += ["fft", "linalg"]
 
-# Inspection.
-from ._info import __array_namespace_info__
+# Inspection (and, beyond the standard, the state of the native kernels).
+from ._info import __array_namespace_info__, native_kernel_info
 
-__all__ += ["__array_namespace_info__"]
+__all__ += ["__array_namespace_info__", "native_kernel_info"]
 
 # Warnings of the library's own.
 from ._warnings import MatrixSemanticsWarning

@@ -1,10 +1,12 @@
-"""The inspection utilities of the array API standard (``__array_namespace_info__``)."""
+"""The inspection utilities of the array API standard (``__array_namespace_info__``), and
+``native_kernel_info`` (beyond the standard: the state of the optional native kernels)."""
 
 from __future__ import annotations
 
 import jax
 
 from . import _dtypes
+from ._kernels import native
 
 
 class __array_namespace_info__:
@@ -46,3 +48,29 @@ class __array_namespace_info__:
             if kind is None or _dtypes.isdtype_kind(dt, kind):
                 out["bool" if dt == _dtypes.bool_ else dt.name] = dt
         return out
+
+
+def native_kernel_info() -> dict:
+    """The state of the optional native CPU kernels (C++ through ``jax.ffi``), for reports and bug reports.
+
+    The native kernels are built with the package when a compiler is
+    available; without them (or with the environment variable
+    ``BCOO_ARRAY_NATIVE=0``, or on a GPU/TPU backend) the XLA kernels run
+    instead. ``bcoo-array info`` prints this state.
+
+    Returns
+    -------
+    dict
+        ``"built"`` (bool): the extension imports; ``"error"`` (str or None):
+        why it does not; ``"disabled"`` (bool): ``BCOO_ARRAY_NATIVE=0`` is
+        set; ``"backend"`` (str): JAX's default backend; ``"in_use"``
+        (bool): the native kernels run here (built, not disabled, on the CPU
+        backend).
+
+    Examples
+    --------
+    >>> import bcoo_array as xp
+    >>> sorted(xp.native_kernel_info())
+    ['backend', 'built', 'disabled', 'error', 'in_use']
+    """
+    return dict(native.describe())

@@ -195,6 +195,13 @@ def mmwrite(target, a: BCOOArray, comment: str = "", field: str | None = None, p
     Parameters
     ----------
     target : str, path or file-like
+        A name ending in ``.gz`` (``matrix.mtx.gz``) is written
+        gzip-compressed, and one ending in ``.bz2`` bzip2-compressed, to
+        exactly that name (``mmread`` and ``scipy.io.mmread`` read both).
+        Any other name is passed to scipy, which appends ``.mtx`` unless the
+        name ends in it (``scipy.io.mmwrite("m.mtx.gz", ...)`` itself writes
+        an uncompressed ``m.mtx.gz.mtx``). A file-like object receives the
+        uncompressed text.
     a : BCOOArray
         2-D, fill value 0. Duplicates are summed before writing.
     comment, field, precision, symmetry
@@ -209,10 +216,31 @@ def mmwrite(target, a: BCOOArray, comment: str = "", field: str | None = None, p
     ValueError
         If ``a`` is not 2-D, has a non-zero fill value or float16 data.
     """
+    import bz2
+    import gzip
+    import os
+
     import scipy.io
 
     m = _as_bcoo(a, "a")
     if m.ndim != 2:
         raise ValueError(f"Matrix Market holds 2-D matrices; this array is {m.ndim}-D")
-    scipy.io.mmwrite(target, m.to_scipy("coo"), comment=comment, field=field, precision=precision,
-                     symmetry=symmetry)
+    kwargs = dict(comment=comment, field=field, precision=precision, symmetry=symmetry)
+    coo = m.to_scipy("coo")
+    opener = None
+    if isinstance(target, (str, bytes, os.PathLike)):
+        name = os.fsdecode(target)
+        opener = gzip.open if name.endswith(".gz") else bz2.open if name.endswith(".bz2") else None
+    if opener is None:
+        scipy.io.mmwrite(target, coo, **kwargs)
+        return
+    # scipy would append ".mtx" to the name and not compress: compress into exactly the name given.
+    # The writer sees a write-only stream: it would seek a stream that has seek, which compressed
+    # files opened for writing refuse (bz2) or emulate.
+
+    class _WriteOnly:
+        def __init__(self, fh):
+            self.write = fh.write
+
+    with opener(name, "wb") as fh:
+        scipy.io.mmwrite(_WriteOnly(fh), coo, **kwargs)

@@ -3,6 +3,7 @@
     python benchmarks/native_spmm.py                  # poisson 64x64 grid (4096 x 4096), cage11
     python benchmarks/native_spmm.py --large          # adds random 1e6 x 1e6 with 1e7 entries
     python benchmarks/native_spmm.py --rounds 15 --calls 20
+    python benchmarks/native_spmm.py --quick          # smoke run: a 16x16 grid, one round of one call
 
 For each matrix (float64, canonical BCOO buffers from scipy CSR) and each of
 SpMV (``x`` of shape ``(k,)``) and SpMM (``(k, 16)``) it times, interleaved
@@ -17,11 +18,14 @@ round by round (a change of machine load hits every column alike):
 * ``native jit`` / ``xla jit``: ``jax.jit`` of the native kernel / of the
   traced-index XLA kernel (``coo.coo_matmat``), the matrix buffers
   passed as (traced) arguments;
-* ``public`` / ``public xla``: ``(A @ x).data`` on the BCOOArray, with the native
-  kernel and with ``BCOO_ARRAY_NATIVE=0``.
+* ``public`` / ``public xla``: ``A @ x`` on the BCOOArray (a dense
+  ``jax.Array``), with the native kernel and with ``BCOO_ARRAY_NATIVE=0``.
 
 Each cell: median seconds per call over the rounds, and the ratio to
-scipy's median. Results are checked against scipy first.
+scipy's median. Results are checked against scipy first. ``--quick`` (what
+``tests/test_benchmarks.py`` runs) replaces the matrices by the Poisson matrix
+of a 16 x 16 grid (256 x 256) and times one round of one call: it checks that
+the script runs, its times mean nothing.
 """
 
 from __future__ import annotations
@@ -59,7 +63,10 @@ def poisson2d(g: int) -> sp.csr_array:
     return sp.csr_array(sp.kron(t, eye) + sp.kron(eye, t))
 
 
-def matrices(large: bool):
+def matrices(large: bool, quick: bool = False):
+    if quick:
+        yield "poisson 256 (16x16 grid)", poisson2d(16)
+        return
     yield "poisson 4096 (64x64 grid)", poisson2d(64)
     path = SHARED / "cage11.mtx.gz"
     if path.exists():
@@ -99,7 +106,7 @@ def cases(A: sp.csr_array, ncols: int):
         def f():
             os.environ["BCOO_ARRAY_NATIVE"] = env
             try:
-                return (a @ xj).data  # the product; .todense() of the dense-layout result adds ~1 ms
+                return a @ xj  # sparse @ dense is a dense jax.Array (the mixed-type rule)
             finally:
                 os.environ.pop("BCOO_ARRAY_NATIVE", None)
         return f
@@ -143,12 +150,16 @@ def main(argv=None):
     p.add_argument("--large", action="store_true", help="add the random 1e6 x 1e6 matrix with 1e7 entries")
     p.add_argument("--rounds", type=int, default=11)
     p.add_argument("--calls", type=int, default=0, help="calls per round (default: about 20 ms worth)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: only a 16x16-grid Poisson matrix, one round of one call (times mean nothing)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.rounds, args.calls = 1, 1
     if not native.available():
         raise SystemExit("native kernel not available (build it: python setup.py build_ext --inplace)")
     cols = None
     print(f"jax {jax.__version__}, load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cpus")
-    for label, A in matrices(args.large):
+    for label, A in matrices(args.large, args.quick):
         for ncols in (1, 16):
             fns = cases(A, ncols)
             calls = args.calls or max(1, int(0.02 / max(run({"s": fns["scipy"]}, 3, 3)["s"], 1e-6)))

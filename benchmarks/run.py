@@ -17,10 +17,12 @@ from bcoo_array.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     out = Path(__file__).resolve().parent / "results"
-    out.mkdir(exist_ok=True)
     args = ["bench", *sys.argv[1:]]
+    defaults = []
     if not any(a.startswith("--plot") for a in args):
-        args += ["--plot", str(out / "latest.png")]
+        defaults += ["--plot", str(out / "latest.png")]
     if not any(a.startswith("--markdown") for a in args):
-        args += ["--markdown", str(out / "latest.md")]
-    main(args)
+        defaults += ["--markdown", str(out / "latest.md")]
+    if defaults:  # results/ is made only when written to (not with both --plot and --markdown given)
+        out.mkdir(exist_ok=True)
+    main(args + defaults)

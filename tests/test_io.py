@@ -198,3 +198,27 @@ def test_npz_nd_errors(tmp_path):
     with pytest.raises(ValueError, match="concrete"):
         jax.jit(lambda a: xp.save_npz(tmp_path / "e.npz", a) or a.data.sum())(A)
     assert not (tmp_path / "e.npz").exists()
+
+
+def test_mmwrite_compresses_to_the_name_given(tmp_path):
+    # scipy.io.mmwrite("m.mtx.gz") writes an uncompressed "m.mtx.gz.mtx"; mmwrite compresses into exactly
+    # the name given (gzip for .gz, bzip2 for .bz2), and mmread / scipy.io.mmread read the file back.
+    import bz2
+    import gzip
+
+    S = sp.coo_array((np.array([1.5, -2.0, 0.0, 4.25]), (np.array([0, 1, 2, 4]), np.array([3, 0, 2, 1]))),
+                     shape=(5, 4))
+    A = xp.from_scipy(S)
+    for suffix, opener in ((".mtx.gz", gzip.open), (".mtx.bz2", bz2.open), (".gz", gzip.open)):
+        path = tmp_path / f"m{suffix}"
+        xp.mmwrite(path, A, comment="compressed")
+        assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no "m.mtx.gz.mtx" beside it
+        with opener(path, "rt") as fh:
+            assert fh.readline().startswith("%%MatrixMarket matrix coordinate real")
+        assert_same(xp.mmread(path).to_scipy(), S)  # the explicit zero is kept
+        assert_same(scipy.io.mmread(path, spmatrix=False), S)
+        path.unlink()
+    xp.mmwrite(str(tmp_path / "s.mtx.gz"), A)  # a str name too
+    assert_same(xp.mmread(str(tmp_path / "s.mtx.gz")).to_scipy(), S)
+    xp.mmwrite(tmp_path / "plain", A)  # other names are scipy's: ".mtx" appended, not compressed
+    assert (tmp_path / "plain.mtx").read_text().startswith("%%MatrixMarket")

@@ -106,8 +106,6 @@ def info_command() -> None:
 
     import jax
 
-    from .._kernels import native
-
     def version(dist: str) -> str:
         try:
             return md.version(dist)
@@ -130,7 +128,7 @@ def info_command() -> None:
     devices = jax.devices()
     rows.append(("JAX backend", f"{jax.default_backend()}, {len(devices)} device(s): "
                                 + ", ".join(str(d) for d in devices[:8]) + (" ..." if len(devices) > 8 else "")))
-    state = native.describe()
+    state = xp.native_kernel_info()
     if state["in_use"]:
         kernels = "in use (C++ via jax.ffi)"
     elif not state["built"]:
