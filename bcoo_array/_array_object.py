@@ -60,6 +60,32 @@ def _densify_message(what: str) -> str:
 DENSIFY_REFUSED = _densify_message("converting a BCOOArray to a NumPy array")
 
 
+class NoPattern:
+    """The indices of a sparse tangent or cotangent that JAX built for a ``custom_jvp`` / ``custom_vjp`` rule.
+
+    JAX gives integer leaves ``float0`` tangents, so a BCOOArray tangent
+    reaches a custom rule with its values (``.data``) but without its
+    pattern, which is the primal's. The array keeps the placeholder's shape
+    (``nse``, ``n_sparse`` hold); an element-wise operation with an array of
+    the same layout and ``nse`` (its primal, in a rule) adopts that array's
+    indices (``binary_operands``); any other use of the indices raises,
+    naming [`BCOOArray.with_data`][bcoo_array.BCOOArray.with_data].
+    """
+
+    def __init__(self, placeholder):
+        self.placeholder = placeholder
+        self.shape = tuple(placeholder.shape)
+        self.ndim = len(self.shape)
+        self.dtype = placeholder.dtype
+
+    def refuse(self):
+        raise TypeError(
+            "this BCOOArray is a tangent (or cotangent) that JAX built for a custom_jvp / custom_vjp rule: "
+            "integer leaves get float0 tangents, so it holds values (.data) but not its pattern, which is its "
+            "primal's. Rebuild it on the primal's pattern with primal.with_data(tangent.data) (an element-wise "
+            "operation with the primal, such as primal * tangent, does this by itself)")
+
+
 def _shape_from_leaves(data, indices, shape: tuple, n_batch: int, n_dense: int, leaf_batch) -> tuple:
     """The array shape that pytree leaves ``data``/``indices`` hold, given the static ``shape`` they came with.
 
@@ -88,7 +114,8 @@ def _shape_from_leaves(data, indices, shape: tuple, n_batch: int, n_dense: int, 
         if d != j and 1 not in (d, j):
             raise ValueError(f"BCOOArray pytree leaves disagree on batch dimension {i}: data has {d}, indices {j} "
                              f"(shapes {ds} and {js}); map the same batch elements of both leaves")
-        unchanged = (d, j) == (leaf_batch[0][i], leaf_batch[1][i])
+        known = len(leaf_batch[0]) > i and len(leaf_batch[1]) > i
+        unchanged = (d, j) == (leaf_batch[0][i], leaf_batch[1][i]) if known else max(d, j) in (1, shape[i])
         batch.append(shape[i] if unchanged else max(d, j))
     return tuple(batch) + shape[n_batch:]
 
@@ -234,6 +261,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             self._data, self._hdata = None, data
         else:
             self._data, self._hdata = data, None
+        if type(indices) is not NoPattern and getattr(indices, "dtype", None) == jax.dtypes.float0:
+            indices = NoPattern(indices)  # a tangent JAX built for a custom rule: see NoPattern
         if type(indices) is np.ndarray:
             self._indices, self._hindices = None, indices
         else:
@@ -267,6 +296,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         i = self._indices
         if i is None:
             i = self._indices = to_device(self._hindices, owned=True)
+        elif type(i) is NoPattern:
+            i.refuse()
         return i
 
     @indices.setter
@@ -296,6 +327,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
                 return None
             self._hdata = hd
         if hi is None:
+            if type(self._indices) is NoPattern:
+                self._indices.refuse()
             hi = host_view(self._indices)
             if hi is None:
                 return None
@@ -399,9 +432,10 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     def tree_flatten(self):
         """The pytree leaves ``(data, indices)`` and the static aux data (shape, layout, flags, fill value)."""
-        data, indices = self.data, self.indices
+        data = self.data
+        indices = self._indices.placeholder if type(self._indices) is NoPattern else self.indices
         # The leaves' batch sizes (1 where broadcast) tell unflattening whether a map over the leaves changed them.
-        leaf_batch = (tuple(data.shape[:self.n_batch]), tuple(indices.shape[:self.n_batch]))
+        leaf_batch = tuple(tuple(getattr(b, "shape", ())[:self.n_batch]) for b in (data, indices))
         aux = (self.shape, self.n_batch, self.n_dense, self.indices_sorted, self.unique_indices, fill_key(self._fill),
                leaf_batch)
         return (data, indices), aux
@@ -700,7 +734,12 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """The same pattern, layout and fill value with new stored values.
 
         The way to differentiate with respect to the stored values:
-        ``jax.grad(lambda d: loss(A.with_data(d)))(A.data)``.
+        ``jax.grad(lambda d: loss(A.with_data(d)))(A.data)``; and to rebuild a
+        sparse tangent inside a ``jax.custom_jvp`` / ``custom_vjp`` rule,
+        where JAX passes a BCOOArray tangent without its indices (integer
+        leaves get ``float0`` tangents): ``A.with_data(A_dot.data)``. (An
+        element-wise operation of the tangent with its primal, such as
+        ``A * A_dot``, adopts the primal's pattern by itself.)
 
         Parameters
         ----------

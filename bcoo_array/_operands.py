@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from . import _dtypes
-from ._array_object import BCOOArray
+from ._array_object import BCOOArray, NoPattern
 from ._convert import from_foreign
 from . import _fill_rule
 from ._fill import Twin
@@ -130,11 +130,33 @@ def binary_operands(x1, x2, name: str, category: str = "all"):
     else:
         x1 = as_operand(x1, "x1")
         x2 = as_operand(x2, "x2")
+    x1, x2 = adopt_pattern(x1, x2)
     d1, d2 = np.dtype(x1.dtype), np.dtype(x2.dtype)
     check_category(d1, category, name, "x1")
     check_category(d2, category, name, "x2")
     dtype = _dtypes.result_type(d1, d2)
     return cast(x1, dtype), cast(x2, dtype), dtype
+
+
+def _same_layout(a: BCOOArray, b: BCOOArray) -> bool:
+    return (a.shape == b.shape and a.n_batch == b.n_batch and a.n_dense == b.n_dense and a.nse == b.nse
+            and a.n_sparse == b.n_sparse)
+
+
+def adopt_pattern(x1, x2):
+    """Give a sparse tangent without indices (``NoPattern``: a custom rule's) the pattern of the other operand.
+
+    In a ``custom_jvp`` rule, a tangent is combined with its primal (``2 * a * a_dot``): an operand of the same
+    shape, layout and nse, whose indices are the tangent's. Other operands are returned unchanged.
+    """
+    def patternless(a):
+        return isinstance(a, BCOOArray) and type(a._indices) is NoPattern
+
+    if patternless(x1) and isinstance(x2, BCOOArray) and not patternless(x2) and _same_layout(x1, x2):
+        x1 = x2.with_data(x1.data)._replace(fill_value=x1.fill_value)
+    elif patternless(x2) and isinstance(x1, BCOOArray) and not patternless(x1) and _same_layout(x1, x2):
+        x2 = x1.with_data(x2.data)._replace(fill_value=x2.fill_value)
+    return x1, x2
 
 
 def cast(x, dtype: np.dtype):

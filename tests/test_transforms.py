@@ -215,3 +215,90 @@ def test_a_map_over_the_leaves_gives_an_array_whose_shape_matches_its_buffers():
     np.testing.assert_allclose(np.asarray(jax.vmap(lambda a: xp.sum(a).todense())(A)), D.sum(axis=(1, 2)))
     assert jax.jit(lambda a: a * 2)(A).shape == A.shape
     assert jax.tree.map(lambda b: b.shape, A) is not None
+
+
+def _custom_jvp_quadratic():
+    @jax.custom_jvp
+    def f(a):
+        return xp.sum(a * a).todense()
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (a,), (a_dot,) = primals, tangents
+        # the tangent arrives without indices (float0): the element-wise product with its primal adopts them,
+        # and with_data rebuilds it explicitly
+        t1 = xp.sum(a * a_dot).todense()
+        t2 = xp.sum(a.with_data(a_dot.data) * a).todense()
+        return f(a), t1 + t2
+
+    return f
+
+
+def _custom_vjp_matvec():
+    @jax.custom_vjp
+    def g(a, x):
+        return a @ x
+
+    def fwd(a, x):
+        return g(a, x), (a, x)
+
+    def bwd(res, ct):
+        a, x = res
+        i = a.indices
+        return a.with_data(ct[i[:, 0]] * x[i[:, 1]]), a.T @ ct
+
+    g.defvjp(fwd, bwd)
+    return g
+
+
+@pytest.mark.parametrize("transform", ["grad", "jit(grad)", "vmap(grad)", "jvp", "jit(jvp)", "jacfwd", "jacrev"])
+@pytest.mark.parametrize("rule", ["custom_jvp", "custom_vjp"])
+def test_custom_rules_take_sparse_tangents(rule, transform):
+    """A BCOOArray primal in a custom_jvp / custom_vjp rule: the tangent's values meet the primal's pattern."""
+    D = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])
+    A = xp.asarray(D)
+    x = jnp.array([1.0, 2.0, 3.0])
+    if rule == "custom_jvp":
+        f = _custom_jvp_quadratic()
+        loss = lambda d: f(A.with_data(d))  # noqa: E731
+        dense_loss = lambda d: jnp.sum(d * d)  # noqa: E731
+    else:
+        g = _custom_vjp_matvec()
+        loss = lambda d: jnp.sum(g(A.with_data(d), x) ** 2)  # noqa: E731
+        dense_loss = lambda d: jnp.sum((A.with_data(d).todense() @ x) ** 2)  # noqa: E731
+    d0 = A.data
+    if transform == "vmap(grad)":
+        batch = jnp.stack([d0, 2 * d0])
+        got = jax.vmap(jax.grad(loss))(batch)
+        want = jax.vmap(jax.grad(dense_loss))(batch)
+    elif transform in ("jvp", "jit(jvp)"):
+        if rule == "custom_vjp":
+            pytest.skip("custom_vjp functions have no forward mode (JAX's rule)")
+        run = jax.jvp if transform == "jvp" else jax.jit(jax.jvp, static_argnums=0)
+        got = run(loss, (d0,), (jnp.ones_like(d0),))[1]
+        want = jax.jvp(dense_loss, (d0,), (jnp.ones_like(d0),))[1]
+    elif transform == "jacfwd" and rule == "custom_vjp":
+        pytest.skip("custom_vjp functions have no forward mode (JAX's rule)")
+    else:
+        t = {"grad": jax.grad, "jit(grad)": lambda h: jax.jit(jax.grad(h)), "jacfwd": jax.jacfwd,
+             "jacrev": jax.jacrev}[transform]
+        got = t(loss)(d0)
+        want = t(dense_loss)(d0)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+
+
+def test_a_patternless_tangent_used_alone_names_with_data():
+    D = np.array([[1.0, 0.0], [0.0, 3.0]])
+    A = xp.asarray(D)
+
+    @jax.custom_jvp
+    def f(a):
+        return (a @ jnp.ones(2)).sum()
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (a,), (a_dot,) = primals, tangents
+        return f(a), (a_dot @ jnp.ones(2)).sum()  # no primal to lend the pattern
+
+    with pytest.raises(TypeError, match="with_data"):
+        jax.grad(lambda d: f(A.with_data(d)))(A.data)
