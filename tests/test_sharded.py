@@ -6,6 +6,11 @@ with simulated devices (``--xla_force_host_platform_device_count``):
 * ``sharded_scripts/checks.py``: one process with 8 devices; every check
   compares the sharded result with the single-device BCOOArray / NumPy result
   (exact for integers, 1e-12 relative for float64);
+* ``sharded_scripts/solver_checks.py``: one process with 8 devices; scipy's
+  solvers (``cg``, ``eigsh``, ``gmres``, ``lsqr``) on a sharded array equal
+  them on the CSR, scipy.sparse's other methods and indexing raise a
+  TypeError naming ``unshard()``, ``bcoo_array.linalg.cg`` / ``bicgstab`` /
+  ``gmres`` / ``eigsh`` run on the sharded array;
 * ``sharded_scripts/distributed_worker.py``: two processes joined with
   ``jax.distributed`` on loopback, 4 devices each, SpMV and CG on a real
   matrix compared with the single-process result.
@@ -44,6 +49,13 @@ CHECKS = [
     "zero_d_results_keep_their_device",
 ]
 
+SOLVER_CHECKS = [
+    "scipy_solvers_on_sharded",
+    "gather_first_errors",
+    "linalg_solvers_on_sharded",
+    "real_matrix_494_bus",
+]
+
 
 def _env():
     env = dict(os.environ)
@@ -73,11 +85,84 @@ def test_sharded_check(check_results, name):
     assert result == "ok", result
 
 
+def _defined_checks(script: str) -> list[str]:
+    lines = (SCRIPTS / script).read_text().splitlines()
+    return [line.split("(")[0][4:] for k, line in enumerate(lines) if line.startswith("def ") and
+            k > 0 and lines[k - 1] == "@check"]
+
+
 def test_checks_list_is_complete():
-    text = (SCRIPTS / "checks.py").read_text()
-    defined = [line.split("(")[0][4:] for line in text.splitlines() if line.startswith("def ") and
-               text.splitlines()[text.splitlines().index(line) - 1] == "@check"]
-    assert sorted(defined) == sorted(CHECKS)
+    assert sorted(_defined_checks("checks.py")) == sorted(CHECKS)
+    assert sorted(_defined_checks("solver_checks.py")) == sorted(SOLVER_CHECKS)
+
+
+@pytest.fixture(scope="module")
+def solver_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sharded_solvers") / "results.json"
+    args = [sys.executable, str(SCRIPTS / "solver_checks.py"), str(out)]
+    if MATRICES.is_dir():
+        args.append(str(MATRICES))
+    proc = subprocess.run(args, env=_env(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("name", SOLVER_CHECKS)
+def test_sharded_solver_check(solver_results, name):
+    result = solver_results.get(name)
+    assert result is not None, f"check {name} did not run"
+    if result.startswith("skipped"):
+        pytest.skip(result)
+    assert result == "ok", result
+
+
+def test_every_bcoo_array_attribute_is_implemented_or_asks_to_gather():
+    """Each public name of BCOOArray is on ShardedBCOOArray: implemented, or a GatherFirst entry (a
+    TypeError naming unshard()), so a scipy-style call never ends in an AttributeError."""
+    from bcoo_array.sharded._array import GatherFirst
+
+    not_applicable = {"fromdense"}  # a constructor: shard(BCOOArray.fromdense(x), mesh, spec)
+    missing = sorted(n for n in dir(xp.BCOOArray) if not n.startswith("_") and n not in not_applicable
+                     and n not in dir(ShardedBCOOArray))
+    assert not missing, f"BCOOArray names ShardedBCOOArray lacks (add them to its GatherFirst list): {missing}"
+    gather = {n for n, v in vars(ShardedBCOOArray).items() if isinstance(v, GatherFirst)}
+    for name in ("tocsr", "toarray", "nnz", "format", "sum", "sqrt", "multiply", "nonzero"):
+        assert name in gather
+    for name in ("matvec", "rmatvec", "matmat", "rmatmat", "dot", "shape", "dtype", "block_until_ready"):
+        assert name not in gather and hasattr(ShardedBCOOArray, name)
+
+
+def test_linear_operator_surface_in_process():
+    """One device: scipy.sparse.linalg takes a ShardedBCOOArray (it raised "type not understood")."""
+    import jax
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as sla
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((1,), ("x",))
+    n = 12
+    S = (sp.diags_array([-np.ones(n - 1), 4 * np.ones(n), -np.ones(n - 1)], offsets=[-1, 0, 1])).tocsr()
+    A = shard(xp.asarray(S), mesh, P("x", None))
+    b = np.arange(1.0, n + 1)
+    op = sla.aslinearoperator(A)
+    assert op.shape == (n, n) and op.dtype == np.float64
+    y = A.matvec(b)
+    assert type(y) is np.ndarray and y.flags.writeable
+    np.testing.assert_allclose(y, S @ b, rtol=1e-14)
+    np.testing.assert_allclose(A.rmatvec(b), S.T @ b, rtol=1e-14)
+    x, info = sla.cg(A, b, rtol=1e-12, atol=0.0)
+    assert info == 0
+    np.testing.assert_allclose(x, sla.cg(S, b, rtol=1e-12, atol=0.0)[0], rtol=1e-12)
+    v0 = np.ones(n)
+    np.testing.assert_allclose(sla.eigsh(A, k=2, v0=v0)[0], sla.eigsh(S, k=2, v0=v0)[0], rtol=1e-12)
+    x, _ = xp.linalg.cg(A, b, tol=1e-12)
+    np.testing.assert_allclose(np.asarray(x), np.linalg.solve(S.toarray(), b), rtol=1e-10)
+    with pytest.raises(TypeError, match=r"A\.unshard\(\)\.tocsr\(\)"):
+        A.tocsr()
+    with pytest.raises(TypeError, match="unshard"):
+        A[0, 0]
+    with pytest.raises(TypeError, match=r"eigsh\(bcoo_array\.sharded\.unshard\(A\)"):
+        xp.linalg.eigsh(A, k=2, sigma=0)
 
 
 def test_single_device_mesh_in_process():

@@ -2,7 +2,8 @@
 
 The standard's functions live in ``._standard`` (see its docstring for
 which results stay sparse and which are dense by nature). Iterative sparse
-solvers, beyond the standard, follow in their own block, then
+solvers, beyond the standard, follow in their own block, then ``eigsh``
+(ARPACK through scipy, shift-invert by a sparse LU), then
 ``sparse_matmul`` (sparse @ sparse with an ``nse=`` bound for ``jax.jit``).
 Spec: https://data-apis.org/array-api/2025.12/extensions/linear_algebra_functions.html
 """
@@ -79,6 +80,15 @@ __all__ += [
     "gmres",
     "lobpcg",
     "spsolve",
+]
+
+# Eigenpairs by ARPACK (scipy), shift-invert through a sparse LU (beyond the standard).
+from ._eigsh import (
+    eigsh,
+)
+
+__all__ += [
+    "eigsh",
 ]
 
 # Sparse @ sparse with a static size bound (beyond the standard).

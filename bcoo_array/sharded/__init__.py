@@ -11,8 +11,12 @@
 Every function of the ``bcoo_array`` namespace that supports sharded arrays
 (elementwise functions, ``astype``, ``where``, reductions, ``matmul``,
 ``matrix_transpose``, ``permute_dims``) takes them directly; the others raise
-a TypeError asking to gather first. See docs/sharded.md for the partitions
-and what each device stores.
+a TypeError asking to gather first. ``bcoo_array.linalg.cg`` (``bicgstab``,
+``gmres``) runs JAX's solver with the sharded product, and scipy's solvers
+take a sharded array through its LinearOperator methods (``matvec``, ...);
+scipy.sparse's other methods and indexing raise a TypeError naming
+``unshard()``. See docs/sharded.md for the partitions and what each device
+stores.
 """
 
 from .. import from_scipy as _fs

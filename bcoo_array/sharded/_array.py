@@ -20,7 +20,9 @@ import bcoo_array as xp
 
 from .._array_base import ArrayBase
 from .._array_object import BCOOArray
+from .._dtypes import canonicalize_dtype
 from .._fill import fill_from_key, fill_key
+from .._foreign import foreign_kind
 from .._layout import is_concrete, prod
 from .._relayout import dense_layout, update_layout
 from . import _partition
@@ -29,6 +31,62 @@ from . import _partition
 def spec_entry(mesh_axes: tuple):
     """The PartitionSpec entry naming ``mesh_axes`` (a name, or a tuple of names)."""
     return mesh_axes[0] if len(mesh_axes) == 1 else tuple(mesh_axes)
+
+
+_GATHER = "gather it first with A.unshard() (bcoo_array.sharded.unshard(A))"
+
+
+class GatherFirst:
+    """A scipy.sparse-style attribute of BCOOArray that a ShardedBCOOArray does not have.
+
+    Reading it on an array raises a TypeError that names the gather,
+    ``A.unshard().<name>``, and, where one exists, the namespace call that
+    runs on the blocks and keeps the partition (``hint``). The class body of
+    [`ShardedBCOOArray`][bcoo_array.sharded.ShardedBCOOArray] lists every such name
+    (``tests/test_sharded.py`` checks that the list covers BCOOArray's public names).
+    """
+
+    __slots__ = ("name", "hint", "call")
+
+    def __init__(self, hint: str | None = None, *, call: bool = True):
+        self.name = ""
+        self.hint = hint
+        self.call = call  # a method (shown as name()) or a property
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        shown = f"{self.name}()" if self.call else self.name
+        hint = f"; {self.hint}" if self.hint else ""
+        kind = "methods" if self.call else "attributes"
+        raise TypeError(f"ShardedBCOOArray.{shown}: scipy.sparse's {kind} are those of one BCOOArray, not of a "
+                        f"sharded array; {_GATHER}, then use A.unshard().{shown}{hint}")
+
+
+def _on_blocks(call: str) -> str:
+    return f"{call} runs on the blocks and keeps the partition"
+
+
+def _dense_operand(x, name: str):
+    """``x`` as a dense product operand: a JAX array (or tracer) stays one, anything else becomes NumPy."""
+    if isinstance(x, (jax.Array, jax.core.Tracer)):
+        return x
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biufc":
+        raise TypeError(f"{name}() needs a numeric operand, got dtype {arr.dtype}")
+    return arr.astype(canonicalize_dtype(arr.dtype, argname=f"{name}() operand dtype"), copy=False)
+
+
+def _fresh_host(y):
+    """A fresh, writable NumPy array of a product (as scipy's operators return); a tracer stays one."""
+    if isinstance(y, jax.core.Tracer):
+        return y
+    if hasattr(y, "todense"):
+        y = y.todense()
+    return np.array(y)
 
 
 @jax.tree_util.register_pytree_node_class
@@ -62,6 +120,17 @@ class ShardedBCOOArray(ArrayBase):
     / ``out_shardings``. Calling it on a dense vector, ``A(x)``, is the linear
     operator ``x -> A @ x`` returning a replicated ``jax.Array``, which is
     the form ``jax.scipy.sparse.linalg.cg`` takes.
+
+    It has scipy's LinearOperator surface (``shape``, ``dtype``, ``matvec``,
+    ``rmatvec``, ``matmat``, ``rmatmat``, ``dot``, ``@``), with NumPy results
+    for NumPy operands, so ``scipy.sparse.linalg.cg(A, b)``, ``eigsh(A, k)``
+    and the other solvers that call ``aslinearoperator`` take it (each product
+    runs on the mesh). scipy.sparse's other methods and properties of a
+    BCOOArray (``tocsr``, ``toarray``, ``sum``, ``nnz``, ``format``, ...) and
+    indexing (``A[i]``, ``A[i] = v``, iteration) raise a TypeError asking to
+    gather first with ``A.unshard()``, naming the namespace function that
+    runs on the blocks where there is one (``sqrt`` -> ``bcoo_array.sqrt(A)``).
+    The full list is the ``GatherFirst`` attributes of the class body.
     """
 
     __slots__ = ("data", "indices", "shape", "axis", "mesh", "mesh_axes", "n_batch", "n_dense", "_fill",
@@ -238,6 +307,190 @@ class ShardedBCOOArray(ArrayBase):
             x = np.asarray(x)
         y = xp.matmul(self, x)
         return y.todense() if hasattr(y, "todense") else y
+
+    def block_until_ready(self) -> "ShardedBCOOArray":
+        """Wait until the blocks' buffers are computed, and return ``self`` (as ``jax.Array.block_until_ready``)."""
+        jax.block_until_ready((self.data, self.indices))
+        return self
+
+    # -- the LinearOperator protocol (what scipy.sparse.linalg.aslinearoperator reads) ----------
+
+    def _product(self, x, name: str, *, adjoint: bool = False, vector: bool = True):
+        if self.ndim != 2:
+            raise ValueError(f"{name}() follows scipy.sparse and needs a 2-D array; this one is {self.ndim}-D")
+        v = _dense_operand(x, name)
+        n = self.shape[0] if adjoint else self.shape[1]
+        ok = v.shape in ((n,), (n, 1)) if vector else (v.ndim == 2 and v.shape[0] == n)
+        if not ok:
+            want = f"({n},) or ({n}, 1)" if vector else f"({n}, k)"
+            raise ValueError(f"{name}(): operand has shape {v.shape}; expected {want}")
+        op = self
+        if adjoint:
+            op = xp.matrix_transpose(xp.conj(self) if self.dtype.kind == "c" else self)
+        return _fresh_host(xp.matmul(op, v))
+
+    def matvec(self, x):
+        """``A @ x`` for a dense vector (LinearOperator protocol), computed on the mesh.
+
+        Parameters
+        ----------
+        x : array_like, shape ``(n,)`` or ``(n, 1)``
+            NumPy or JAX; its dtype promotes with ``A.dtype`` (array API rules).
+
+        Returns
+        -------
+        numpy.ndarray, shape ``(m,)`` or ``(m, 1)``
+            A fresh writable array (a JAX tracer while tracing).
+
+        Raises
+        ------
+        ValueError
+            For a non-2-D ``A`` or a wrong shape.
+        TypeError
+            For a non-numeric ``x``.
+        """
+        return self._product(x, "matvec")
+
+    def rmatvec(self, x):
+        """``A^H @ x`` (conjugate transpose) for a dense vector (LinearOperator protocol).
+
+        ``x`` has shape ``(m,)`` or ``(m, 1)``; the product runs on the
+        column partition of ``A^H`` (a ``psum`` of the blocks' products).
+        Returns and errors as [`matvec`][bcoo_array.sharded.ShardedBCOOArray.matvec].
+        """
+        return self._product(x, "rmatvec", adjoint=True)
+
+    def matmat(self, X):
+        """``A @ X`` for a dense matrix ``X`` of shape ``(n, k)`` (LinearOperator protocol).
+
+        Returns a NumPy array ``(m, k)``; errors as [`matvec`][bcoo_array.sharded.ShardedBCOOArray.matvec].
+        """
+        return self._product(X, "matmat", vector=False)
+
+    def rmatmat(self, X):
+        """``A^H @ X`` for a dense matrix ``X`` of shape ``(m, k)`` (LinearOperator protocol).
+
+        Returns a NumPy array ``(n, k)``; errors as [`matvec`][bcoo_array.sharded.ShardedBCOOArray.matvec].
+        """
+        return self._product(X, "rmatmat", adjoint=True, vector=False)
+
+    def dot(self, other):
+        """Matrix product as scipy's ``dot``.
+
+        Parameters
+        ----------
+        other : scalar, array_like, BCOOArray or scipy.sparse array
+            Shape ``(n,)`` or ``(n, k)`` for a 2-D ``A`` of shape ``(m, n)``.
+
+        Returns
+        -------
+        numpy.ndarray or ShardedBCOOArray
+            A dense operand (NumPy array, list, JAX array) gives a fresh
+            NumPy result, as in scipy; a sparse operand gives what
+            ``bcoo_array.matmul(A, other)`` gives (a ShardedBCOOArray); a
+            scalar multiplies elementwise.
+
+        Raises
+        ------
+        ValueError
+            For mismatched inner dimensions.
+        TypeError
+            For another ShardedBCOOArray (``matmul`` of two sharded arrays).
+        """
+        if isinstance(other, ArrayBase) or foreign_kind(other) is not None:
+            return xp.matmul(self, other)
+        if np.ndim(other) == 0:
+            return xp.multiply(self, other)
+        v = _dense_operand(other, "dot")
+        if self.ndim == 2 and v.ndim in (1, 2) and v.shape[0] != self.shape[1]:
+            raise ValueError(f"dot(): dimension mismatch, {self.shape} @ {v.shape}")
+        return _fresh_host(xp.matmul(self, v))
+
+    # -- indexing: gather first ------------------------------------------------------------
+
+    def __getitem__(self, key):
+        raise TypeError(f"indexing a ShardedBCOOArray is not supported: {_GATHER}, then A.unshard()[...]")
+
+    def __setitem__(self, key, value):
+        raise TypeError(f"assigning into a ShardedBCOOArray is not supported: {_GATHER}, assign into "
+                        "B = A.unshard() and shard(B, mesh, spec) again")
+
+    def __iter__(self):
+        raise TypeError(f"iterating over a ShardedBCOOArray is not supported: {_GATHER}, then iterate over "
+                        "A.unshard()")
+
+    # -- scipy.sparse's other methods and properties of BCOOArray: gather first --------------
+    # (each reads as a TypeError naming A.unshard(); see GatherFirst)
+
+    # conversions (scipy's: A.to_scipy(format) gathers and converts in one call)
+    toarray = GatherFirst("A.todense() is the dense array, replicated over the mesh")
+    tocoo = GatherFirst("A.to_scipy('coo') gathers and converts in one call")
+    tocsr = GatherFirst("A.to_scipy('csr') gathers and converts in one call")
+    tocsc = GatherFirst("A.to_scipy('csc') gathers and converts in one call")
+    tobsr = GatherFirst()
+    todia = GatherFirst()
+    todok = GatherFirst()
+    tolil = GatherFirst()
+    asformat = GatherFirst()
+    to_csr_buffers = GatherFirst()
+    to_jax_sparse = GatherFirst()
+    to_pydata_sparse = GatherFirst()
+    # the compressed structure
+    format = GatherFirst(call=False)
+    nnz = GatherFirst(call=False)
+    indptr = GatherFirst(call=False)
+    has_canonical_format = GatherFirst("A.sum_duplicates() brings every block to canonical form", call=False)
+    has_sorted_indices = GatherFirst(call=False)
+    getnnz = GatherFirst()
+    count_nonzero = GatherFirst()
+    nonzero = GatherFirst()
+    sorted_indices = GatherFirst("A.sum_duplicates() sorts every block")
+    sort_indices = GatherFirst("A.sum_duplicates() sorts every block")
+    eliminate_zeros = GatherFirst()
+    setdiag = GatherFirst()
+    diagonal = GatherFirst()
+    trace = GatherFirst()
+    with_data = GatherFirst()
+    copy = GatherFirst("a sharded array's buffers are immutable: A itself serves as a copy")
+    reshape = GatherFirst()
+    transpose = GatherFirst(_on_blocks("A.T (bcoo_array.permute_dims(A, axes))"))
+    item = GatherFirst()
+    # reductions (scipy's NumPy results)
+    sum = GatherFirst(_on_blocks("bcoo_array.sum(A, axis=...)"))  # noqa: A003 - scipy's name
+    mean = GatherFirst(_on_blocks("bcoo_array.mean(A, axis=...)"))
+    max = GatherFirst(_on_blocks("bcoo_array.max(A, axis=...)"))  # noqa: A003
+    min = GatherFirst(_on_blocks("bcoo_array.min(A, axis=...)"))  # noqa: A003
+    argmax = GatherFirst()
+    argmin = GatherFirst()
+    any = GatherFirst()  # noqa: A003
+    all = GatherFirst()  # noqa: A003
+    # elementwise (the namespace's functions run on the blocks)
+    multiply = GatherFirst(_on_blocks("bcoo_array.multiply(A, B)"))
+    maximum = GatherFirst(_on_blocks("bcoo_array.maximum(A, B)"))
+    minimum = GatherFirst(_on_blocks("bcoo_array.minimum(A, B)"))
+    power = GatherFirst(_on_blocks("bcoo_array.pow(A, n)"))
+    real = GatherFirst(_on_blocks("bcoo_array.real(A)"), call=False)
+    imag = GatherFirst(_on_blocks("bcoo_array.imag(A)"), call=False)
+    conj = GatherFirst(_on_blocks("bcoo_array.conj(A)"))
+    conjugate = GatherFirst(_on_blocks("bcoo_array.conj(A)"))
+    sqrt = GatherFirst(_on_blocks("bcoo_array.sqrt(A)"))
+    expm1 = GatherFirst(_on_blocks("bcoo_array.expm1(A)"))
+    log1p = GatherFirst(_on_blocks("bcoo_array.log1p(A)"))
+    sin = GatherFirst(_on_blocks("bcoo_array.sin(A)"))
+    sinh = GatherFirst(_on_blocks("bcoo_array.sinh(A)"))
+    tan = GatherFirst(_on_blocks("bcoo_array.tan(A)"))
+    tanh = GatherFirst(_on_blocks("bcoo_array.tanh(A)"))
+    arcsin = GatherFirst(_on_blocks("bcoo_array.asin(A)"))
+    arcsinh = GatherFirst(_on_blocks("bcoo_array.asinh(A)"))
+    arctan = GatherFirst(_on_blocks("bcoo_array.atan(A)"))
+    arctanh = GatherFirst(_on_blocks("bcoo_array.atanh(A)"))
+    sign = GatherFirst(_on_blocks("bcoo_array.sign(A)"))
+    floor = GatherFirst(_on_blocks("bcoo_array.floor(A)"))
+    ceil = GatherFirst(_on_blocks("bcoo_array.ceil(A)"))
+    trunc = GatherFirst(_on_blocks("bcoo_array.trunc(A)"))
+    rint = GatherFirst(_on_blocks("bcoo_array.round(A)"))
+    deg2rad = GatherFirst(_on_blocks("A * (numpy.pi / 180)"))
+    rad2deg = GatherFirst(_on_blocks("A * (180 / numpy.pi)"))
 
 
 def _parse_spec(spec, mesh: Mesh, ndim: int):

@@ -9,6 +9,11 @@ once when this module is imported; a function that is not in the table
 raises a TypeError asking to gather first. This is how
 ``array_api_compat.array_namespace(A)`` (which returns ``bcoo_array`` for a
 sharded ``A``) serves sharded arrays too.
+
+The Krylov solvers of ``bcoo_array.linalg`` (``cg``, ``bicgstab``,
+``gmres``) run ``jax.scipy.sparse.linalg``'s with the sharded product as the
+operator, so the matrix stays partitioned; ``eigsh`` runs ARPACK (scipy) with
+the products on the mesh, and asks to gather for shift-invert (a host LU).
 """
 
 from __future__ import annotations
@@ -113,6 +118,62 @@ def _elementwise(name):
     return lambda *a, **k: _ops.elementwise(fn, a, k)
 
 
+def _solver_operator(X, what: str, name: str, n: int):
+    """``v -> X @ v`` for a JAX solver: a sharded array is its own operator (``X(v)``, replicated result)."""
+    from bcoo_array.linalg._solvers import _operator  # deferred: linalg's private operator of a BCOOArray
+
+    if isinstance(X, ShardedBCOOArray) or isinstance(X, xp.BCOOArray):
+        if X.shape != (n, n):
+            raise ValueError(f"{name}(): {what} has shape {X.shape}; expected {(n, n)}")
+        if X.dtype.kind not in "fc":
+            raise TypeError(f"{name}(): {what} has dtype {X.dtype}; solvers need a floating-point array "
+                            "(use astype)")
+        return X if isinstance(X, ShardedBCOOArray) else _operator(X)
+    if callable(X) and what == "the preconditioner M":
+        return X
+    raise TypeError(f"{name}(): {what} must be a BCOOArray or ShardedBCOOArray"
+                    f"{', a callable' if what != 'A' else ''}, got {type(X).__name__}")
+
+
+def _krylov(method: str):
+    """``bcoo_array.linalg.<method>`` with a sharded operand: ``jax.scipy.sparse.linalg.<method>``
+    with the sharded product as the operator (each product a shard_map on the mesh, the result replicated)."""
+    import jax.numpy as jnp
+    import jax.scipy.sparse.linalg as jsla
+
+    name = f"bcoo_array.linalg.{method}"
+
+    def solve(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None, **extra):
+        if getattr(A, "ndim", None) != 2 or A.shape[0] != A.shape[1]:
+            raise ValueError(f"{name}(): A must be a square 2-D array, got shape {getattr(A, 'shape', None)}")
+        n = A.shape[0]
+        op = _solver_operator(A, "A", name, n)
+        b = jnp.asarray(b)
+        if b.shape[:1] != (n,) or b.ndim > 2:
+            raise ValueError(f"{name}(): b has shape {b.shape}; expected ({n},) or ({n}, k)")
+        pre = None if M is None else _solver_operator(M, "the preconditioner M", name, n)
+        return getattr(jsla, method)(op, b, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=pre, **extra)
+
+    return solve
+
+
+def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=None, tol=0,
+          return_eigenvectors=True, Minv=None, OPinv=None, mode="normal", rng=None):
+    """``bcoo_array.linalg.eigsh`` with a sharded operand: ARPACK with the products on the mesh."""
+    from bcoo_array.linalg._eigsh import run_eigsh  # deferred: the implementation beside the namespace's
+
+    if not isinstance(A, (ShardedBCOOArray, xp.BCOOArray)):
+        raise TypeError(f"bcoo_array.linalg.eigsh(): A must be a BCOOArray or ShardedBCOOArray, got "
+                        f"{type(A).__name__}")
+    if sigma is not None and OPinv is None:
+        raise TypeError(
+            "bcoo_array.linalg.eigsh(A, k, sigma=...) factorizes A - sigma*M with SuperLU on the host, which "
+            "needs the whole matrix: gather first, bcoo_array.linalg.eigsh(bcoo_array.sharded.unshard(A), k, "
+            "sigma=sigma) (unshard M too), or pass OPinv, an operator applying (A - sigma*M)^-1")
+    return run_eigsh(A, k, M, sigma, which, v0, ncv, maxiter, tol, return_eigenvectors, Minv, OPinv, mode, rng,
+                     A_csc=None, name="bcoo_array.linalg.eigsh")
+
+
 _NAMES = {
     **{name: _elementwise(name) for name in (*_ELEMENTWISE, "clip", "where")},
     "astype": astype,
@@ -132,6 +193,8 @@ _NAMES = {
 #: sharded operands. Built once; ``bcoo_array.linalg.matmul`` is ``bcoo_array.matmul``.
 TABLE = {getattr(xp, name): impl for name, impl in _NAMES.items()}
 TABLE.update({getattr(xp.linalg, name): TABLE[getattr(xp, name)] for name in ("matmul", "matrix_transpose")})
+TABLE.update({getattr(xp.linalg, name): _krylov(name) for name in ("cg", "bicgstab", "gmres")})
+TABLE[xp.linalg.eigsh] = eigsh
 
 
 def _public_name(func) -> str:
