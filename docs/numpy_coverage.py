@@ -9,12 +9,17 @@ The table lists every public NumPy function that takes part in
 ``__array_function__`` (``numpy``, ``numpy.linalg``, ``numpy.fft``) and every
 NumPy ufunc, with whether :mod:`bcoo_array._numpy.registry` supports it, the
 kind of result, and the implementation (an adapter onto the namespace or an
-extra composed of namespace functions). The test
-``tests/test_numpy_dispatch.py::test_coverage_doc_is_current`` runs the check.
+extra composed of namespace functions); for ufuncs, how each method
+(``__call__``, ``reduce``, ``accumulate``, ``reduceat``, ``outer``, ``at``) is
+served (``registry.method_support``), the reductions, the rule for ufuncs
+without a namespace function and the opt-in ``BCOO_ARRAY_AUTO_DENSIFY=1``.
+The test ``tests/test_numpy_dispatch.py::test_coverage_doc_is_current`` runs
+the check.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -33,13 +38,41 @@ def _public(mod):
             yield name, getattr(mod, name)
 
 
+_SHORT = {
+    "reduce": "sparse",
+    "reduceat": "sparse",
+    "outer": "sparse / broadcast",
+    "at": "in place",
+}
+
+
+def _cell(ufunc, method, method_support) -> str:
+    """The table cell of ``ufunc.<method>``: how it is served, or a dash where it is refused."""
+    how = method_support(ufunc, method)
+    if how is None:
+        return "—"
+    if method == "__call__":
+        return f"`{how}`" if how.startswith("bcoo_array.") else "host"
+    if method == "accumulate":
+        return "`bcoo_array.cumulative_sum`" if ufunc is np.add else (
+            "`bcoo_array.cumulative_prod`" if ufunc is np.multiply else "dense")
+    return _SHORT[method]
+
+
+def _summary(func) -> str:
+    """The first line of a docstring as Markdown: cross-references become code spans."""
+    line = (func.__doc__ or "").strip().splitlines()[0]
+    return re.sub(r"\[(`[^`]+`)\]\[[^\]]*\]", r"\1", line).replace("``", "`")
+
+
 def render() -> str:
     """The Markdown text of the coverage table."""
     from bcoo_array._numpy.registry import (
-        ACCUMULATE,
         FUNCTIONS,
+        METHODS,
         REDUCE,
         UFUNCS,
+        method_support,
         result_kind,
     )
 
@@ -56,19 +89,20 @@ def render() -> str:
                 where = impl.__module__.rsplit(".", 1)[-1]
                 fn_rows.append(f"| `{modname}.{name}` | yes | {result_kind(obj)} | `{where}.{impl.__name__}` |")
     uf_rows, uf_unsupported = [], []
+    n_table = n_host = 0
     for name, obj in _public(np):
         if not isinstance(obj, np.ufunc):
             continue
-        fn = UFUNCS.get(obj)
-        if fn is None:
+        if method_support(obj, "__call__") is None:
             uf_unsupported.append(f"`numpy.{name}`")
             continue
-        methods = ["`__call__`"] + (["`reduce`"] if obj in REDUCE else []) + (
-            ["`accumulate`"] if obj in ACCUMULATE else [])
-        target = getattr(fn, "__name__", "")
-        target = "matmul" if obj is np.matmul else "vecdot" if obj is np.vecdot else target
+        if obj.__name__ == name:
+            n_table += obj in UFUNCS
+            n_host += obj not in UFUNCS
         alias = "" if obj.__name__ == name else f" (alias of `numpy.{obj.__name__}`)"
-        uf_rows.append(f"| `numpy.{name}`{alias} | {', '.join(methods)} | `bcoo_array.{target}` |")
+        cells = " | ".join(_cell(obj, m, method_support) for m in METHODS)
+        uf_rows.append(f"| `numpy.{name}`{alias} | {cells} |")
+    reduce_rows = [f"| `numpy.{u.__name__}` | `methods.{f.__name__}` | {_summary(f)} |" for u, f in REDUCE.items()]
     n_fn = len(FUNCTIONS)
     lines = [
         "# NumPy coverage",
@@ -77,21 +111,27 @@ def render() -> str:
         "",
         "A BCOOArray passed to a NumPy function or ufunc is handled by the explicit",
         "registries in `bcoo_array/_numpy/registry.py` (NEP 18 `__array_function__`,",
-        "NEP 13 `__array_ufunc__`). Anything not listed as supported returns",
-        "`NotImplemented`, so NumPy raises its usual `TypeError`: a BCOOArray is never",
-        "densified silently nor wrapped in an object array. `out=` is refused with a",
-        "`TypeError` (JAX buffers are immutable).",
+        "NEP 13 `__array_ufunc__`). A NumPy function without an entry raises a `TypeError`",
+        "that names the ways to densify on purpose (`numpy.f(A.toarray())`, or the opt-in",
+        "below); a BCOOArray is never densified silently nor wrapped in an object array.",
+        "(When an argument of another library that overrides `__array_function__` takes",
+        "part, such as a pydata-sparse array, the protocol returns `NotImplemented` so that",
+        "library may answer.) `out=` is refused with a `TypeError` (JAX buffers are immutable).",
         "",
         f"Covered: **{n_fn} NumPy functions** (function objects; {len(fn_rows)} public names",
-        f"counting aliases) and **{len(UFUNCS)} ufuncs** ({len(REDUCE)} with `reduce`,",
-        f"{len(ACCUMULATE)} with `accumulate`).",
+        f"counting aliases) and **{len(UFUNCS)} ufuncs** with a namespace function, plus every other",
+        f"ufunc applied to the stored values ({n_host} of NumPy's own, and those of other",
+        f"libraries such as `scipy.special`). Ufunc methods: `reduce` and `reduceat` for",
+        f"{len(REDUCE)} ufuncs, `accumulate`, `outer` and `at` for every ufunc NumPy allows them on.",
         "",
         "Result kinds: *sparse*: a sparse input gives a sparse result (the fill",
         "value follows the function); *dense*: the result is inherently dense (a",
         "BCOOArray in dense layout, often 0-d); *sparse; dense if the fill varies*:",
         "with a dense operand the result stays sparse only when `f(fill, d)` is the",
         "same for every dense entry `d`. Results NumPy gives as Python scalars",
-        "(`allclose`, `array_equal`, `count_nonzero`) are 0-d BCOOArrays.",
+        "(`allclose`, `array_equal`, `count_nonzero`) are 0-d BCOOArrays; index arrays",
+        "(`nonzero`, `argwhere`, `flatnonzero`) are BCOOArrays in dense layout holding",
+        "NumPy's values. `may_share_memory` and `shares_memory` return a Python `bool`.",
         "*implementation*: `adapters.*` map NumPy's signature onto the namespace",
         "function of the same purpose; `extras.*` compose namespace functions for",
         "what the namespace lacks (`bcoo_array/_numpy/`).",
@@ -102,14 +142,74 @@ def render() -> str:
         "|---|---|---|---|",
         *fn_rows,
         "",
-        "## Ufuncs",
+        "## Ufuncs and their methods",
         "",
-        "Element-wise results follow the fill-value rule: *sparse* for sparse",
-        "operands, *sparse; dense if the fill varies* with a dense operand.",
+        "`__call__` of a ufunc with a namespace function is that function (element-wise",
+        "results follow the fill-value rule: *sparse* for sparse operands, *sparse; dense if",
+        "the fill varies* with a dense operand), with NumPy's choice of dtypes: the operands",
+        "are cast to the loop NumPy resolves (`numpy.sqrt` of integers computes in float64,",
+        "the logical ufuncs take the truth of any number). *host*: a ufunc without a",
+        "namespace function, applied to the stored values and the fill value (below).",
+        "The methods (`bcoo_array/_numpy/methods.py`):",
         "",
-        "| NumPy ufunc | methods | namespace function |",
-        "|---|---|---|",
+        "* `reduce` (*sparse*): a reduction computed from the stored entries plus the fill",
+        "  value, under `jax.jit` too (table below); `axis` (default 0, None for all",
+        "  axes), `dtype`, `keepdims`; `initial=` and `where=` are refused.",
+        "* `reduceat` (*sparse*): `reduce` of each segment, joined with `bcoo_array.concat`.",
+        "* `accumulate`: `add` and `multiply` are `bcoo_array.cumulative_sum` /",
+        "  `cumulative_prod`; any other binary ufunc (*dense*) accumulates with NumPy on the",
+        "  dense values after the densification guard (a running value is dense by nature),",
+        "  outside `jax.jit`.",
+        "* `outer` (*sparse / broadcast*): two sparse operands whose stored values meet the",
+        "  other's fill value in the result's fill (`f(x, fill_b) == f(fill_a, y) ==",
+        "  f(fill_a, fill_b)`, e.g. `multiply` of zero-filled arrays) give the product of the",
+        "  two patterns (`nse = nse_a * nse_b`); otherwise the operands are reshaped and",
+        "  broadcast through the element-wise function (the union of the broadcast patterns).",
+        "* `at` (*in place*): NumPy's unbuffered update as a read-modify-write of the touched",
+        "  positions only: `A[idx]` is read, NumPy's `ufunc.at` runs on that small dense copy",
+        "  (repeated indices accumulate as in NumPy) and the values are assigned back",
+        "  (`A[idx] = ...` rebinds `A`'s buffers); any NumPy index; outside `jax.jit`.",
+        "* `—`: refused with a `TypeError` naming `A.toarray()` and the opt-in (for",
+        "  `reduce`, `accumulate`, `reduceat` and `outer` of a unary ufunc NumPy itself",
+        "  raises `ValueError`).",
+        "",
+        "| NumPy ufunc | `__call__` | `reduce` | `accumulate` | `reduceat` | `outer` | `at` |",
+        "|---|---|---|---|---|---|---|",
         *uf_rows,
+        "",
+        "### Reductions",
+        "",
+        "| ufunc | `reduce` implementation | computed as |",
+        "|---|---|---|",
+        *reduce_rows,
+        "",
+        "## Ufuncs without a namespace function",
+        "",
+        "A ufunc the registry does not map (`numpy.cbrt`, `numpy.fmod`, `scipy.special.erf`,",
+        "`scipy.special.expit`, ...) is a function of each element, so, as pydata-sparse does,",
+        "it runs with NumPy on the stored values of its sparse operands and once on their fill",
+        "values, with or without the opt-in: one sparse operand keeps its pattern and layout,",
+        "several give the union of their patterns, and the fill value is the ufunc of the fill",
+        "values (`erf` of a zero-filled array is zero-filled, `expit` of it is filled with",
+        "0.5). With a dense operand `d`, the result stays sparse when `f(fill, d)` is one value",
+        "for every entry of `d`; otherwise it is dense (dense layout, after the densification",
+        "guard). Several outputs (`numpy.divmod`, `numpy.frexp`) give a tuple of BCOOArrays.",
+        "Refused with a `TypeError` naming the fix: generalized ufuncs (a `signature`), results",
+        "a BCOOArray cannot hold (`object`, as `numpy.frompyfunc` gives) and traced operands",
+        "(NumPy code needs values: use a namespace function under `jax.jit`).",
+        "",
+        "## The opt-in `BCOO_ARRAY_AUTO_DENSIFY=1`",
+        "",
+        "One rule: with the environment variable `BCOO_ARRAY_AUTO_DENSIFY=1` (read at every",
+        "call), `numpy.asarray(A)` densifies, and so does every NumPy function without a",
+        "sparse implementation (`numpy.median`, `numpy.percentile`, `numpy.pad`, ...) and",
+        "every refused ufunc call or method (`numpy.divide.reduce`, a `numpy.frompyfunc`",
+        "ufunc): the BCOOArray arguments (also inside lists and tuples) become NumPy arrays",
+        "(`A.toarray()`) after the densification guard (`bcoo_array.set_max_dense_bytes`,",
+        "`MemoryError` above it) and NumPy's own result is returned, a NumPy array;",
+        "`out=` may then name NumPy arrays. Functions and methods with a sparse",
+        "implementation stay sparse under the opt-in. A traced BCOOArray (under `jax.jit`)",
+        "cannot be densified for NumPy and raises `TypeError`.",
         "",
         "## Mixed operands",
         "",
@@ -148,12 +248,13 @@ def render() -> str:
         "",
         "## Not supported",
         "",
-        "These dispatch through NumPy's protocols but have no entry; with a",
-        "BCOOArray argument NumPy raises `TypeError`.",
+        "These dispatch through NumPy's protocols but have no sparse implementation; with a",
+        "BCOOArray argument they raise `TypeError` naming `A.toarray()` and the opt-in, and",
+        "under `BCOO_ARRAY_AUTO_DENSIFY=1` they run on the densified arguments.",
         "",
         "Functions: " + ", ".join(unsupported) + ".",
         "",
-        "Ufuncs: " + ", ".join(uf_unsupported) + ".",
+        "Ufuncs (generalized ufuncs without a namespace function): " + ", ".join(uf_unsupported) + ".",
         "",
     ]
     return "\n".join(lines)

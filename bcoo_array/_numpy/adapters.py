@@ -1,6 +1,6 @@
 """Thin adapters from NumPy signatures onto the ``bcoo_array`` namespace.
 
-Each function here backs one NumPy function (or ufunc method) that has a
+Each function here backs one NumPy function that has a
 counterpart in the namespace: it converts array-likes, maps NumPy's
 arguments (``axis=None`` meaning "flattened", ``newshape=``, ``ddof=``,
 ``a_min=``, ``UPLO=``, ...) onto the namespace's, refuses ``out=`` and
@@ -975,48 +975,3 @@ def fft_fftshift(x, axes=None):
 def fft_ifftshift(x, axes=None):
     """``numpy.fft.ifftshift`` via [`bcoo_array.fft.ifftshift`][]."""
     return xp.fft.ifftshift(sparse_arg(x, "x"), axes=axes)
-
-
-# -- ufunc methods -----------------------------------------------------------------------------
-# Each takes ``(x, axis, dtype, keepdims)`` (reduce) or ``(x, axis, dtype)`` (accumulate), with
-# NumPy's ufunc defaults already applied by the protocol (axis 0; None for all axes in reduce).
-
-
-def add_reduce(x, axis, dtype, keepdims):
-    """``numpy.add.reduce``: ``sum_``."""
-    return sum_(x, axis=axis, dtype=dtype, keepdims=keepdims)
-
-
-def multiply_reduce(x, axis, dtype, keepdims):
-    """``numpy.multiply.reduce``: ``prod``."""
-    return prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
-
-
-def maximum_reduce(x, axis, dtype, keepdims):
-    """``numpy.maximum.reduce``: [`bcoo_array.max`][] (of ``x`` cast to ``dtype``)."""
-    return xp.max(x if dtype is None else xp.astype(x, dtype), axis=axis, keepdims=keepdims)
-
-
-def minimum_reduce(x, axis, dtype, keepdims):
-    """``numpy.minimum.reduce``: [`bcoo_array.min`][] (of ``x`` cast to ``dtype``)."""
-    return xp.min(x if dtype is None else xp.astype(x, dtype), axis=axis, keepdims=keepdims)
-
-
-def logical_and_reduce(x, axis, dtype, keepdims):
-    """``numpy.logical_and.reduce``: [`bcoo_array.all`][] (``dtype`` ignored: the result is boolean)."""
-    return xp.all(x, axis=axis, keepdims=keepdims)
-
-
-def logical_or_reduce(x, axis, dtype, keepdims):
-    """``numpy.logical_or.reduce``: [`bcoo_array.any`][] (``dtype`` ignored: the result is boolean)."""
-    return xp.any(x, axis=axis, keepdims=keepdims)
-
-
-def add_accumulate(x, axis, dtype):
-    """``numpy.add.accumulate``: ``cumsum``."""
-    return cumsum(x, axis=axis, dtype=dtype)
-
-
-def multiply_accumulate(x, axis, dtype):
-    """``numpy.multiply.accumulate``: ``cumprod``."""
-    return cumprod(x, axis=axis, dtype=dtype)

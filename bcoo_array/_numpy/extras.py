@@ -17,6 +17,7 @@ from __future__ import annotations
 import cmath
 import operator
 
+import jax
 import numpy as np
 
 import bcoo_array as xp
@@ -728,3 +729,263 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     if contract:
         product = xp.sum(product, axis=tuple(range(len(rhs), len(full))))
     return product
+
+
+# -- indices of non-zero entries ---------------------------------------------------------------
+
+
+def argwhere(a):
+    """Indices of the non-zero entries, one row per entry (``numpy.argwhere``).
+
+    From the stored entries when the fill value is zero
+    ([`bcoo_array.nonzero`][]: row-major order, explicit zeros left out);
+    with a non-zero fill value every unstored position is listed, which
+    [`bcoo_array.nonzero`][] allows within the densification limit.
+
+    Parameters
+    ----------
+    a : array_like
+        Input of any dimension.
+
+    Returns
+    -------
+    BCOOArray
+        Shape ``(N, a.ndim)``, integer (the namespace's index dtype), in dense
+        layout: the values of NumPy's index array. A 0-d input gives shape
+        ``(1, 0)`` when non-zero, else ``(0, 0)``.
+
+    Raises
+    ------
+    MemoryError
+        For a non-zero fill value whose listing exceeds the densification limit.
+    """
+    x = sparse_arg(a)
+    if x.ndim == 0:
+        rows = 1 if bool(xp.astype(x, xp.bool)) else 0
+        return xp.zeros((rows, 0), dtype=xp.__array_namespace_info__().default_dtypes()["indexing"])
+    return xp.stack(xp.nonzero(x), axis=1)
+
+
+def flatnonzero(a):
+    """Positions of the non-zero entries in the flattened input (``numpy.flatnonzero``).
+
+    [`bcoo_array.nonzero`][] of ``a`` reshaped to one dimension (a sparse
+    reshape): from the stored entries when the fill value is zero.
+
+    Parameters
+    ----------
+    a : array_like
+        Input of any dimension.
+
+    Returns
+    -------
+    BCOOArray
+        1-D integer positions in row-major order, dense layout.
+
+    Raises
+    ------
+    MemoryError
+        For a non-zero fill value whose listing exceeds the densification limit.
+    """
+    return xp.nonzero(xp.reshape(sparse_arg(a), (-1,)))[0]
+
+
+# -- weighted average --------------------------------------------------------------------------
+
+
+def _weights(w, x, axes):
+    """NumPy's check of the weights' shape, and ``w`` reshaped to broadcast against ``x``."""
+    shape = tuple(w.shape)
+    if shape == x.shape:
+        return w
+    if axes is None:
+        raise TypeError("Axis must be specified when shapes of a and weights differ.")
+    if shape != tuple(x.shape[ax] for ax in axes):
+        raise ValueError("Shape of weights must be consistent with shape of a along specified axis.")
+    order = tuple(int(i) for i in np.argsort(axes))
+    target = tuple(s if ax in axes else 1 for ax, s in enumerate(x.shape))
+    if isinstance(w, xp.BCOOArray):
+        return xp.reshape(xp.permute_dims(w, order), target)
+    return np.reshape(np.transpose(w, order), target)
+
+
+def average(a, axis=None, weights=None, returned=False, *, keepdims=UNSET):
+    """Weighted average along the given axes (``numpy.average``).
+
+    Composed of [`bcoo_array.sum`][], [`bcoo_array.multiply`][] and
+    [`bcoo_array.divide`][] (without weights, [`bcoo_array.mean`][]), so the
+    sums are taken over the stored entries plus the fill value.
+
+    Parameters
+    ----------
+    a : array_like
+        The values.
+    axis : int, tuple of int or None
+        Axes to average over; None averages every entry.
+    weights : array_like, optional
+        Of ``a``'s shape, or, with ``axis``, of the shape of ``a`` along those
+        axes. A BCOOArray or a dense (NumPy / JAX) array.
+    returned : bool
+        Also return the sum of the weights (the count without weights),
+        broadcast to the average's shape.
+    keepdims : bool, optional
+        Keep the reduced axes with length 1.
+
+    Returns
+    -------
+    BCOOArray or tuple of BCOOArray
+        The average (integers and booleans averaged in the default floating
+        dtype, as NumPy's ``result_type(a, weights, float64)``); with
+        ``returned``, ``(average, sum_of_weights)``.
+
+    Raises
+    ------
+    TypeError
+        If the shapes of ``a`` and ``weights`` differ and ``axis`` is None.
+    ValueError
+        If ``weights`` does not match ``a`` along ``axis``.
+    ZeroDivisionError
+        If the weights sum to zero along an axis (checked on concrete values).
+    """
+    x = sparse_arg(a)
+    kd = False if keepdims is UNSET else bool(keepdims)
+    axes = None if axis is None else tuple(
+        int(v) for v in np.lib.array_utils.normalize_axis_tuple(axis, x.ndim, "axis"))
+    if weights is None:
+        avg = xp.mean(_mean_input(x), axis=axes, keepdims=kd)
+        if not returned:
+            return avg
+        count = x.size // max(avg.size, 1) if avg.size else 0
+        return avg, xp.full(avg.shape, count, dtype=avg.dtype)
+    w = elementwise_arg(weights, "weights")
+    if isinstance(w, PY_SCALARS):
+        w = np.asarray(w)
+    w = _weights(w, x, axes)
+    wdt = np.dtype(w.dtype)
+    if x.dtype.kind in "iub":
+        rdt = xp.result_type(x.dtype, wdt, xp.__array_namespace_info__().default_dtypes()["real floating"])
+    else:
+        rdt = xp.result_type(x.dtype, wdt)
+    xc = xp.astype(x, rdt)
+    wc = xp.astype(w, rdt) if isinstance(w, xp.BCOOArray) else sparse_arg(np.asarray(w).astype(rdt), "weights")
+    scl = xp.sum(wc, axis=axes, keepdims=kd)
+    if scl._concrete() and bool(xp.any(xp.equal(scl, 0))):
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    avg = xp.divide(xp.sum(xp.multiply(xc, wc), axis=axes, keepdims=kd), scl)
+    if not returned:
+        return avg
+    if scl.shape != avg.shape:
+        scl = xp.broadcast_to(scl, avg.shape)
+    return avg, scl
+
+
+def _mean_input(x):
+    """Integers and booleans in the default float (NumPy's mean rule)."""
+    if x.dtype.kind in "iub":
+        return xp.astype(x, xp.__array_namespace_info__().default_dtypes()["real floating"])
+    return x
+
+
+# -- memory overlap ----------------------------------------------------------------------------
+
+
+def _memory(x):
+    """The buffers behind ``x``: NumPy views in host memory, and JAX buffers that have none (device, traced)."""
+    if isinstance(x, xp.BCOOArray):
+        views = [b for b in (x._hdata, x._hindices) if isinstance(b, np.ndarray)]
+        try:
+            host = x._host_buffers()
+        except Exception:  # a tangent without indices (NoPattern) has no pattern buffer to compare
+            host = None
+        if host is not None:
+            views += [b for b in host if isinstance(b, np.ndarray)]
+        others = [b for b in (x._data, x._indices) if isinstance(b, (jax.Array, jax.core.Tracer))]
+        return views, others
+    if isinstance(x, np.ndarray):
+        return [x], []
+    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        try:
+            return [np.from_dlpack(x)], [x]  # a zero-copy view of a CPU buffer
+        except Exception:  # on an accelerator, or not exportable: compare the buffer itself
+            return [], [x]
+    if isinstance(x, jax.core.Tracer):
+        return [], [x]
+    return [], []  # scalars and sequences: NumPy would make a fresh array
+
+
+def _overlap(a, b, numpy_test) -> bool:
+    va, oa = _memory(a)
+    vb, ob = _memory(b)
+    if any(numpy_test(p, q) for p in va for q in vb):
+        return True
+    for p in oa:
+        for q in ob:
+            if p is q:
+                return True
+            if isinstance(p, jax.core.Tracer) or isinstance(q, jax.core.Tracer):
+                continue
+            try:
+                if p.devices() != q.devices():
+                    continue
+                lo_p, lo_q = p.unsafe_buffer_pointer(), q.unsafe_buffer_pointer()
+            except Exception:  # deleted, sharded or without a single buffer: identity decides
+                continue
+            if p.nbytes and q.nbytes and lo_p < lo_q + q.nbytes and lo_q < lo_p + p.nbytes:
+                return True
+    return False
+
+
+def may_share_memory(a, b, /, max_work=None):
+    """Whether ``a`` and ``b`` might share memory (``numpy.may_share_memory``).
+
+    Two BCOOArrays share memory when a buffer of one (``data``, ``indices``,
+    their NumPy host copies or host views) is a buffer of the other or
+    overlaps it; a BCOOArray and a NumPy array share memory only when the
+    NumPy array is a view of one of the BCOOArray's host buffers (NumPy's
+    bounds test, as ``numpy.may_share_memory`` itself); a JAX array, when it
+    is one of the buffers or overlaps one. Scalars and sequences share nothing.
+
+    Parameters
+    ----------
+    a, b : object
+        BCOOArrays, NumPy or JAX arrays, anything else.
+    max_work : int, optional
+        Passed to NumPy for pairs of NumPy buffers.
+
+    Returns
+    -------
+    bool
+    """
+    def test(p, q):
+        return bool(np.may_share_memory(p, q) if max_work is None else np.may_share_memory(p, q, max_work))
+
+    return _overlap(a, b, test)
+
+
+def shares_memory(a, b, /, max_work=None):
+    """Whether ``a`` and ``b`` share memory, exactly (``numpy.shares_memory``).
+
+    As ``may_share_memory``, with NumPy's exact overlap test for pairs of
+    NumPy buffers (host views of JAX buffers included); JAX buffers without
+    a host view are contiguous, so their bounds decide.
+
+    Parameters
+    ----------
+    a, b : object
+        BCOOArrays, NumPy or JAX arrays, anything else.
+    max_work : int, optional
+        Passed to NumPy (``-1``, exact, by default).
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    numpy.exceptions.TooHardError
+        When NumPy's exact test exceeds ``max_work``.
+    """
+    def test(p, q):
+        return bool(np.shares_memory(p, q) if max_work is None else np.shares_memory(p, q, max_work))
+
+    return _overlap(a, b, test)

@@ -12,10 +12,14 @@ namespace.
 
 from __future__ import annotations
 
+import os
+
 import jax
 import numpy as np
 
 import bcoo_array as xp
+
+from .._limits import check_dense
 
 #: Python scalar types, passed to element-wise namespace functions as they are.
 PY_SCALARS = (bool, int, float, complex)
@@ -185,3 +189,115 @@ def joined_args(arrays, dtype, casting, name: str) -> list:
         raise TypeError(f"numpy.{name}(): casting={casting!r} is not supported; cast with dtype= or astype")
     xs = [sparse_arg(a, "arrays") for a in arrays]
     return xs if dtype is None else [xp.astype(x, dtype) for x in xs]
+
+
+# -- ufunc keywords ----------------------------------------------------------------------------
+
+_NO_DEFAULT = object()
+_UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": None, "where": True}
+
+
+def check_ufunc_kwargs(name: str, kwargs: dict, allowed=()) -> None:
+    """Refuse ``out=`` and ufunc keywords given a value other than their default.
+
+    Parameters
+    ----------
+    name : str
+        ``'add'``, ``'add.reduce'``, ..., for the message.
+    kwargs : dict
+        The keywords of the ufunc call.
+    allowed : collection of str
+        Keywords the caller handles itself (``dtype`` always passes).
+
+    Raises
+    ------
+    TypeError
+        For ``out=`` or a keyword such as ``where=`` with a non-default value.
+    """
+    reject_out(kwargs.get("out"), name)
+    for k, v in kwargs.items():
+        if k in ("out", "dtype") or k in allowed:
+            continue
+        default = _UFUNC_DEFAULTS.get(k, _NO_DEFAULT)
+        if v is default or (isinstance(v, (str, bool)) and type(v) is type(default) and v == default):
+            continue
+        raise TypeError(f"numpy.{name}(): {k}={v!r} is not supported for BCOOArray")
+
+
+# -- the opt-in to implicit densification ------------------------------------------------------
+
+#: The opt-in that lets NumPy densify a BCOOArray (the array class reads the same variable for
+#: ``numpy.asarray(A)``): read at every call.
+AUTO_DENSIFY_ENV = "BCOO_ARRAY_AUTO_DENSIFY"
+
+
+def auto_densify() -> bool:
+    """Whether ``BCOO_ARRAY_AUTO_DENSIFY=1`` is set (read at every call)."""
+    return os.environ.get(AUTO_DENSIFY_ENV, "0") == "1"
+
+
+def is_traced(x) -> bool:
+    """Whether ``x`` (a BCOOArray or a JAX value) holds a tracer (under ``jax.jit``, ``grad``, ``vmap``)."""
+    if isinstance(x, xp.BCOOArray):
+        return not x._concrete()
+    return isinstance(x, jax.core.Tracer)
+
+
+def densify(x, name: str) -> np.ndarray:
+    """``x.toarray()``: a fresh NumPy array, after the library's densification guard.
+
+    Parameters
+    ----------
+    x : BCOOArray
+        A concrete array.
+    name : str
+        The NumPy function that asked (``'median'``, ``'divide.reduce'``), for the messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        Writable, of ``x``'s shape and dtype.
+
+    Raises
+    ------
+    MemoryError
+        Above the limit on implicit densification (``bcoo_array.set_max_dense_bytes``).
+    TypeError
+        If ``x`` is traced (there are no values to densify under ``jax.jit``).
+    """
+    if is_traced(x):
+        raise TypeError(f"numpy.{name}(): a traced BCOOArray (under jax.jit) cannot be densified for NumPy; "
+                        "compute it outside jit, or with bcoo_array functions")
+    check_dense(f"numpy.{name}", x.shape, x.dtype, what="a BCOOArray operand densified for NumPy",
+                alternative=f"numpy.{name}(A.toarray())")
+    return x.toarray()
+
+
+def densify_all(obj, name: str):
+    """``obj`` with every BCOOArray (also inside lists, tuples and dict values) densified by ``densify``."""
+    if isinstance(obj, xp.BCOOArray):
+        return densify(obj, name)
+    if type(obj) in (list, tuple):
+        return type(obj)(densify_all(o, name) for o in obj)
+    if type(obj) is dict:
+        return {k: densify_all(v, name) for k, v in obj.items()}
+    return obj
+
+
+def holds_bcoo(obj) -> bool:
+    """Whether ``obj`` is a BCOOArray or a list / tuple / dict holding one."""
+    if isinstance(obj, xp.BCOOArray):
+        return True
+    if type(obj) in (list, tuple):
+        return any(holds_bcoo(o) for o in obj)
+    if type(obj) is dict:
+        return any(holds_bcoo(v) for v in obj.values())
+    return False
+
+
+def densify_message(what: str, name: str) -> str:
+    """The text of a refusal: why, and the two ways to densify on purpose."""
+    return (f"numpy.{name}() is not supported for BCOOArray: {what}. To compute it on the dense values on "
+            f"purpose, pass A.toarray() (NumPy) or A.todense() (JAX); or set {AUTO_DENSIFY_ENV}=1 to let "
+            "NumPy functions without a sparse implementation densify BCOOArray operands (within "
+            "bcoo_array.set_max_dense_bytes)")

@@ -4,8 +4,12 @@
 ``numpy.linalg.norm``, ...) to their implementation: an adapter onto the
 namespace (``.adapters``) or a composition for a function the namespace
 lacks (``.extras``). ``UFUNCS`` maps NumPy ufuncs to the element-wise
-namespace functions; ``REDUCE`` and ``ACCUMULATE`` map the ufuncs
-whose ``.reduce`` / ``.accumulate`` are supported.
+namespace functions (any other ufunc is applied to the stored values and the
+fill value by ``.foreign``); ``REDUCE`` maps the ufuncs whose ``.reduce`` and
+``.reduceat`` are computed from the stored entries, ``ACCUMULATE`` those
+whose ``.accumulate`` is a namespace function (``.methods``).
+``method_support`` states, for any ufunc and method, how it is served or that
+it is refused.
 
 The tables are literals: nothing is found by name, nothing is checked per
 call. ``SPARSE_RESULT``, ``MIXED_RESULT`` and ``PYTHON_RESULT``
@@ -25,6 +29,7 @@ import bcoo_array as xp
 
 from . import adapters as ad
 from . import extras as ex
+from . import methods as me
 
 #: NumPy function -> implementation with NumPy's signature. Keys are the function objects.
 FUNCTIONS: dict[Callable, Callable] = {
@@ -46,6 +51,7 @@ FUNCTIONS: dict[Callable, Callable] = {
     np.any: ad.any_,
     np.count_nonzero: ad.count_nonzero,
     np.diff: ad.diff,
+    np.average: ex.average,
     # NaN-aware reductions (beyond the standard)
     np.nansum: ex.nansum,
     np.nanprod: ex.nanprod,
@@ -62,6 +68,8 @@ FUNCTIONS: dict[Callable, Callable] = {
     np.argmax: ad.argmax,
     np.argmin: ad.argmin,
     np.nonzero: ad.nonzero,
+    np.argwhere: ex.argwhere,
+    np.flatnonzero: ex.flatnonzero,
     np.where: ad.where,
     np.searchsorted: ad.searchsorted,
     np.sort: ad.sort,
@@ -99,6 +107,8 @@ FUNCTIONS: dict[Callable, Callable] = {
     np.ndim: ad.ndim,
     np.shape: ad.shape,
     np.size: ad.size,
+    np.may_share_memory: ex.may_share_memory,
+    np.shares_memory: ex.shares_memory,
     # indexing
     np.take: ad.take,
     np.take_along_axis: ad.take_along_axis,
@@ -241,21 +251,89 @@ UFUNCS: dict[np.ufunc, Callable] = {
     np.vecdot: xp.vecdot,  # the one ufunc called with a keyword: axis=
 }
 
-#: Ufuncs whose ``.reduce`` is supported -> function(x, axis, dtype, keepdims).
+#: Ufuncs whose ``.reduce`` (and ``.reduceat``, per segment) is computed from the stored entries plus
+#: the fill value -> function(x, axis, dtype, keepdims).
 REDUCE: dict[np.ufunc, Callable] = {
-    np.add: ad.add_reduce,
-    np.multiply: ad.multiply_reduce,
-    np.maximum: ad.maximum_reduce,
-    np.minimum: ad.minimum_reduce,
-    np.logical_and: ad.logical_and_reduce,
-    np.logical_or: ad.logical_or_reduce,
+    np.add: me.add_reduce,
+    np.multiply: me.multiply_reduce,
+    np.maximum: me.maximum_reduce,
+    np.minimum: me.minimum_reduce,
+    np.fmax: me.fmax_reduce,
+    np.fmin: me.fmin_reduce,
+    np.logical_and: me.logical_and_reduce,
+    np.logical_or: me.logical_or_reduce,
+    np.logical_xor: me.logical_xor_reduce,
+    np.bitwise_and: me.bitwise_and_reduce,
+    np.bitwise_or: me.bitwise_or_reduce,
+    np.bitwise_xor: me.bitwise_xor_reduce,
+    np.equal: me.equal_reduce,
+    np.not_equal: me.not_equal_reduce,
+    np.subtract: me.subtract_reduce,
 }
 
-#: Ufuncs whose ``.accumulate`` is supported -> function(x, axis, dtype).
+#: Ufuncs whose ``.accumulate`` is a namespace function -> function(x, axis, dtype). Other binary
+#: ufuncs accumulate with NumPy on the dense values (a running value is dense by nature).
 ACCUMULATE: dict[np.ufunc, Callable] = {
-    np.add: ad.add_accumulate,
-    np.multiply: ad.multiply_accumulate,
+    np.add: me.add_accumulate,
+    np.multiply: me.multiply_accumulate,
 }
+
+#: The ufunc methods NumPy has, in the order the coverage document lists them.
+METHODS = ("__call__", "reduce", "accumulate", "reduceat", "outer", "at")
+
+
+def _plain(ufunc: np.ufunc) -> bool:
+    return ufunc.signature is None
+
+
+def method_support(ufunc: np.ufunc, method: str) -> str | None:
+    """How ``ufunc.<method>`` is served on BCOOArrays, or None where it is refused.
+
+    Parameters
+    ----------
+    ufunc : numpy.ufunc
+        Any ufunc (NumPy's, scipy.special's, ...).
+    method : str
+        One of ``METHODS``.
+
+    Returns
+    -------
+    str or None
+        A short description (the coverage document prints it), or None when
+        the call raises TypeError naming the fix (NumPy on ``A.toarray()``,
+        or the opt-in ``BCOO_ARRAY_AUTO_DENSIFY=1``). Methods NumPy itself
+        allows only for binary ufuncs (``reduce``, ``accumulate``,
+        ``reduceat``, ``outer``) are None for the others, and NumPy raises
+        its own ValueError.
+    """
+    binary = ufunc.nin == 2 and ufunc.nout == 1 and _plain(ufunc)
+    if method == "__call__":
+        if ufunc in UFUNCS:
+            return f"bcoo_array.{_target(ufunc)}"
+        return "host: stored values and fill" if _plain(ufunc) else None
+    if method == "reduce":
+        return f"sparse: methods.{REDUCE[ufunc].__name__}" if ufunc in REDUCE else None
+    if method == "reduceat":
+        return "sparse: reduce per segment" if ufunc in REDUCE else None
+    if method == "accumulate":
+        if ufunc in ACCUMULATE:
+            return f"dense: methods.{ACCUMULATE[ufunc].__name__}"
+        return "dense: NumPy on the dense values" if binary else None
+    if method == "outer":
+        return "sparse: product pattern where the fill allows" if ufunc.nin == 2 and _plain(ufunc) else None
+    if method == "at":
+        return "in place: touched positions" if ufunc.nin in (1, 2) and ufunc.nout == 1 and _plain(ufunc) else None
+    raise ValueError(f"unknown ufunc method {method!r}")
+
+
+def _target(ufunc: np.ufunc) -> str:
+    """The namespace name of a ufunc of ``UFUNCS``."""
+    if ufunc is np.matmul:
+        return "matmul"
+    if ufunc is np.vecdot:
+        return "vecdot"
+    return UFUNCS[ufunc].__name__
+
 
 # -- result kinds (documentation and tests) ------------------------------------------------------
 
@@ -281,7 +359,8 @@ MIXED_RESULT = frozenset({
 })
 
 #: Entries of FUNCTIONS that return Python values, not arrays: the kind of value.
-PYTHON_RESULT = {np.ndim: "int", np.shape: "tuple", np.size: "int"}
+PYTHON_RESULT = {np.ndim: "int", np.shape: "tuple", np.size: "int", np.may_share_memory: "bool",
+                 np.shares_memory: "bool"}
 
 
 def result_kind(func: Callable) -> str:
@@ -295,7 +374,7 @@ def result_kind(func: Callable) -> str:
     Returns
     -------
     str
-        ``SPARSE``, ``MIXED``, ``DENSE``, or ``'int'``/``'tuple'``
+        ``SPARSE``, ``MIXED``, ``DENSE``, or ``'int'``/``'tuple'``/``'bool'``
         for the functions that return Python values.
 
     Raises
