@@ -291,9 +291,9 @@ from ._info import __array_namespace_info__, native_kernel_info
 __all__ += ["__array_namespace_info__", "native_kernel_info"]
 
 # Warnings of the library's own.
-from ._warnings import MatrixSemanticsWarning
+from ._warnings import DowncastWarning, MatrixSemanticsWarning
 
-__all__ += ["MatrixSemanticsWarning"]
+__all__ += ["DowncastWarning", "MatrixSemanticsWarning"]
 
 # Conversions (beyond the standard).
 from ._convert import (
@@ -332,6 +332,9 @@ __all__ += [
 
 # scipy.sparse construction functions (beyond the standard).
 from ._scipy_functions import (
+    coo_array,
+    csr_array,
+    csc_array,
     eye_array,
     identity,
     diags_array,
@@ -347,18 +350,23 @@ from ._scipy_functions import (
 )
 
 __all__ += [
+    "coo_array", "csr_array", "csc_array",
     "eye_array", "identity", "diags_array", "random_array", "hstack", "vstack", "block_array", "block_diag",
     "kron", "kronsum", "find", "issparse",
 ]
 
-# Settings (beyond the standard): the limit on implicit densification.
+# Settings (beyond the standard): the limit on implicit densification, the 64-bit downcast opt-in.
+from ._dtypes import (
+    downcast_64bit,
+    set_downcast_64bit,
+)
 from ._limits import (
     get_max_dense_bytes,
     set_max_dense_bytes,
 )
 
 __all__ += [
-    "get_max_dense_bytes", "set_max_dense_bytes",
+    "downcast_64bit", "get_max_dense_bytes", "set_downcast_64bit", "set_max_dense_bytes",
 ]
 
 

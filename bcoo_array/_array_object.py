@@ -11,6 +11,7 @@ same code.
 from __future__ import annotations
 
 import os
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -190,7 +191,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     # ``_hindices`` NumPy buffers in host memory; at least one of each pair is set. Host-engine results
     # (``._engine``) keep NumPy buffers only; ``data``/``indices`` hand them to JAX on first read, once.
     __slots__ = ("_data", "_indices", "_hdata", "_hindices", "shape", "n_batch", "n_dense", "indices_sorted",
-                 "unique_indices", "_fill", "_matvec")
+                 "unique_indices", "_fill", "_matvec", "__weakref__")
 
     def __init__(
         self,
@@ -544,7 +545,10 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
                 and same_value_np(self._fill, np.zeros((), self.dtype))):
             host = self._host_buffers()
             if host is not None:
-                bound = host_matvec(*host, self.shape, source=lambda: (self.data, self.indices))
+                # A weak reference: the array holds the binding, so a strong one would be a cycle that only
+                # the garbage collector frees (a temporary such as A.T in A.T @ x would pile up its buffers).
+                ref = weakref.ref(self)
+                bound = host_matvec(*host, self.shape, source=lambda: (ref().data, ref().indices))
             else:
                 bound = host_matvec(self.data, self.indices, self.shape)
         self._matvec = (bound,)

@@ -379,6 +379,9 @@ def triu(x, /, *, k: int = 0) -> BCOOArray:
 def from_dlpack(x, /, *, device=None, copy=None) -> BCOOArray:
     """Import a dense array through DLPack and store its non-zero entries (array API ``from_dlpack``).
 
+    Host memory is read through NumPy (any strides, e.g. a transposed or
+    sliced view), device memory through JAX; the stored entries are copied.
+
     Raises
     ------
     BufferError
@@ -386,7 +389,12 @@ def from_dlpack(x, /, *, device=None, copy=None) -> BCOOArray:
     """
     if isinstance(x, BCOOArray):
         return x._replace() if copy else x
-    arr = jnp.from_dlpack(x)
+    try:
+        # Host memory through NumPy, which reads any strides (a transposed or sliced view; JAX's importer
+        # takes compact strides only); the entries are copied into the array's own buffers.
+        arr = np.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError, ValueError):
+        arr = jnp.from_dlpack(x)  # device memory
     return _device_put(BCOOArray.fromdense(arr), device)
 
 

@@ -12,8 +12,12 @@ int64 with uint64) follow NumPy's ``result_type``, capped by the JAX x64 setting
 
 from __future__ import annotations
 
+import os
+
 import jax
 import numpy as np
+
+from ._warnings import DowncastWarning, warn
 
 bool_ = np.dtype(np.bool_)
 int8 = np.dtype(np.int8)
@@ -101,14 +105,76 @@ def canonicalize_dtype(dtype, *, argname: str = "dtype") -> np.dtype:
             "bool, int8-int64, uint8-uint64, float16, float32, float64, complex64, complex128"
         )
     if dt in _X64_ONLY and not x64_enabled():
+        if downcast_64bit():
+            half = np.dtype(_HALF_WIDTH[dt.name])
+            warn(f"{argname}={dt} taken as {half}: JAX's 64-bit mode is off and the downcast opt-in is on "
+                 f"({DOWNCAST_ENV}=1 or bcoo_array.set_downcast_64bit(True)); values outside {half}'s range or "
+                 "precision change", DowncastWarning)
+            return half
         raise ValueError(
             f"{argname}={dt} needs JAX's 64-bit mode, which is off; JAX would silently "
             "downcast it. Turn it on with jax.config.update('jax_enable_x64', True) "
             "or the environment variable JAX_ENABLE_X64=1 before creating arrays, or ask "
             f"for a 32-bit dtype (e.g. dtype=bcoo_array.{_HALF_WIDTH.get(dt.name, 'float32')}, "
-            "or cast the input with .astype first)."
+            "or cast the input with .astype first); code that passes NumPy's 64-bit defaults it cannot change "
+            f"can opt in to a downcast with a warning: {DOWNCAST_ENV}=1 or bcoo_array.set_downcast_64bit(True)."
         )
     return dt
+
+
+#: Environment variable of the opt-in that takes 64-bit inputs as 32-bit ones while x64 is off ("1" to enable).
+DOWNCAST_ENV = "BCOO_ARRAY_DOWNCAST_64BIT"
+_downcast_override: bool | None = None
+
+
+def downcast_64bit() -> bool:
+    """Whether 64-bit inputs are taken as 32-bit ones while JAX's x64 mode is off (the opt-in).
+
+    Returns
+    -------
+    bool
+        The value given to [`bcoo_array.set_downcast_64bit`][], else whether
+        the environment variable ``BCOO_ARRAY_DOWNCAST_64BIT`` is ``1``
+        (read at every call); False by default.
+    """
+    if _downcast_override is not None:
+        return _downcast_override
+    return os.environ.get(DOWNCAST_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def set_downcast_64bit(enabled: bool | None) -> bool:
+    """Opt in (or out) of taking 64-bit inputs as 32-bit while JAX's x64 mode is off.
+
+    By default, with x64 off, a float64/int64/uint64/complex128 input or
+    ``dtype=`` argument raises ``ValueError`` (JAX would downcast it
+    silently). Array-API consumers that pass NumPy's 64-bit defaults
+    (``np.ones(n)``, ``dtype=np.float64``) and cannot change them can opt in:
+    such inputs are then taken as float32/int32/uint32/complex64, each with a
+    ``DowncastWarning`` (as ``jax.numpy`` downcasts, but never silently).
+    With x64 on, this setting does nothing.
+
+    Parameters
+    ----------
+    enabled : bool or None
+        True to downcast, False to raise, None to follow the environment
+        variable ``BCOO_ARRAY_DOWNCAST_64BIT`` again.
+
+    Returns
+    -------
+    bool
+        The previous setting, as [`bcoo_array.downcast_64bit`][] gave it.
+
+    Raises
+    ------
+    TypeError
+        If ``enabled`` is not a bool or None.
+    """
+    global _downcast_override
+    if enabled is not None and not isinstance(enabled, bool):
+        raise TypeError(f"set_downcast_64bit(): enabled must be True, False or None, got {enabled!r}")
+    previous = downcast_64bit()
+    _downcast_override = enabled
+    return previous
 
 
 #: The 32-bit dtype of the same kind, offered in the x64 error message.

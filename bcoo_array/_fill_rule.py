@@ -34,7 +34,8 @@ from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.mesh import replicated_on_mesh
 from ._kernels.union import take_or_fill, union, union_apply_2d
-from ._layout import index_dtype_for, is_concrete, valid_rows
+from ._layout import broadcast_shape, index_dtype_for, is_concrete, valid_rows
+from ._limits import check_dense, check_entries
 from ._relayout import (
     broadcast,
     dense_layout,
@@ -107,7 +108,7 @@ def _binary_host(fn, x, y, *, annihilator=None):
     if not xs and not ys:
         values = _host_values(fn, _host_dense(x), _host_dense(y))
         return NotImplemented if values is None else dense_layout_block(np.ascontiguousarray(values[None]))
-    out_shape = np.broadcast_shapes(tuple(x.shape), tuple(y.shape))
+    out_shape = broadcast_shape(tuple(x.shape), tuple(y.shape))
     if xs and ys:
         return _sparse_sparse_host(fn, x, y, out_shape)
     if xs:
@@ -134,6 +135,7 @@ def _sparse_dense_host(fn, a: BCOOArray, d: np.ndarray, out_shape, *, or_none: b
     if not bool(np.all(_one_value_np(g, g[0]))):
         if or_none:
             return None
+        _check_dense_result(fn, a, d, out_shape)
         dense = broadcast(a, out_shape)._dense()
         values = _host_values(fn, dense, np.broadcast_to(d, out_shape))
         return NotImplemented if values is None else dense_layout_block(np.ascontiguousarray(values[None]))
@@ -144,6 +146,15 @@ def _sparse_dense_host(fn, a: BCOOArray, d: np.ndarray, out_shape, *, or_none: b
     if values is None:
         return None if or_none else NotImplemented
     return src._replace(data=values, fill_value=_plus_zero(g[0]))
+
+
+def _check_dense_result(fn, a: BCOOArray, d, out_shape) -> None:
+    """The guard before a sparse-dense function whose result is dense: ``fn(fill, d)`` is not one value."""
+    name = getattr(fn, "__name__", None) or "element-wise function"
+    check_dense(name, out_shape, a.dtype, d.dtype,
+                what="the densified sparse operand and the result: fn(fill_value, y) takes several values over the "
+                "dense operand y, so every position of the result is stored",
+                alternative=f"{name}(x.todense(), y) on the dense values")
 
 
 def _outer_host(fn, x: BCOOArray, y: BCOOArray):
@@ -167,6 +178,10 @@ def _outer_host(fn, x: BCOOArray, y: BCOOArray):
     sx, sy = stored(x, n), stored(y, m)
     cols_y = np.flatnonzero(sy)
     full, part = np.flatnonzero(sx), np.flatnonzero(~sx)
+    check_entries(getattr(fn, "__name__", None) or "element-wise function",
+                  full.size * m + part.size * cols_y.size, np.result_type(x.dtype, y.dtype), index_dtype_for((n, m)), 2,
+                  what=f"the outer broadcast of a ({n}, 1) and a (1, {m}) operand: every column of each row the "
+                  "first stores")
     got_full = host_apply(fn, (xd[full][:, None], yd[None, :]), (x.fill_value, y.fill_value))
     got_part = host_apply(fn, (xd[part][:, None], yd[cols_y][None, :]), (x.fill_value, y.fill_value))
     if got_full is None or got_part is None:
@@ -233,7 +248,7 @@ def _binary_xla(fn: Callable, x, y, *, annihilator=None) -> BCOOArray:
     if not xs and not ys:
         # Dense (or 0-d) operands: the result's stored block in one compiled program.
         return dense_layout_block(_dense_block(fn)(_dense_operand(x), _dense_operand(y)))
-    out_shape = jnp.broadcast_shapes(tuple(x.shape), tuple(y.shape))
+    out_shape = broadcast_shape(tuple(x.shape), tuple(y.shape))
     if xs and ys:
         return _sparse_sparse(fn, x, y, out_shape)
     if xs:
@@ -293,6 +308,7 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool 
     if not keep_sparse:
         if or_none:
             return None
+        _check_dense_result(fn, a, d, out_shape)
         return dense_layout(fn(broadcast(a, out_shape).todense(), jnp.broadcast_to(d, out_shape)))
     src = broadcast(a, out_shape)._canonical()
     vals = gather(d, src.indices, src.shape, src.n_batch, src.n_dense)  # broadcasts d to src.shape

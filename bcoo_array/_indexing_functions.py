@@ -39,6 +39,7 @@ from ._kernels.csr import csr_arrays
 from ._kernels.fromdense import same_value_host
 from ._kernels.union import take_or_fill, take_or_fill_np, union, union_np
 from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod, valid_rows
+from ._limits import check_entries
 from ._manipulation_functions import expand_dims, reshape
 from ._operands import PY_SCALARS, as_operand, as_sparse
 from ._relayout import dense_layout, update_layout
@@ -674,7 +675,7 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
         sets = _outer_selection(x.shape, key)
         if sets is not None:
             return _remove_entries(update_layout(x, 0, 0)._canonical(), sets)
-    coords = _selected_coords(x.shape, key)
+    coords = _selected_coords(x.shape, key, x.dtype)
     if coords is None:  # a False 0-d mask selects nothing
         return x
     sel_shape = coords[0].shape if coords else ()
@@ -866,8 +867,18 @@ def _mixed_coords(shape, key):
     return coords
 
 
-def _selected_coords(shape, key):
-    """Coordinate arrays (NumPy, broadcast) of the positions a key selects (None: nothing)."""
+def _check_selection(shape, n_selected: int, dtype) -> None:
+    """The guard before writing ``n_selected`` positions: their coordinates and values are allocated."""
+    check_entries("__setitem__", n_selected, dtype, np.int64, len(shape),
+                  what="every selected position, each stored with its value (assigning a non-fill value to a slice "
+                  "fills it)", alternative="assign to smaller pieces, or build the array densely")
+
+
+def _selected_coords(shape, key, dtype=np.float64):
+    """Coordinate arrays (NumPy, broadcast) of the positions a key selects (None: nothing).
+
+    Raises ``MemoryError`` (``check_entries``) before allocating a selection past the densification limit.
+    """
     key = _expand(key, len(shape))
     if any(_is_bool_array(k) and not isinstance(k, bool) for k in key):
         pos = [i for i, k in enumerate(key) if _is_bool_array(k) and not isinstance(k, bool)][0]
@@ -901,6 +912,13 @@ def _selected_coords(shape, key):
                 raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
             per_axis.append(("i", np.asarray(i % n)))
         ax += 1
+    try:
+        arrays_shape = np.broadcast_shapes(*[v.shape for t, v in per_axis if t == "a"]) if arrays_seen else ()
+    except ValueError as exc:
+        shapes = " ".join(str(v.shape) for t, v in per_axis if t == "a")
+        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}") \
+            from exc
+    _check_selection(shape, prod(arrays_shape) * prod(v.size for t, v in per_axis if t == "s"), dtype)
     if arrays_seen:
         if any(t == "s" for t, _ in per_axis):
             return _mixed_coords(shape, key)

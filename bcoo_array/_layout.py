@@ -211,3 +211,35 @@ def valid_rows(indices: np.ndarray, sizes) -> np.ndarray:
     for j, s in enumerate(sizes):
         out &= indices[..., j] < s
     return out
+
+
+def broadcast_shape(*shapes, name: str = "broadcast") -> tuple:
+    """The shape ``shapes`` broadcast to, in Python integers (NumPy's and JAX's refuse sizes past ``intp``).
+
+    A ``None`` dimension (unknown size) gives ``None`` unless another shape has a size other than 1 there.
+    Raises ``ValueError`` (naming ``name``) if two sizes differ and neither is 1, ``TypeError`` for a
+    non-integer size.
+    """
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(ndim):
+        size = 1
+        for s in shapes:
+            if k >= len(s):
+                continue
+            d = s[len(s) - 1 - k]
+            if d is None:
+                size = None if size in (1, None) else size
+                continue
+            try:
+                d = operator.index(d)
+            except TypeError as exc:
+                raise TypeError(f"{name}(): {s!r} is not a shape of integers") from exc
+            if d == 1:
+                continue
+            if size in (1, None):
+                size = d
+            elif size != d:
+                raise ValueError(f"{name}(): shapes {shapes} do not broadcast (sizes {size} and {d})")
+        out.append(size)
+    return tuple(out[::-1])

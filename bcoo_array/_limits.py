@@ -170,5 +170,30 @@ def check_dense(name: str, shape, *dtypes, what: str = "", alternative: str = ""
     )
 
 
-__all__ = ["DEFAULT_MAX_DENSE_BYTES", "MAX_DENSE_BYTES_ENV", "check_dense", "dense_bytes", "get_max_dense_bytes",
+def check_entries(name: str, n_entries: int, dtype, index_dtype, n_sparse: int, block: int = 1, *,
+                  what: str = "", alternative: str = "") -> None:
+    """Raise ``MemoryError`` if ``n_entries`` stored entries would exceed the limit of ``check_dense``.
+
+    For operations whose *sparse* result stores about as many entries as a
+    dense array has positions (a broadcast that materializes every batch
+    element, an outer broadcast, assigning a slice): each entry holds
+    ``block`` values of ``dtype`` and ``n_sparse`` indices of
+    ``index_dtype``. The same limit, message and remedies as densification.
+    """
+    nbytes = int(n_entries) * (int(block) * np.dtype(dtype).itemsize + int(n_sparse) * np.dtype(index_dtype).itemsize)
+    limit = get_max_dense_bytes()
+    if nbytes <= limit:
+        return
+    desc = f" ({what})" if what else ""
+    alt = f" ({alternative})" if alternative else ""
+    raise MemoryError(
+        f"{name}() would store {int(n_entries):,} entries{desc}: {nbytes:,} bytes ({_human(nbytes)}) of values "
+        f"and indices, above the limit of {int(limit):,} bytes ({_human(limit)}) on implicit densification. "
+        f"Work on a smaller piece or densify explicitly{alt}, or raise the limit with "
+        f"bcoo_array.set_max_dense_bytes(n) or the environment variable {MAX_DENSE_BYTES_ENV}=n "
+        f"(bytes; 'inf' for no limit)."
+    )
+
+
+__all__ = ["DEFAULT_MAX_DENSE_BYTES", "MAX_DENSE_BYTES_ENV", "check_dense", "check_entries", "dense_bytes", "get_max_dense_bytes",
            "set_max_dense_bytes"]

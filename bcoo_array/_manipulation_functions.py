@@ -27,6 +27,7 @@ from ._kernels import slicing
 from ._kernels.coalesce import broadcast_batch
 from ._kernels.host import adopt
 from ._layout import (
+    broadcast_shape,
     index_dtype_for,
     is_concrete,
     normalize_axes,
@@ -80,7 +81,7 @@ def broadcast_arrays(*arrays) -> tuple[BCOOArray, ...]:
         If the shapes are not compatible.
     """
     arrs = [as_sparse(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
-    shape = jnp.broadcast_shapes(*(a.shape for a in arrs)) if arrs else ()
+    shape = broadcast_shape(*(a.shape for a in arrs)) if arrs else ()
     return tuple(broadcast_to(a, shape) for a in arrs)  # the standard (2025.12) returns a tuple
 
 
@@ -224,9 +225,23 @@ def _reshape_coo_host(c: BCOOArray, shape) -> BCOOArray:
         return BCOOArray._from_buffers(value.reshape(1), np.zeros((1, 0), index_dtype_for(shape)), (), n_batch=0,
                                        n_dense=0, fill_value=c.fill_value, indices_sorted=True, unique_indices=True)
     idx64 = idx.astype(np.int64)
-    flat = np.ravel_multi_index(tuple(np.where(valid, idx64[:, k], 0) for k in range(len(sizes))), sizes) \
-        if len(sizes) else np.zeros(nse, np.int64)
-    new = np.stack(np.unravel_index(flat, shape), axis=1).astype(index_dtype_for(shape))
+    cols = tuple(np.where(valid, idx64[:, k], 0) for k in range(len(sizes)))
+    if prod(sizes) >= 2**62:
+        # Positions past int64 (more than 2**62 elements): row-major arithmetic in Python integers.
+        if max(shape) >= 2**63:
+            raise ValueError(f"reshape(): shape {shape} has a dimension of 2**63 or more positions, past the int64 "
+                             "indices of a BCOOArray; keep every dimension below 2**63")
+        flat = np.zeros(nse, object)
+        for col, n in zip(cols, sizes):
+            flat = flat * n + col.astype(object)
+        out_cols = []
+        for n in shape[::-1]:
+            out_cols.append(flat % n)
+            flat = flat // n
+        new = np.stack(out_cols[::-1], axis=1).astype(np.int64).astype(index_dtype_for(shape))
+    else:
+        flat = np.ravel_multi_index(cols, sizes) if len(sizes) else np.zeros(nse, np.int64)
+        new = np.stack(np.unravel_index(flat, shape), axis=1).astype(index_dtype_for(shape))
     if not valid.all():
         new[~valid] = np.asarray(shape, new.dtype)
     return BCOOArray._from_buffers(data, new, shape, n_batch=0, n_dense=0, fill_value=c.fill_value,
@@ -341,29 +356,7 @@ def broadcast_shapes(*shapes) -> tuple:
     TypeError
         If a shape is not a sequence of integers (or None).
     """
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for k in range(ndim):
-        size = 1
-        for s in shapes:
-            if k >= len(s):
-                continue
-            d = s[len(s) - 1 - k]
-            if d is None:
-                size = None if size in (1, None) else size
-                continue
-            try:
-                d = operator.index(d)
-            except TypeError as exc:
-                raise TypeError(f"broadcast_shapes(): {s!r} is not a shape of integers") from exc
-            if d == 1:
-                continue
-            if size in (1, None):
-                size = d
-            elif size != d:
-                raise ValueError(f"broadcast_shapes(): shapes {shapes} do not broadcast (sizes {size} and {d})")
-        out.append(size)
-    return tuple(out[::-1])
+    return broadcast_shape(*shapes, name="broadcast_shapes")
 
 
 def _coo_offset(c: BCOOArray, ax: int, offset: int, out_shape) -> tuple:

@@ -24,6 +24,7 @@ from ._fill import same_value_np
 from ._engine import Operation, host_enabled, host_view, runs_on_host
 from ._kernels.layout import update_layout as _update_layout
 from ._layout import index_dtype_for, normalize_shape, prod
+from ._limits import check_dense, check_entries
 
 
 def dense_layout(x) -> BCOOArray:
@@ -144,6 +145,15 @@ def update_layout(x: BCOOArray, n_batch: int | None = None, n_dense: int | None 
         return x
     if (n_batch, n_dense) == (0, 0) and x.nse == 0 and x.n_dense == 0:
         return fill_only(x.shape, x.dtype, x.fill_value)  # storing nothing: no entry to move
+    if n_batch < x.n_batch:  # the batch elements' entries are materialized (their buffers may be broadcast)
+        moved = prod(x.shape[n_batch:x.n_batch])
+        check_entries("update_layout", prod(x.shape[:x.n_batch]) * x.nse, x.dtype, index_dtype_for(x.shape),
+                      x.ndim - n_batch - n_dense, prod(x.shape[x.ndim - x.n_dense:]),
+                      what=f"{moved:,} batch elements of {x.nse:,} stored entries each, made sparse (a broadcast "
+                      "to a larger shape stores every copy)")
+    if n_dense > x.n_dense:
+        check_dense("update_layout", x.shape[:x.n_batch] + (x.nse,) + x.shape[x.ndim - n_dense:], x.dtype,
+                    what="a dense block per stored entry")
     data, indices = _update_layout(*x._buffers(), x.shape, x.n_batch, x.n_dense, x.fill_value,
                                    same_value_np(x.fill_value, np.zeros((), x.dtype)), n_batch, n_dense,
                                    x.indices_sorted and x.unique_indices)
@@ -178,6 +188,14 @@ def broadcast(x: BCOOArray, shape) -> BCOOArray:
         return fill_only(shape, x.dtype, x.fill_value)
     n_batch = x.n_batch + nd
     idt = index_dtype_for(shape[n_batch:n_batch + x.n_sparse])
+    grow = prod(t for s, t in zip(x.shape[x.n_batch:x.n_batch + x.n_sparse], shape[n_batch:n_batch + x.n_sparse])
+                if s == 1)
+    # A size-1 sparse dimension broadcast to n stores each entry n times; new batch dimensions are views on the
+    # host but copies in XLA: both engines refuse what one of them would materialize past the limit.
+    check_entries("broadcast_to", prod(shape[:n_batch]) * x.nse * grow, x.dtype, idt, x.n_sparse,
+                  prod(x.shape[x.ndim - x.n_dense:]),
+                  what=f"{prod(shape[:n_batch]):,} batch elements, each storing {x.nse:,} entries repeated {grow:,} "
+                  "times along the broadcast sparse dimensions")
     data, indices = _broadcast_buffers(*x._buffers(), (1,) * nd + x.shape, shape, nd, n_batch, x.n_sparse,
                                        x.n_dense, np.dtype(idt))
     return BCOOArray._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=x.n_dense,

@@ -29,8 +29,122 @@ from ._layout import index_dtype_for, normalize_shape
 from ._manipulation_functions import reshape
 from ._routing import routed
 
-__all__ = ["eye_array", "identity", "diags_array", "random_array", "hstack", "vstack", "block_array",
-           "block_diag", "kron", "kronsum", "find", "issparse"]
+__all__ = ["coo_array", "csr_array", "csc_array", "eye_array", "identity", "diags_array", "random_array", "hstack",
+           "vstack", "block_array", "block_diag", "kron", "kronsum", "find", "issparse"]
+
+
+def _from_scipy_form(arg, shape, dtype, fmt: str) -> BCOOArray:
+    """The BCOOArray of one of scipy's constructor arguments for ``fmt`` (``coo``, ``csr`` or ``csc``)."""
+    if isinstance(arg, tuple) and len(arg) == 3 and fmt in ("csr", "csc"):
+        import scipy.sparse as sp
+
+        data, idx, indptr = (np.asarray(a) for a in arg)
+        mat = getattr(sp, f"{fmt}_array")((data, idx, indptr), shape=shape)  # scipy checks the structure
+        return from_scipy(mat, dtype=dtype)
+    if isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[1], tuple):
+        return BCOOArray(arg, shape=None if shape is None else normalize_shape(shape), dtype=dtype)
+    if isinstance(arg, tuple) and len(arg) in (1, 2) and all(isinstance(n, (int, np.integer)) for n in arg):
+        # scipy's empty-array form: csr_array((m, n))
+        dt = _dtypes.default_float() if dtype is None else dtype
+        return BCOOArray((np.zeros((0,), dt), tuple(np.zeros(0, np.int64) for _ in arg)), shape=tuple(arg), dtype=dt)
+    out = asarray(arg, dtype=dtype)
+    if shape is not None and tuple(out.shape) != normalize_shape(shape):
+        raise ValueError(f"{fmt}_array(): shape={tuple(shape)} does not match the input's shape {tuple(out.shape)}")
+    return out
+
+
+@routed
+def coo_array(arg, /, shape=None, *, dtype=None, copy=False) -> BCOOArray:
+    """scipy's ``coo_array`` constructor, giving a BCOOArray: assembly without leaving the library.
+
+    Parameters
+    ----------
+    arg : tuple, array_like or sparse array
+        ``(data, (row, col))`` (one index array per dimension, any order,
+        duplicates allowed: they are summed wherever the values are read,
+        as in scipy); ``(m, n)`` for an empty array; a dense array, a
+        scipy.sparse / pydata-sparse / jax.experimental.sparse array or a
+        BCOOArray (as [`bcoo_array.asarray`][]).
+    shape : tuple of int, optional
+        Inferred from the largest index in the triplet form.
+    dtype : dtype, optional
+        Cast the values.
+    copy : bool
+        Accepted for scipy's signature: the input is always copied into the
+        array's own buffers.
+
+    Returns
+    -------
+    BCOOArray
+        All-sparse layout, fill value 0; duplicates kept as stored entries
+        until ``sum_duplicates()`` (scipy's ``coo_array`` keeps them too).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As the [`BCOOArray`][bcoo_array.BCOOArray] constructor and
+        [`bcoo_array.asarray`][] raise them (an index out of range names the
+        axis and the bound).
+    """
+    return _from_scipy_form(arg, shape, dtype, "coo")
+
+
+@routed
+def csr_array(arg, /, shape=None, *, dtype=None, copy=False) -> BCOOArray:
+    """scipy's ``csr_array`` constructor, giving a canonical BCOOArray (duplicates summed, sorted).
+
+    Parameters
+    ----------
+    arg : tuple, array_like or sparse array
+        ``(data, indices, indptr)`` (scipy's compressed rows, checked by
+        scipy), ``(data, (row, col))``, ``(m, n)`` for an empty array, or any
+        input of [`bcoo_array.asarray`][].
+    shape : tuple of int, optional
+    dtype : dtype, optional
+    copy : bool
+        Accepted for scipy's signature (the input is always copied).
+
+    Returns
+    -------
+    BCOOArray
+        2-D (or 1-D), canonical form: what scipy's ``csr_array(...)`` holds,
+        in this library's type (``.tocsr()`` gives a scipy object instead).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As scipy for a malformed ``(data, indices, indptr)``, else as
+        [`bcoo_array.coo_array`][].
+    """
+    return _from_scipy_form(arg, shape, dtype, "csr").sum_duplicates()
+
+
+@routed
+def csc_array(arg, /, shape=None, *, dtype=None, copy=False) -> BCOOArray:
+    """scipy's ``csc_array`` constructor, giving a canonical BCOOArray; see [`bcoo_array.csr_array`][].
+
+    ``(data, indices, indptr)`` is read as compressed columns; the result is
+    the same BCOOArray as ``csr_array`` of the same values (one layout holds
+    both).
+
+    Parameters
+    ----------
+    arg : tuple, array_like or sparse array
+    shape : tuple of int, optional
+    dtype : dtype, optional
+    copy : bool
+
+    Returns
+    -------
+    BCOOArray
+        Canonical form.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As [`bcoo_array.csr_array`][].
+    """
+    return _from_scipy_form(arg, shape, dtype, "csc").sum_duplicates()
 
 
 def _check_format(format, name):

@@ -29,7 +29,7 @@ from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.reduce import arg_extreme_rows
 from ._kernels.sorting import count_before
 from ._kernels.union import lookup, lookup_np, take_or_fill, take_or_fill_np, union, union_np
-from ._layout import is_concrete, normalize_axis, prod, valid_rows
+from ._layout import broadcast_shape, is_concrete, normalize_axis, prod, valid_rows
 from ._limits import check_dense
 from ._manipulation_functions import broadcast_to, permute_dims, reshape
 from ._operands import (
@@ -372,7 +372,7 @@ def where(condition, x1, x2, /) -> BCOOArray:
     if np.dtype(c.dtype) != np.bool_:
         raise TypeError(f"where(): condition must have a boolean dtype, got {c.dtype}; compare it first (x != 0)")
     a, b, dt = binary_operands(x1, x2, "where")
-    shape = tuple(jnp.broadcast_shapes(tuple(c.shape), tuple(a.shape), tuple(b.shape)))
+    shape = broadcast_shape(tuple(c.shape), tuple(a.shape), tuple(b.shape), name="where")
     ops = [c, a, b]
     dense_op = any(not isinstance(o, BCOOArray) and o.ndim > 0 for o in ops)
     if dense_op or shape == () or 0 in shape:

@@ -27,6 +27,15 @@ class MatrixSemanticsWarning(UserWarning):
     """
 
 
+class DowncastWarning(UserWarning):
+    """A 64-bit input was taken as 32-bit: JAX's x64 mode is off and the downcast opt-in is on.
+
+    See [`bcoo_array.set_downcast_64bit`][]. Values outside the 32-bit
+    type's range or precision change; turn x64 on
+    (``jax.config.update("jax_enable_x64", True)``) to keep them.
+    """
+
+
 def warn(message: str, category: type[Warning]) -> None:
     """``warnings.warn`` attributed to the first frame outside this package (the user's call)."""
     level = 2  # stacklevel 1 is this function, 2 its caller (frame below)

@@ -265,3 +265,20 @@ def test_eye_with_a_diagonal_outside_the_matrix():
         assert out.shape == (n_rows, n_cols) and out.nse == 0
         np.testing.assert_array_equal(np.asarray(out.todense()), np.eye(n_rows, n_cols, k=max(min(k, 10), -10)))
     np.testing.assert_array_equal(np.asarray(xp.eye(3, 4, k=-2).todense()), np.eye(3, 4, k=-2))
+
+
+@pytest.mark.parametrize("view", ["column_of_one", "every_other", "transposed", "sliced"])
+def test_from_dlpack_reads_any_strides_and_copies(view):
+    """scikit-learn's move_to hands over views with non-compact strides (JAX's importer refuses them)."""
+    base = np.arange(24, dtype=np.float64)
+    x = {
+        "column_of_one": np.lib.stride_tricks.as_strided(base, (4, 1), (16, 16)),
+        "every_other": base[::2],
+        "transposed": base.reshape(4, 6).T,
+        "sliced": base.reshape(4, 6)[:, 2:5],
+    }[view]
+    want = x.copy()
+    A = xp.from_dlpack(x)
+    base[:] = -1.0  # the array owns its entries
+    np.testing.assert_array_equal(np.asarray(A.todense()), want)
+    np.testing.assert_array_equal(np.asarray(xp.from_dlpack(jax.numpy.asarray(want)).todense()), want)

@@ -73,7 +73,7 @@ def test_x64_off_float32_matrix_times_float64_numpy_is_float64():
         import jax, numpy as np, scipy.sparse as sp, scipy.sparse.linalg as spla
         import bcoo_array as xp
         assert not jax.config.jax_enable_x64
-        S = sp.random(30, 20, density=0.3, random_state=1, format="csr", dtype=np.float32)
+        S = sp.random_array((30, 20), density=0.3, rng=1, format="csr", dtype=np.float32)
         A = xp.from_scipy(S)
         v = np.linspace(1, 2, 20) + 1e-9  # the 1e-9 does not survive a float32 rounding
         want = S.astype(np.float64) @ v
@@ -82,7 +82,7 @@ def test_x64_off_float32_matrix_times_float64_numpy_is_float64():
                           ("complex128", (A @ (v + 0j)).real)]:
             assert got.dtype in (np.float64, np.complex128), (name, got.dtype)
             np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
-        P = xp.from_scipy((S @ S.T + 30 * sp.eye(30)).astype(np.float32).tocsr())
+        P = xp.from_scipy((S @ S.T + 30 * sp.eye_array(30)).astype(np.float32).tocsr())
         x, info = spla.cg(P, np.ones(30), rtol=1e-10)
         assert info == 0 and x.dtype == np.float64
         np.testing.assert_allclose(P.astype(xp.float32).to_scipy().astype(np.float64) @ x, np.ones(30), rtol=1e-8)
@@ -180,3 +180,50 @@ def test_dtype_survives_ops(dtype):
     if np.dtype(dtype).kind != "b":
         assert xp.max(a).dtype == dtype if np.dtype(dtype).kind != "c" else True
         assert (a * a).dtype == dtype
+
+
+_X64_OFF_DOWNCAST = r"""
+import warnings
+import numpy as np
+import jax
+import bcoo_array as xp
+assert not jax.config.jax_enable_x64
+A = xp.asarray(np.eye(4, dtype=np.float32))
+calls = {
+    "A * v": lambda: A * np.ones(4),
+    "A.multiply": lambda: A.multiply(np.ones((4, 1))),
+    "A + D": lambda: A + np.eye(4),
+    "xp.add": lambda: xp.add(A, np.ones(4)),
+    "np.add": lambda: np.add(A, np.ones(4)),
+    "asarray": lambda: xp.asarray(np.ones(4)),
+    "asarray dtype": lambda: xp.asarray(np.ones(4, np.float32), dtype=np.float64),
+    "asarray int64": lambda: xp.asarray(np.arange(3)),
+}
+for name, call in calls.items():  # refused by default, naming the opt-in
+    try:
+        call()
+    except ValueError as e:
+        assert "set_downcast_64bit" in str(e), (name, str(e))
+    else:
+        raise AssertionError(name + " was not refused")
+assert (A @ np.ones(4)).dtype == np.float64  # a NumPy result: NumPy's promotion
+assert xp.set_downcast_64bit(True) is False
+for name, call in calls.items():
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        r = call()
+    assert r.dtype in (np.float32, np.int32), (name, r.dtype)
+    assert any(issubclass(w.category, xp.DowncastWarning) for w in rec), name
+np.testing.assert_array_equal(np.asarray((A + np.eye(4)).todense()), 2 * np.eye(4))
+assert xp.set_downcast_64bit(None) is True
+print("ok")
+"""
+
+
+def test_x64_off_rule_and_downcast_opt_in():
+    """With x64 off: 64-bit NumPy operands are refused wherever the result is a BCOOArray (naming the opt-in),
+    NumPy results follow NumPy; the opt-in takes them as 32-bit with a DowncastWarning."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_ENABLE_X64", "BCOO_ARRAY_DOWNCAST_64BIT")}
+    out = subprocess.run([sys.executable, "-c", _X64_OFF_DOWNCAST], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("ok")

@@ -25,7 +25,7 @@ from _oracle import cases
 
 def _matrices():
     """(name, BCOOArray, dense) over canonical, unsorted, padded, duplicated and non-COO layouts."""
-    S = sp.random(40, 30, density=0.1, format="csr", dtype=np.float64, random_state=3)
+    S = sp.random_array((40, 30), density=0.1, format="csr", dtype=np.float64, rng=3)
     D = S.toarray()
     out = [("canonical", xp.from_scipy(S).sum_duplicates(), D)]
     coo = S.tocoo()
@@ -80,8 +80,8 @@ def test_transpose(name, A, D):
 
 
 def test_cached_union_plan_gives_the_same_values():
-    S1 = sp.random(50, 40, density=0.1, format="csr", random_state=1)
-    S2 = sp.random(50, 40, density=0.1, format="csr", random_state=2)
+    S1 = sp.random_array((50, 40), density=0.1, format="csr", rng=1)
+    S2 = sp.random_array((50, 40), density=0.1, format="csr", rng=2)
     A, B = xp.from_scipy(S1).sum_duplicates(), xp.from_scipy(S2).sum_duplicates()
     first = np.asarray((A + B).todense())
     second = np.asarray((A + B).todense())  # the plan of this pair of patterns is cached now
@@ -96,9 +96,9 @@ def test_cached_union_plan_gives_the_same_values():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 def test_scipy_products_host_path_match_scipy(dtype):
     rng = np.random.default_rng(0)
-    S = sp.random(30, 20, density=0.2, format="csr", random_state=4).astype(dtype)
+    S = sp.random_array((30, 20), density=0.2, format="csr", rng=4).astype(dtype)
     if np.dtype(dtype).kind == "c":
-        S = S + 1j * sp.random(30, 20, density=0.2, format="csr", random_state=5).astype(dtype)
+        S = S + 1j * sp.random_array((30, 20), density=0.2, format="csr", rng=5).astype(dtype)
     A = xp.from_scipy(S).sum_duplicates()
     x, y = rng.random(20).astype(dtype), rng.random(30).astype(dtype)
     X, Y = rng.random((20, 3)).astype(dtype), rng.random((30, 2)).astype(dtype)
@@ -165,7 +165,7 @@ def test_to_device_never_aliases_a_buffer_it_does_not_own():
 def test_from_scipy_copies_the_values():
     # The hand-off to JAX goes through aligned host buffers; a later write to the scipy matrix must not reach the array.
     # The scipy buffers are made 64-byte aligned: the case in which JAX would otherwise keep them without a copy.
-    S = sp.random(30, 20, density=0.2, format="csr", random_state=9)
+    S = sp.random_array((30, 20), density=0.2, format="csr", rng=9)
     S.data, S.indices = _aligned_copy(S.data), _aligned_copy(S.indices)
     A = xp.from_scipy(S)
     before = np.asarray(A.todense()).copy()

@@ -369,8 +369,8 @@ def test_eager_jax_vector_and_jitted_solver_use_the_csr_kernel(monkeypatch):
     monkeypatch.setattr(native, "csr_matvec", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     monkeypatch.setattr(native, "_csr_matvec_jit", lambda *a: calls.append(2) or real_jit(*a))  # the bound path
     n = 12
-    T = sp.diags([-1.0, 2.5, -1.0], [-1, 0, 1], shape=(n, n))
-    P = (sp.kron(sp.eye(n), T) + sp.kron(T, sp.eye(n))).tocsr()
+    T = sp.diags_array([-1.0, 2.5, -1.0], offsets=[-1, 0, 1], shape=(n, n))
+    P = (sp.kron(sp.eye_array(n), T) + sp.kron(T, sp.eye_array(n))).tocsr()
     A = xp.from_scipy(P)
     assert A.indices_sorted
     rng = np.random.default_rng(0)

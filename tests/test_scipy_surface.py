@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bcoo_array as xp
+from bcoo_array import BCOOArray
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -438,3 +439,30 @@ def test_diags_array_hypothesis_matches_scipy(args):
         size = len(np.atleast_1d(diagonals[0])) + abs(offsets[0])
         assert S.shape == (size, size)
     assert_diags_like_scipy(diagonals, **kw)
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc"])
+def test_scipy_constructors_stay_in_the_type(fmt):
+    """xp.coo_array / csr_array / csc_array take scipy's forms and give BCOOArrays with scipy's values and
+    stored entries (coo keeps duplicates, csr/csc sum them)."""
+    rng = np.random.default_rng(7)
+    r = rng.integers(0, 6, 30)
+    c = rng.integers(0, 5, 30)
+    v = rng.standard_normal(30)
+    ours = getattr(xp, f"{fmt}_array")((v, (r, c)), shape=(6, 5))
+    theirs = getattr(sp, f"{fmt}_array")((v, (r, c)), shape=(6, 5))
+    assert isinstance(ours, BCOOArray)
+    np.testing.assert_allclose(ours.toarray(), theirs.toarray(), rtol=1e-13)
+    assert ours.nse == theirs.nnz
+    if fmt != "coo":
+        assert ours.indices_sorted and ours.unique_indices
+        comp = theirs.copy()
+        comp.sum_duplicates()
+        again = getattr(xp, f"{fmt}_array")((comp.data, comp.indices, comp.indptr), shape=(6, 5))
+        np.testing.assert_array_equal(again.toarray(), comp.toarray())
+        with pytest.raises(ValueError):
+            getattr(xp, f"{fmt}_array")((comp.data, comp.indices, comp.indptr[:-2]), shape=(6, 5))
+    assert getattr(xp, f"{fmt}_array")((3, 4)).shape == (3, 4)
+    np.testing.assert_array_equal(getattr(xp, f"{fmt}_array")(np.eye(3)).toarray(), np.eye(3))
+    with pytest.raises(ValueError, match="shape"):
+        getattr(xp, f"{fmt}_array")(np.eye(3), shape=(2, 2))

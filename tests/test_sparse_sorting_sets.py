@@ -359,3 +359,33 @@ def test_limit_setting_and_environment(monkeypatch):
     with pytest.raises(TypeError, match="limit"):
         xp.set_max_dense_bytes(1.5)
     assert xp.get_max_dense_bytes() == 2 * 1024**3
+
+
+@pytest.mark.parametrize("engine", ["host", "xla"])
+def test_every_implicit_densification_is_guarded_before_allocating(engine, monkeypatch):
+    """Element-wise results in dense layout, broadcasts that store every copy, outer broadcasts and slice
+    assignment raise the guard's MemoryError (naming the bytes and the setting) instead of allocating."""
+    if engine == "xla":
+        monkeypatch.setenv("BCOO_ARRAY_HOST", "0")
+    n = 100_000
+    E = xp.eye(n)
+    v = np.arange(1.0, n + 1)
+    V = xp.asarray(v)
+    calls = {
+        "add": lambda: E + v,  # fill + v takes many values: dense layout
+        "add ": lambda: E + v[:, None],
+        "update_layout": lambda: E + V,  # V broadcast to (n, n) stores every row
+        "multiply": lambda: xp.reshape(V, (n, 1)) * xp.reshape(V, (1, n)),  # outer broadcast of full vectors
+        "__setitem__": lambda: E.__setitem__((slice(None), slice(None)), 5.0),
+        "broadcast_to": lambda: xp.broadcast_to(xp.reshape(V, (1, n)), (n, n)) + E,
+    }
+    for name, call in calls.items():
+        with pytest.raises(MemoryError) as info:
+            call()
+        msg = str(info.value)
+        for part in ("bytes", "set_max_dense_bytes", "BCOO_ARRAY_MAX_DENSE_BYTES"):
+            assert part in msg, (name, msg)
+    # the same operations on small arrays, or storing little, still run
+    assert (E * v).nse == n  # fill * v is one value: stays sparse
+    E[:3, :] = 2.0
+    assert E.nse == n + 3 * n - 3

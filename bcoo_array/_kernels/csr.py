@@ -105,6 +105,8 @@ class CSRArrays(NamedTuple):
 
 
 def _csr_arrays_numpy(idx: np.ndarray, m: int, n: int) -> CSRArrays | None:
+    if m > 4 * idx.shape[0] + 2**22:
+        return None  # row pointers would outweigh the entries (a huge, nearly empty matrix): the COO paths serve it
     r = idx[:, 0]
     c = idx[:, 1]
     valid = (r < m) & (c < n) & (r >= 0) & (c >= 0)

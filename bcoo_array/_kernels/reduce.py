@@ -106,6 +106,35 @@ def repeat_reduce_np(value: np.ndarray, n, op: str) -> np.ndarray:
     return np.broadcast_to(value, np.broadcast_shapes(value.shape, n.shape)) if n.ndim else value
 
 
+def repeat_reduce_big(value: np.ndarray, n: int, op: str) -> np.ndarray:
+    """``repeat_reduce_np`` for one count ``n`` past int64 (a Python int): an array of more than 2**63 positions.
+
+    Exact where the dtype is: integers wrap modulo ``2**bits`` as NumPy's
+    sums and products do (Python integers do the arithmetic), bool is
+    exact; floating point rounds the count (a non-zero value summed that
+    often overflows to infinity, a product tends to 0, 1 or infinity, with
+    the sign of ``value ** n``).
+    """
+    value = np.asarray(value)
+    if op in ("max", "min") or n == 0:
+        return value if op in ("max", "min") else repeat_reduce_np(value, 0, op)
+    kind = value.dtype.kind
+    if kind == "b":
+        return value.copy() if op == "sum" else value.copy()  # any (sum) / all (prod) of n >= 1 copies
+    if kind in "iu":
+        mod = 1 << (8 * value.dtype.itemsize)
+        flat = [int(v) for v in value.reshape(-1)]
+        out = [(v * n) % mod if op == "sum" else pow(v, n, mod) for v in flat]
+        return np.array(out, dtype=np.uint64).astype(value.dtype).reshape(value.shape)
+    with np.errstate(all="ignore"):
+        if op == "sum":
+            return (value * value.dtype.type(float(n))).astype(value.dtype)
+        if kind == "c":
+            return (value ** float(n)).astype(value.dtype)
+        mag = np.abs(value) ** value.dtype.type(float(n))
+        return np.where((value < 0) & bool(n % 2), -mag, mag).astype(value.dtype)
+
+
 @reduce_coo.host
 def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: str, fill):
     buffer = indices  # plans are cached on the buffer object itself (a view is new at every call)
@@ -155,14 +184,22 @@ def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], 
     with np.errstate(all="ignore"):
         vals = segment_reduce_np(data[order], segment, n_out, op)
         count = np.bincount(segment[segment < n_out], minlength=n_out)[:n_out] if n_out else np.zeros(0, np.int64)
-        missing = (n_rs - count).reshape((n_out,) + (1,) * (vals.ndim - 1))
         ub = np.broadcast_to(u, vals.shape)
-        if op in ("max", "min"):
-            vals = np.where(missing > 0, ufunc(vals, ub), vals)
+        if n_rs >= 2**62:  # more positions than int64 counts: the unstored ones are counted in Python integers
+            if op in ("max", "min"):
+                vals = ufunc(vals, ub)  # every output position has unstored ones
+            elif n_out:
+                vals = ufunc(vals, np.stack([repeat_reduce_big(ub[i], n_rs - int(count[i]), op)
+                                             for i in range(n_out)]))
+            out_fill = repeat_reduce_big(u, n_rs, op)
         else:
-            vals = ufunc(vals, repeat_reduce_np(ub, missing, op))
+            missing = (n_rs - count).reshape((n_out,) + (1,) * (vals.ndim - 1))
+            if op in ("max", "min"):
+                vals = np.where(missing > 0, ufunc(vals, ub), vals)
+            else:
+                vals = ufunc(vals, repeat_reduce_np(ub, missing, op))
+            out_fill = repeat_reduce_np(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
         vals = np.ascontiguousarray(vals, dtype=data.dtype)
-        out_fill = repeat_reduce_np(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
     out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
     return vals, out_idx, out_shape, len(de_keep), np.asarray(out_fill, data.dtype)[()]
 

@@ -53,6 +53,13 @@ OPERATIONS = (
     "row slice A(i, :)",
     "column slice A(:, j)",
     "row range A(i:i+100, :)",
+    "A.T @ x, NumPy x",
+    "x @ A, NumPy x",
+    "2-D slice A(i:i+100, j:j+100)",
+    "A[np.ix_(r, c)], 1,000 indices",
+    "A.diagonal()",
+    "zero 600 rows and columns (scipy: lil)",
+    "jit SpMM (A traced, 16 cols)",
     "from scipy CSR",
     "to scipy CSR",
     "CG 50 iterations (jit)",
@@ -81,6 +88,14 @@ TARGETS = {
     "row slice A(i, :)": (2.0, 2.0, None),
     "column slice A(:, j)": (2.0, 2.0, None),
     "row range A(i:i+100, :)": (2.0, 2.0, None),
+    # the structural-operations issue (#20)
+    "A.T @ x, NumPy x": (1.25, 1.25, 1.25),
+    "x @ A, NumPy x": (1.25, 1.25, 1.25),
+    "2-D slice A(i:i+100, j:j+100)": (2.0, 2.0, None),
+    "A[np.ix_(r, c)], 1,000 indices": (2.0, 2.0, None),
+    "A.diagonal()": (2.0, 2.0, 2.0),
+    "zero 600 rows and columns (scipy: lil)": (2.0, 2.0, None),
+    "jit SpMM (A traced, 16 cols)": (1.2, 1.0, 1.0),
     "from scipy CSR": (1.5, 1.5, 1.5),
     "to scipy CSR": (1.5, 1.5, 1.5),
     "CG 50 iterations (jit)": (1.5, 1.0, 1.0),
@@ -302,8 +317,18 @@ def _ops_for(case: Case, lib: str):
     X16 = rng.standard_normal((n, 16))
     X64 = rng.standard_normal((n, 64))
     ops: dict[str, Callable] = {}
+    r_ix = np.sort(rng.choice(m, min(m, 1000), replace=False))
+    c_ix = np.sort(rng.choice(n, min(n, 1000), replace=False))
+    zero = rng.choice(min(m, n), min(m, n, 600), replace=False)
     if lib == "scipy":
         At = A.T.tocsr()
+        A_lil = A.tolil()
+
+        def zero_lil():
+            L = A_lil.copy()
+            L[zero, :] = 0
+            L[:, zero] = 0
+            return L
         ops["SpMV A @ x"] = lambda: A @ x
         ops["SpMV A @ x, NumPy x"] = lambda: A @ x
         ops["A.dot(x) -> NumPy"] = lambda: A.dot(x)
@@ -322,6 +347,14 @@ def _ops_for(case: Case, lib: str):
         ops["to scipy CSR"] = lambda: A.tocoo()
         ops["row range A(i:i+100, :)"] = lambda: A[i:i + 100]
         ops["jit SpMV (A traced)"] = lambda: A @ x
+        ops["jit SpMM (A traced, 16 cols)"] = lambda: A @ X16
+        xm = rng.standard_normal(m)
+        ops["A.T @ x, NumPy x"] = lambda: A.T @ xm
+        ops["x @ A, NumPy x"] = lambda: xm @ A
+        ops["2-D slice A(i:i+100, j:j+100)"] = lambda: A[i:i + 100, j:j + 100]
+        ops["A[np.ix_(r, c)], 1,000 indices"] = lambda: A[np.ix_(r_ix, c_ix)]
+        ops["A.diagonal()"] = lambda: A.diagonal()
+        ops["zero 600 rows and columns (scipy: lil)"] = zero_lil
         if m == n:
             ops["CG 50 iterations (jit)"] = lambda: spla.cg(A, x, rtol=0.0, atol=0.0, maxiter=50)[0]
         return ops
@@ -350,6 +383,20 @@ def _ops_for(case: Case, lib: str):
         ops["row range A(i:i+100, :)"] = lambda: a[i:i + 100]
         spmv = jax.jit(lambda mat, v: mat @ v)
         ops["jit SpMV (A traced)"] = lambda: spmv(a, xj)
+        ops["jit SpMM (A traced, 16 cols)"] = lambda: spmv(a, X16j)
+        xm = rng.standard_normal(m)
+        ops["A.T @ x, NumPy x"] = lambda: a.T @ xm
+        ops["x @ A, NumPy x"] = lambda: xm @ a
+        ops["2-D slice A(i:i+100, j:j+100)"] = lambda: a[i:i + 100, j:j + 100]
+        ops["A[np.ix_(r, c)], 1,000 indices"] = lambda: a[np.ix_(r_ix, c_ix)]
+        ops["A.diagonal()"] = lambda: a.diagonal()
+
+        def zero_assign():
+            c = a.copy()
+            c[zero, :] = 0.0
+            c[:, zero] = 0.0
+            return c
+        ops["zero 600 rows and columns (scipy: lil)"] = zero_assign
         if m == n:
             # tol = atol = 0: exactly 50 iterations, as scipy's cg with rtol = atol = 0.
             cg50 = jax.jit(lambda mat, rhs: xp.linalg.cg(mat, rhs, tol=0.0, atol=0.0, maxiter=50)[0])

@@ -71,7 +71,7 @@ def meshes():
 
 def rand_matrix(m, n, density, seed, dtype=np.float64):
     rng = np.random.default_rng(seed)
-    M = sp.random(m, n, density=density, random_state=rng, format="csr")
+    M = sp.random_array((m, n), density=density, rng=rng, format="csr")
     if np.dtype(dtype).kind in "iu":
         M.data = rng.integers(-9, 10, M.nnz).astype(dtype)
     return M.astype(dtype)
@@ -291,7 +291,7 @@ def jit_with_shardings_and_cg():
     rng = np.random.default_rng(14)
     n = 30
     R = rand_matrix(n, n, 0.1, 15)
-    S = (R @ R.T + sp.identity(n) * n).tocsr()  # SPD, well conditioned
+    S = (R @ R.T + sp.eye_array(n) * n).tocsr()  # SPD, well conditioned
     b = rng.standard_normal(n)
     want = np.linalg.solve(S.toarray(), b)
     for mesh in meshes():
