@@ -772,6 +772,8 @@ def _outer_selection(shape, key):
     arrays = [k for k in key if _is_int_array(k) or (_is_bool_array(k) and not isinstance(k, bool))]
     if len(arrays) > 1 or any(isinstance(k, bool) for k in key):
         return None
+    if any(_is_bool_array(k) and np.ndim(_as_dense_key(k)) != 1 for k in arrays):
+        return None  # a 0-d or n-D mask does not select along one axis: the general path
     sets = []
     ax = 0
     for k in key:

@@ -304,3 +304,15 @@ def test_assigning_the_fill_value_under_jit_pads_the_removed_entries():
     np.testing.assert_array_equal(np.asarray(got.todense()), D)
     np.testing.assert_array_equal(np.asarray(got.sum_duplicates().todense()), D)
     assert got.nnz == int(np.count_nonzero(D))
+
+
+@pytest.mark.parametrize("mask", [np.array(True), np.array(False), np.array([[True, False, True], [False] * 3])])
+def test_assigning_the_fill_value_through_a_0d_or_nd_mask(mask):
+    """The fill-value removal takes 1-D selections only; 0-d and n-D masks keep the general path (found by the
+    official suite, seed 2996684505: ``x[mask] = False`` on a 0-d bool array)."""
+    shape = () if mask.ndim == 0 else mask.shape
+    D = np.ones(shape, bool)
+    A = xp.asarray(D)
+    A[xp.asarray(mask)] = False
+    D[mask] = False
+    np.testing.assert_array_equal(np.asarray(A.todense()), D)

@@ -142,13 +142,9 @@ def test_jit_traced_indices(index_dtype, n):
     x = _x(rng, k, n, np.complex128)
     f = jax.jit(lambda d, i, v: native.coo_matmul(d, i, v, m))
     np.testing.assert_allclose(np.asarray(f(data, indices, x)), dense @ x, rtol=1e-12)
-    # traced operands: the native kernel only when the caller asks (it cannot be transposed) ...
-    g = jax.jit(lambda d, i, v: matmul.spmm(d, i, (m, k), v, traced_native=True)[0])
-    assert "bcoo_array_coo_matmul" in g.lower(data, indices, x).as_text()
-    np.testing.assert_allclose(np.asarray(g(data, indices, x)), dense @ x, rtol=1e-12)
-    # ... and by default the XLA kernels, which JAX can transpose
+    # traced operands take the native kernel by default: it is a primitive JAX can transpose
     h = jax.jit(lambda d, i, v: matmul.spmm(d, i, (m, k), v)[0])
-    assert "bcoo_array_coo_matmul" not in h.lower(data, indices, x).as_text()
+    assert "bcoo_array_coo_matmul" in h.lower(data, indices, x).as_text()
     np.testing.assert_allclose(np.asarray(h(data, indices, x)), dense @ x, rtol=1e-12)
     if n is None:
         t = jax.linear_transpose(lambda v: matmul.spmm(jnp.asarray(data), jnp.asarray(indices), (m, k), v)[0], x)
@@ -388,3 +384,59 @@ def test_eager_jax_vector_and_jitted_solver_use_the_csr_kernel(monkeypatch):
     # unsorted indices: the COO kernel, same answer
     U = BCOOArray((A.data[::-1], A.indices[::-1]), shape=A.shape)
     np.testing.assert_allclose(P @ np.asarray(solve(U, jnp.asarray(b))), b, rtol=1e-8, atol=1e-8)
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32])
+@pytest.mark.parametrize("n", [None, 3])
+def test_native_primitive_transformations_match_the_xla_path(dtype, n, monkeypatch):
+    """grad, jacfwd, jacrev, linear_transpose (both operands) and vmap (over x, over data, over both) of the
+    native COO primitive equal the same transformations of the pure-XLA product, padding included."""
+    rng = np.random.default_rng(11)
+    m, k = 9, 6
+    data, indices, dense = random_coo(rng, m, k, 30, dtype, np.int32, padding=3)
+    x = _x(rng, k, n, dtype)
+    d, i, v = jnp.asarray(data), jnp.asarray(indices), jnp.asarray(x)
+    rtol = 1e-4 if dtype == np.float32 else 1e-12
+    nat = lambda dd, vv: native.coo_matmul(dd, i, vv, m)  # noqa: E731
+    xla = lambda dd, vv: native._xla_matmul(dd, i, vv, m)  # noqa: E731
+    assert "bcoo_array_coo_matmul" in jax.jit(nat).lower(d, v).as_text()
+
+    def close(a, b):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=rtol)
+
+    loss = lambda f: lambda dd, vv: jnp.sum(jnp.abs(f(dd, vv)) ** 2)  # noqa: E731
+    for got, want in zip(jax.grad(loss(nat), argnums=(0, 1))(d, v), jax.grad(loss(xla), argnums=(0, 1))(d, v)):
+        close(got, want)
+    close(jax.jit(jax.grad(loss(nat)))(d, v), jax.grad(loss(xla))(d, v))
+    holo = np.dtype(dtype).kind == "c"  # the product is holomorphic in each operand
+    close(jax.jacfwd(nat, argnums=1, holomorphic=holo)(d, v), jax.jacfwd(xla, argnums=1, holomorphic=holo)(d, v))
+    close(jax.jacrev(nat, argnums=0, holomorphic=holo)(d, v), jax.jacrev(xla, argnums=0, holomorphic=holo)(d, v))
+    ct = jnp.asarray(_x(rng, m, n, dtype))
+    close(jax.linear_transpose(lambda vv: nat(d, vv), v)(ct)[0], jax.linear_transpose(lambda vv: xla(d, vv), v)(ct)[0])
+    close(jax.linear_transpose(lambda dd: nat(dd, v), d)(ct)[0], jax.linear_transpose(lambda dd: xla(dd, v), d)(ct)[0])
+    vs, ds = jnp.stack([v, 2 * v, -v]), jnp.stack([d, 3 * d])
+    close(jax.vmap(lambda vv: nat(d, vv))(vs), jax.vmap(lambda vv: xla(d, vv))(vs))
+    close(jax.vmap(lambda dd: nat(dd, v))(ds), jax.vmap(lambda dd: xla(dd, v))(ds))
+    close(jax.vmap(nat)(ds, vs[:2]), jax.vmap(xla)(ds, vs[:2]))
+    close(jax.vmap(jax.grad(loss(nat)))(ds, vs[:2]), jax.vmap(jax.grad(loss(xla)))(ds, vs[:2]))
+
+
+@needs_native
+def test_gmres_and_bicgstab_under_jit_transpose_the_native_product():
+    """custom_linear_solve needs the transpose of a non-symmetric operator: the native primitive has it."""
+    import jax.scipy.sparse.linalg as jla
+
+    rng = np.random.default_rng(3)
+    n = 40
+    dense = np.eye(n) * 4 + np.diag(rng.standard_normal(n - 1), 1) + np.diag(rng.standard_normal(n - 1) * 0.5, -1)
+    A = xp.asarray(dense)
+    b = jnp.asarray(rng.standard_normal(n))
+    want = np.linalg.solve(dense, np.asarray(b))
+    for solver in (jla.gmres, jla.bicgstab):
+        f = jax.jit(lambda a, rhs: solver(lambda v: a @ v, rhs, tol=1e-12)[0])
+        assert "bcoo_array_coo_matmul" in f.lower(A, b).as_text()
+        np.testing.assert_allclose(np.asarray(f(A, b)), want, rtol=1e-8)
+        # the gradient of the solve runs the transposed solve
+        g = jax.grad(lambda rhs: jnp.sum(solver(lambda v: A @ v, rhs, tol=1e-12)[0]))(b)
+        np.testing.assert_allclose(np.asarray(g), np.linalg.solve(dense.T, np.ones(n)), rtol=1e-6)

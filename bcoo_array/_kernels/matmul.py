@@ -131,11 +131,11 @@ def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False,
     rows_sorted : bool
         Whether the rows of ``indices`` are sorted (helps the traced kernel).
     traced_native : bool
-        Use the native kernel under tracing too. Only for callers that never
-        transpose the product (``jax.linear_transpose``, a non-symmetric
-        ``lax.custom_linear_solve``): an FFI call has no transpose rule in
-        JAX's public API, so traced products otherwise take the XLA kernels,
-        which JAX can transpose. ``grad``, ``jvp`` and ``vmap`` work either way.
+        Also use the native CSR kernel (a ``custom_jvp`` FFI call, which JAX
+        cannot transpose) on traced operands with concrete indices. Only for
+        callers that never transpose the product (``spmv_operator``). Without
+        it, traced operands take the native COO primitive, which has JVP,
+        transpose and batching rules (``native.coo_matmul_p``), on CPU.
 
     Returns
     -------
@@ -182,22 +182,26 @@ def spmm_dense(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = 
 def _native_product(data, indices, shape, x, *, rows_sorted: bool, traced_native: bool, leading_axis: bool):
     """``A @ x`` on a native FFI kernel (one compiled dispatch eagerly), or None where none applies.
 
-    Applies when the kernels are built and enabled, the dtypes are supported
-    and the operands are concrete (traced ones with ``traced_native``; see
-    ``spmm``). A vector ``x`` goes to the CSR kernel (scipy's loop: one
-    column index per entry) when the indices are concrete and have a cached
-    CSR structure (uploaded to JAX once per index buffer); otherwise to the
-    COO kernel, which needs no structure (building one from traced indices
-    costs more than it saves in a single product: see ``spmv_operator``).
+    Applies when the kernels are built and enabled and the dtypes are
+    supported, eagerly and under tracing. A vector ``x`` goes to the CSR
+    kernel (scipy's loop: one column index per entry) when every operand is
+    concrete (traced data or ``x`` with concrete indices only with
+    ``traced_native``) and the indices have a cached CSR structure (uploaded
+    to JAX once per index buffer); otherwise to the COO primitive, which
+    needs no structure (building one from traced indices costs more than it
+    saves in a single product: see ``spmv_operator``) and which JAX can
+    differentiate, transpose and batch.
     """
-    if not (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype) and native.available()
-            and (traced_native or is_concrete(data, indices, x))):
+    if not (x.ndim in (1, 2) and native.supports(data.dtype, x.dtype, indices.dtype) and native.available()):
         return None
     m = shape[0]
-    if x.ndim == 1 and is_concrete(indices):
+    concrete = is_concrete(data, indices, x)
+    if x.ndim == 1 and (concrete or (traced_native and is_concrete(indices))):
         st = _device_csr(indices, shape)
         if st is not None:
             return native.csr_matvec(data, indices, st[0], st[1], x, m, leading_axis=leading_axis)
+    # The COO kernel is a primitive with JVP, transpose and batching rules (``native.coo_matmul_p``): traced
+    # operands take it too, and jax.linear_transpose / custom_linear_solve transpose it.
     return native.spmm(data, indices, x, m) if leading_axis else native.coo_matmul(data, indices, x, m)
 
 

@@ -10,13 +10,19 @@ values for a 2-D ``x``). No plan is needed, so it runs eagerly and under
 int32/int64 indices; the output is zeroed first and accumulated in its own
 dtype in storage order (a serial scatter-add).
 
-``coo_matmul`` wraps it in ``jax.custom_jvp``: the primal is the
-native call, the tangent the pure-XLA gather + segment sum
-(``.coo.coo_matmat``) of ``(d_data, x)`` and ``(data, d_x)``, so
-``jax.jvp`` works and ``jax.grad`` (w.r.t. ``data`` and ``x``) transposes
-the XLA tangent. ``jax.vmap`` adds leading batch dimensions that the kernel
-loops over (``vmap_method="expand_dims"``: an unbatched operand is read once,
-not copied).
+``coo_matmul`` binds it as a JAX primitive, ``coo_matmul_p``, with its
+own rules (as ``jax.experimental.sparse`` defines ``bcoo_dot_general``):
+the product is bilinear in ``data`` and ``x``, so the JVP is two products
+by the same primitive, the transpose with respect to ``x`` is the product
+by the transposed pattern (swapped index columns) and with respect to
+``data`` the sampled ``ct[row] * x[col]``; ``jax.vmap`` over ``x`` alone
+joins the batch to ``x``'s columns (one call), other batchings run the
+pure-XLA product. So ``jit``, ``grad``, ``jacfwd``/``jacrev``,
+``linear_transpose`` and ``custom_linear_solve`` all run the kernel. It
+lowers to the FFI call on CPU and to the pure-XLA gather + segment sum
+(``.coo.coo_matmat``) on other platforms. The CSR kernel
+(``csr_matvec``) stays a ``custom_jvp`` (its tangent is the XLA product),
+for the eager path and solvers that never transpose it.
 
 ``available`` says whether the native path can run here: the extension
 imports, the default backend is CPU, and ``BCOO_ARRAY_NATIVE`` is not ``0``
@@ -31,6 +37,9 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import ShapedArray
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
 
 from .coo import coo_matmat
 from .host import aligned_empty
@@ -57,6 +66,7 @@ def _load() -> bool:
         else:
             for name, capsule in _ffi.registrations().items():
                 jax.ffi.register_ffi_target(name, capsule, platform="cpu")
+            _register_native_lowering()
             ok = True
         _STATE["ok"] = ok
     return ok
@@ -112,9 +122,96 @@ def _xla_matmul(data, indices, x, m: int):
     return coo_matmat(data, rows, cols, x, m)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(3,))
+# ``coo_matmul_p``: the native product as a JAX primitive with its own differentiation, transposition and
+# batching rules (as jax.experimental.sparse defines bcoo_dot_general), so that ``jit``, ``grad``,
+# ``linear_transpose``, ``custom_linear_solve`` (gmres, bicgstab) and ``vmap`` all run it. It is bilinear in
+# ``data`` and ``x``: the tangent is two products by the same primitive, the transpose with respect to ``x`` is
+# the product by the transposed pattern (swapped index columns; padding stays out of range), the transpose with
+# respect to ``data`` samples ``ct[row] * x[col]`` at the stored entries. On CPU it lowers to the FFI kernel,
+# elsewhere to the pure-XLA gather + segment sum.
+coo_matmul_p = Primitive("bcoo_array_coo_matmul")
+
+
+def _coo_matmul_abstract(data, indices, x, *, m):
+    return ShapedArray((m,) + tuple(x.shape[1:]), data.dtype)
+
+
+def _coo_matmul_impl(data, indices, x, *, m):
+    return _coo_matmul_bound(data, indices, x, m)
+
+
+@partial(jax.jit, static_argnums=3)
+def _coo_matmul_bound(data, indices, x, m):
+    return coo_matmul_p.bind(data, indices, x, m=m)
+
+
+def _coo_matmul_jvp(primals, tangents, *, m):
+    data, indices, x = primals
+    d_data, _, d_x = tangents
+    y = coo_matmul_p.bind(data, indices, x, m=m)
+    dy = None
+    if type(d_data) is not ad.Zero:
+        dy = coo_matmul_p.bind(d_data, indices, x, m=m)
+    if type(d_x) is not ad.Zero:
+        t = coo_matmul_p.bind(data, indices, d_x, m=m)
+        dy = t if dy is None else dy + t
+    return y, (ad.Zero(y.aval.to_tangent_aval()) if dy is None else dy)
+
+
+def _sampled(ct, indices, x):
+    """``ct[row] . x[col]`` at every stored entry (0 for padding): the cotangent of ``data``."""
+    rows, cols = indices[:, 0], indices[:, 1]
+    g = jnp.take(ct, rows, axis=0, mode="fill", fill_value=0) * jnp.take(x, cols, axis=0, mode="fill", fill_value=0)
+    return g if g.ndim == 1 else jnp.sum(g, axis=tuple(range(1, g.ndim)))
+
+
+def _coo_matmul_transpose(ct, data, indices, x, *, m):
+    if ad.is_undefined_primal(indices):
+        raise ValueError("coo_matmul: the product is not linear in the indices")
+    if ad.is_undefined_primal(data) == ad.is_undefined_primal(x):
+        raise ValueError("coo_matmul: the product is linear in data or in x, one at a time")
+    if ad.is_undefined_primal(x):
+        k = x.aval.shape[0]
+        if type(ct) is ad.Zero:
+            return None, None, ad.Zero(x.aval)
+        return None, None, coo_matmul_p.bind(data, indices[:, ::-1], ct, m=k)
+    if type(ct) is ad.Zero:
+        return ad.Zero(data.aval), None, None
+    return _sampled(ct, indices, x).astype(data.aval.dtype), None, None
+
+
+def _coo_matmul_batch(args, dims, *, m):
+    data, indices, x = args
+    d_dim, i_dim, x_dim = dims
+    if d_dim is None and i_dim is None:  # (JAX marks an unmapped operand with None)
+        # One matrix, a batch of operands: the batch joins x's columns, one product.
+        xb = jnp.moveaxis(x, x_dim, -1)
+        flat = xb.reshape(xb.shape[0], -1)
+        y = coo_matmul_p.bind(data, indices, flat, m=m)
+        return y.reshape((m,) + xb.shape[1:]), xb.ndim - 1
+    return jax.vmap(partial(_xla_matmul, m=m), in_axes=tuple(dims))(data, indices, x), 0
+
+
+def _coo_matmul_xla_lowering(data, indices, x, *, m):
+    return _xla_matmul(data, indices, x, m)
+
+
+coo_matmul_p.def_impl(_coo_matmul_impl)
+coo_matmul_p.def_abstract_eval(_coo_matmul_abstract)
+ad.primitive_jvps[coo_matmul_p] = _coo_matmul_jvp
+ad.primitive_transposes[coo_matmul_p] = _coo_matmul_transpose
+batching.primitive_batchers[coo_matmul_p] = _coo_matmul_batch
+mlir.register_lowering(coo_matmul_p, mlir.lower_fun(_coo_matmul_xla_lowering, multiple_results=False))
+
+
+def _register_native_lowering():
+    """The CPU lowering to the FFI kernel (once the extension registered its target)."""
+    rule = jax.ffi.ffi_lowering(TARGET)
+    mlir.register_lowering(coo_matmul_p, lambda ctx, *args, m: rule(ctx, *args, m=np.int64(m)), platform="cpu")
+
+
 def _coo_matmul(data, indices, x, m):
-    return _ffi_matmul(data, indices, x, m)
+    return coo_matmul_p.bind(data, indices, x, m=int(m))
 
 
 def _xla_tangent(y, data, indices, x, d_data, d_x, m):
@@ -128,14 +225,6 @@ def _xla_tangent(y, data, indices, x, d_data, d_x, m):
         t = _xla_matmul(data, indices, d_x, m)
         dy = t if dy is None else dy + t
     return jnp.zeros_like(y) if dy is None else dy
-
-
-@partial(_coo_matmul.defjvp, symbolic_zeros=True)
-def _coo_matmul_jvp(m, primals, tangents):
-    data, indices, x = primals
-    d_data, _, d_x = tangents
-    y = _coo_matmul(data, indices, x, m)
-    return y, _xla_tangent(y, data, indices, x, d_data, d_x, m)
 
 
 def _check(data, indices, x, m):
