@@ -35,6 +35,7 @@ from ._layout import (
     is_concrete,
     is_tracer,
     normalize_shape,
+    prod,
 )
 from ._namespace import indexing, namespace, numpy_protocol
 from ._scipy_methods import ScipyMethodsMixin
@@ -59,6 +60,32 @@ def _densify_message(what: str) -> str:
 
 #: Why ``numpy.asarray(A)`` is refused, and the conversions that work instead.
 DENSIFY_REFUSED = _densify_message("converting a BCOOArray to a NumPy array")
+
+
+class Deferred:
+    """Stored values computed on first use: ``thunk()`` gives a NumPy or JAX array of ``shape`` and ``dtype``.
+
+    A transpose (``A.T``) knows its indices at once (a plan cached on ``A``'s index buffer) but its values are a
+    gather of ``A``'s; ``A.T @ x`` (scipy's PageRank loop) reads ``A``'s buffers through the column-ordered
+    product bound to the transpose and never needs them, as scipy's ``.T`` is a CSC view. Held in the array's
+    ``_hdata`` slot; every reader of the values resolves it (once: the result is kept and shared by arrays
+    made from this one with ``_replace``).
+    """
+
+    __slots__ = ("thunk", "shape", "dtype", "value")
+
+    def __init__(self, thunk, shape, dtype):
+        self.thunk, self.shape, self.dtype, self.value = thunk, tuple(shape), np.dtype(dtype), None
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    def resolve(self):
+        if self.value is None:
+            self.value = self.thunk()
+            self.thunk = None
+        return self.value
 
 
 class NoPattern:
@@ -258,7 +285,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     def _set(self, data, indices, shape, n_batch, n_dense, fill, indices_sorted, unique_indices):
         # NumPy buffers are the host engine's own (never a user's array: callers copy those first).
-        if type(data) is np.ndarray:
+        if type(data) is np.ndarray or type(data) is Deferred:
             self._data, self._hdata = None, data
         else:
             self._data, self._hdata = data, None
@@ -283,8 +310,22 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """The stored values, a ``jax.Array`` of shape ``(*batch, nse, *dense)`` (the array's dtype)."""
         d = self._data
         if d is None:
-            d = self._data = to_device(self._hdata, owned=True)
+            hd = self._hdata
+            if type(hd) is Deferred:
+                hd = self._resolve_data()
+                if type(hd) is not np.ndarray:
+                    return hd
+            d = self._data = to_device(hd, owned=True)
         return d
+
+    def _resolve_data(self):
+        """Compute deferred values (a transpose's gather) into the slot their kind belongs in (internal)."""
+        value = self._hdata.resolve()
+        if type(value) is np.ndarray:
+            self._hdata = value
+        else:
+            self._data, self._hdata = value, None
+        return value
 
     @data.setter
     def data(self, value) -> None:
@@ -311,7 +352,10 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         An array the host engine computed is ready already (its NumPy buffers
         are not handed to JAX by this call); JAX buffers are waited for.
         Benchmarks call it to time a result without timing a transfer.
+        Deferred values (a transpose's, see ``Deferred``) are computed.
         """
+        if type(self._hdata) is Deferred:
+            self._resolve_data()
         for b in (self._data, self._indices):
             if b is not None and hasattr(b, "block_until_ready"):
                 b.block_until_ready()
@@ -322,6 +366,9 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         when they cannot be read there (traced, on another device, sharded). Internal: the host engine's
         operands; never write to them."""
         hd, hi = self._hdata, self._hindices
+        if type(hd) is Deferred:
+            self._resolve_data()
+            hd = self._hdata
         if hd is None:
             hd = host_view(self._data)
             if hd is None:
@@ -543,7 +590,9 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         bound = None
         if (self.ndim == 2 and self.n_batch == 0 and self.n_dense == 0
                 and same_value_np(self._fill, np.zeros((), self.dtype))):
-            host = self._host_buffers()
+            # Plans are cached on the index buffer object: a JAX buffer when the array has one (its host view
+            # is a new object for every array sharing the buffer, e.g. each A.T of a large A)
+            host = self._host_buffers() if self._indices is None else None
             if host is not None:
                 # A weak reference: the array holds the binding, so a strong one would be a cycle that only
                 # the garbage collector frees (a temporary such as A.T in A.T @ x would pile up its buffers).

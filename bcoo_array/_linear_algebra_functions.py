@@ -332,6 +332,13 @@ def matmul(x1, x2, /):
             bound = x1._bound_matvec()
             if bound is not None and bound.serves_device(x2):
                 return bound.device(x2)
+    if (type(x1) is np.ndarray and x1.ndim == 1 and type(x2) is BCOOArray and x2.ndim == 2 and x2.indices_sorted
+            and x2.n_batch == 0 and x2.n_dense == 0):
+        # scipy's x @ A (a row vector times the matrix) is A.T @ x: the transpose's product reads A's own
+        # buffers (scipy's CSC product), with no transposed copy.
+        bound = permute_dims(x2, (1, 0))._bound_matvec()
+        if bound is not None and bound.serves(x1):
+            return bound(x1)
     if type(x1) is BCOOArray and _is_plain_matrix(x1):
         # The other common calls, with no operand normalisation: A @ x with a NumPy x (the host
         # kernel writes the NumPy result) and A @ x with a JAX x of A's dtype (one kernel

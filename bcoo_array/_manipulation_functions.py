@@ -20,12 +20,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _dtypes
-from ._array_object import BCOOArray
-from ._engine import Operation, host_view
+from ._array_object import BCOOArray, Deferred
+from ._engine import Operation, host_enabled, host_view
 from ._fill import same_value_np
 from ._kernels import slicing
 from ._kernels.coalesce import broadcast_batch
+from ._kernels.cache import PLANS
 from ._kernels.host import adopt
+from ._kernels.matmul import host_rmatvec
 from ._layout import (
     broadcast_shape,
     index_dtype_for,
@@ -99,6 +101,25 @@ _permute_buffers.xla(jax.jit(partial(_permute_buffers_impl, jnp),
                              static_argnames=("data_axes", "index_axes", "columns")))
 
 
+def transposed_matvec(x: BCOOArray):
+    """The vector product of ``x.T`` read from ``x``'s buffers (``matmul.host_rmatvec``), or None.
+
+    For a zero-filled 2-D matrix with every dimension sparse and concrete
+    buffers on the host; the cached CSR structure is keyed on ``x``'s JAX
+    index buffer when it has one (each of its host views is a new object).
+    """
+    if (x.ndim != 2 or x.n_batch or x.n_dense or not host_enabled()
+            or not same_value_np(x.fill_value, np.zeros((), x.dtype))):
+        return None
+    host = x._host_buffers()
+    if host is None:
+        return None
+    indices = x._indices if x._indices is not None else host[1]
+    values = x._data if x._data is not None else host[0]
+    # one binding per pair of buffers (scipy's constructor costs more than a small product)
+    return PLANS.get((values, indices), ("rmatvec", x.shape), lambda: host_rmatvec(host[0], indices, x.shape))
+
+
 @routed
 def permute_dims(x, /, axes) -> BCOOArray:
     """Permute the dimensions of ``x`` (array API ``permute_dims``).
@@ -131,11 +152,19 @@ def permute_dims(x, /, axes) -> BCOOArray:
     if axes == (1, 0) and x.n_batch == 0 and x.n_dense == 0:
         got = slicing.transpose(*x._buffers(), x.shape)
         if got is not None:
-            # scipy's CSR -> CSC with a cached plan: the result is already in canonical order.
+            # scipy's CSR -> CSC with a cached plan: the result is already in canonical order. Its values are a
+            # gather of x's, done on first use; its product with a vector reads x's own buffers (scipy's .T is
+            # a CSC view), so A.T @ v never gathers.
             values, indices, canonical = got
-            return BCOOArray._from_buffers(values, indices, x.shape[::-1],
-                                           n_batch=0, n_dense=0, fill_value=x.fill_value, indices_sorted=True,
-                                           unique_indices=canonical)
+            if callable(values):
+                values = Deferred(values, (indices.shape[0],), x.dtype)
+            out = BCOOArray._from_buffers(values, indices, x.shape[::-1],
+                                          n_batch=0, n_dense=0, fill_value=x.fill_value, indices_sorted=True,
+                                          unique_indices=canonical)
+            bound = transposed_matvec(x)
+            if bound is not None:
+                out._matvec = (bound,)
+            return out
     nb, ns = x.n_batch, x.n_sparse
     groups_kept = (
         all(a < nb for a in axes[:nb])

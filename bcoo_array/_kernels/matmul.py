@@ -111,6 +111,56 @@ def host_matvec(data, indices, shape: tuple[int, int], source=None) -> native.Cs
                             device_structure=lambda: _device_csr(source()[1], shape))
 
 
+class TransposedMatvec:
+    """``y = A.T @ x`` for NumPy vectors, read from ``A``'s own CSR structure: scipy's CSC product.
+
+    ``A``'s CSR arrays are the CSC arrays of ``A.T`` (what scipy's ``.T``
+    returns), so the product is scipy's ``csc_matvec`` loop on zero-copy
+    views, with no transposed copy of the values. Bound to a transpose by
+    ``permute_dims``, with the interface of ``native.CsrMatvec`` (the
+    device path declines: it takes the transpose's own buffers).
+    """
+
+    __slots__ = ("_csc", "dtype", "k")
+
+    def __init__(self, data: np.ndarray, cols: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]):
+        m, n = shape
+        self._csc = sp.csc_array((data, cols, indptr), shape=(n, m), copy=False)
+        self.dtype = data.dtype
+        self.k = m
+
+    def serves(self, x: np.ndarray) -> bool:
+        """Whether NumPy ``x`` is a vector of ``A``'s row count and dtype."""
+        return x.ndim == 1 and x.dtype == self.dtype and x.shape[0] == self.k
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """``A.T @ x``, a fresh NumPy vector."""
+        return self._csc @ x
+
+    def serves_device(self, x) -> bool:
+        """Never: a JAX vector takes the transpose's own buffers."""
+        return False
+
+
+def host_rmatvec(data, indices, shape: tuple[int, int]) -> TransposedMatvec | None:
+    """The product by the transpose of the zero-filled 2-D matrix ``(data, indices)``, or None.
+
+    ``indices`` (a JAX or NumPy buffer: its cached CSR structure is keyed on
+    the object) must be row-sorted with valid entries first; ``data`` must be
+    readable on the host in a dtype scipy multiplies (float, complex).
+    """
+    if np.dtype(data.dtype).kind not in "fc" or not is_concrete(data, indices):
+        return None
+    st = csr.csr_arrays(indices, shape)
+    if st is None:
+        return None
+    host = data if isinstance(data, np.ndarray) else host_buffers(data)
+    if host is None:
+        return None
+    host = host if isinstance(host, np.ndarray) else host[0]
+    return TransposedMatvec(np.ascontiguousarray(host[:st.n_valid]), st.cols, st.indptr, shape)
+
+
 def _on_cpu() -> bool:
     return jax.default_backend() == "cpu"
 

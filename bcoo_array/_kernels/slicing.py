@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from .._engine import Operation, host_view
-from .._layout import is_concrete
+from .._layout import is_concrete, is_tracer
 from .cache import PLANS
 from .csr import csr_arrays
 from .host import aligned_empty, host_buffers, to_device
@@ -154,7 +154,7 @@ def _transpose_host(data, indices, shape: tuple[int, int]):
     if plan is None:
         return None
     order, transposed, canonical = plan
-    return data[order], transposed, canonical
+    return (lambda: data[order]), transposed, canonical  # values on first use (``BCOOArray``'s ``Deferred``)
 
 
 @transpose.xla
@@ -170,8 +170,10 @@ def _transpose_xla(data, indices, shape: tuple[int, int]):
 
     Returns
     -------
-    values : jax.Array, shape ``(n_valid,)``
-        ``data`` gathered column by column (scipy's CSR -> CSC), one compiled gather.
+    values : jax.Array, shape ``(n_valid,)``, or a callable returning it
+        ``data`` gathered column by column (scipy's CSR -> CSC), one compiled
+        gather; for concrete ``data``, a callable that runs it on first use
+        (both engines: the caller defers it).
     indices : jax.Array, shape ``(n_valid, 2)``
         Sorted by (column, row); part of the cached plan.
     canonical : bool
@@ -182,7 +184,9 @@ def _transpose_xla(data, indices, shape: tuple[int, int]):
     plan = column_plan(indices, shape)
     if plan is None:
         return None
-    return _gather(data, plan.order_device), plan.transposed, plan.canonical
+    if is_tracer(data):
+        return _gather(data, plan.order_device), plan.transposed, plan.canonical
+    return (lambda: _gather(data, plan.order_device)), plan.transposed, plan.canonical  # values on first use
 
 
 @jax.jit
