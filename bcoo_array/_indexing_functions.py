@@ -679,10 +679,13 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
     if coords is None:  # a False 0-d mask selects nothing
         return x
     sel_shape = coords[0].shape if coords else ()
+    # A 0-d True mask adds a dimension of size 1 to the selection, as NumPy's x[True] (shape (1, ...)): the
+    # value broadcasts against that shape, then drops it.
+    value_shape = _with_mask_axis(key, x.ndim, sel_shape)
     # A concrete value is shaped on the host (NumPy), with no XLA program per shape.
     host_val = None if is_tracer(val) else np.asarray(val)
-    val = np.broadcast_to(host_val, sel_shape).reshape(-1) if host_val is not None else \
-        jnp.broadcast_to(val, sel_shape).reshape(-1)
+    val = np.broadcast_to(host_val, value_shape).reshape(-1) if host_val is not None else \
+        jnp.broadcast_to(val, value_shape).reshape(-1)
     flat = [np.asarray(cc).reshape(-1) for cc in coords]
     n = flat[0].size if flat else 1
     idt = index_dtype_for(x.shape)
@@ -867,6 +870,16 @@ def _mixed_coords(shape, key):
         axis = np.arange(n).reshape((n,) + (1,) * (ndim - 1 - d))
         coords.append(np.broadcast_to(axis, shape)[nkey])
     return coords
+
+
+def _with_mask_axis(key, ndim: int, sel_shape: tuple) -> tuple:
+    """``sel_shape`` with the size-1 dimension a 0-d True mask in ``key`` adds (NumPy's ``x[True]``)."""
+    key = _expand(key, ndim)
+    for i, k in enumerate(key):
+        if _is_bool_array(k) and not isinstance(k, bool) and np.ndim(_as_dense_key(k)) == 0:
+            before = sum(1 for j in key[:i] if j is None or isinstance(j, slice))
+            return sel_shape[:before] + (1,) + sel_shape[before:]
+    return sel_shape
 
 
 def _check_selection(shape, n_selected: int, dtype) -> None:

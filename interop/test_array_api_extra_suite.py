@@ -65,47 +65,9 @@ _TESTING = "tests/main/test_testing.py::"
 #: below (non-strict): when the library is fixed it reports XPASS; remove the
 #: entry then. The classes are those of the triage table in interop/README.md.
 KNOWN_FAILURES: dict[str, str] = {
-    # Class A (bcoo_array bug, bcoo_array/_indexing_functions.py setitem): a 0-d
-    # array with a 0-d boolean mask. NumPy's x[True] has shape (1,), so
-    # x[mask] = op(x[mask], y) assigns a (1,)-shaped value; setitem computes the
-    # selection shape () (no per-axis coordinates for a 0-d x) and np.broadcast_to
-    # raises "cannot broadcast a non-scalar to a scalar array".
-    # xpx.at(x)[idx].<op>(y) with x = xp.asarray(20.0), idx = xp.asarray(True):
-    **{
-        f"{_AT}test_update_ops[bcoo_array-True-0-0-{op}-{y}-expect_list{i}-{copy}]": (
-            "A: 0-d x[0-d True mask] = (1,)-shaped value -> 'cannot broadcast a non-scalar to a scalar array'"
-        )
-        for i, (op, y) in enumerate(
-            [("add", "40.0"), ("subtract", "100.0"), ("multiply", "2.0"), ("divide", "2.0"),
-             ("power", "2.0"), ("min", "25.0"), ("max", "25.0")],
-            start=1,
-        )
-        for copy in ("False", "True", "None")
-    },
-    # Class A and B through xpx.apply_where (which isclose uses for float
-    # inputs): out[cond] = f(a[cond], b[cond]) with 0-d a, b, cond. Where the
-    # result is True: as class A. Where it is False (the fill value of the bool
-    # output): class B, setitem's fill-value path _outer_selection indexes
-    # shape[0] of a 0-d array -> "IndexError: tuple index out of range".
-    **{
-        f"{_ISCLOSE}[bcoo_array-{a}-{b}-{swap}]": (
-            "A: 0-d isclose -> apply_where -> out[0-d mask] = (1,)-shaped value "
-            "-> 'cannot broadcast a non-scalar to a scalar array'"
-        )
-        for a, b in [("0.0", "0.0"), ("1.0", "1.0"), ("(1+1j)", "(1+1j)"), ("inf", "inf"), ("-inf", "-inf"),
-                     ("1000000.0", "1000001.0"), ("1e-07", "1.1e-07"), ("(1000000+0j)", "(1000000+1j)")]
-        for swap in ("False", "True")
-    },
-    **{
-        f"{_ISCLOSE}[bcoo_array-{a}-{b}-{swap}]": (
-            "B: 0-d isclose -> apply_where -> out[0-d mask] = False (the fill value) "
-            "-> _outer_selection 'IndexError: tuple index out of range'"
-        )
-        for a, b in [("1.0", "2.0"), ("1.0", "-1.0"), ("100.0", "101.0"), ("(1+1j)", "(1-1j)"),
-                     ("inf", "100.0"), ("inf", "-inf"), ("nan", "nan"), ("nan", "100.0"),
-                     ("1000000.0", "1000100.0"), ("1e-06", "1.1e-06"), ("(1000000+0j)", "(1000000+100j)")]
-        for swap in ("False", "True")
-    },
+    # Classes A and B of the triage (0-d boolean-mask assignment: x[True] on a 0-d array, through
+    # xpx.at(...).add/... and xpx.isclose's apply_where) are fixed in bcoo_array (setitem's 0-d mask axis,
+    # _outer_selection leaving 0-d masks to the general path); their 59 cases pass.
     # Class C (bcoo_array design choice; the standard leaves __setitem__ casts
     # implementation-defined): at().min / at().max with a float y on an int64 x
     # run x[idx] = minimum(x[idx], asarray(1.1)), a float64 value; bcoo_array's

@@ -316,3 +316,19 @@ def test_assigning_the_fill_value_through_a_0d_or_nd_mask(mask):
     A[xp.asarray(mask)] = False
     D[mask] = False
     np.testing.assert_array_equal(np.asarray(A.todense()), D)
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+def test_a_0d_true_mask_selects_with_a_leading_axis_of_one(shape):
+    """NumPy's x[True] has shape (1, *x.shape): the value broadcasts against it (array-api-extra's
+    at(x)[mask].add(y) and isclose on 0-d arrays; its suite's classes A and B)."""
+    D = np.arange(1.0, 1.0 + int(np.prod(shape))).reshape(shape)
+    A = xp.asarray(D)
+    value = np.full((1,) + shape, 60.0)
+    A[xp.asarray(np.array(True))] = value
+    D[np.array(True)] = value
+    np.testing.assert_array_equal(np.asarray(A.todense()), D)
+    A[xp.asarray(np.array(True))] = 0.0  # the fill value
+    D[np.array(True)] = 0.0
+    np.testing.assert_array_equal(np.asarray(A.todense()), D)
+    assert A.nse == 0
