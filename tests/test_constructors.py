@@ -282,3 +282,31 @@ def test_from_dlpack_reads_any_strides_and_copies(view):
     base[:] = -1.0  # the array owns its entries
     np.testing.assert_array_equal(np.asarray(A.todense()), want)
     np.testing.assert_array_equal(np.asarray(xp.from_dlpack(jax.numpy.asarray(want)).todense()), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_eager_and_traced_construction_agree_on_in_range_indices(data):
+    """Eagerly the constructor checks the indices; under jit it cannot, and in-range indices (duplicates and
+    padding included) give the same array. Out of range: eagerly an error, under jit the entry is padding."""
+    m, n = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 6))
+    k = data.draw(st.integers(0, 12))
+    rows = np.array(data.draw(st.lists(st.integers(0, m), min_size=k, max_size=k)), np.int32)  # m: padding
+    cols = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k)), np.int32)
+    rows = np.where(rows == m, m, rows)
+    cols = np.where(rows == m, n, cols)  # a padding row is padding in every column
+    vals = np.arange(1.0, k + 1.0)
+    idx = np.stack([rows, cols], 1).reshape(k, 2)
+    eager = xp.BCOOArray((vals, idx), shape=(m, n)).todense()
+    traced = jax.jit(lambda d, i: xp.BCOOArray((d, i), shape=(m, n)).todense())(vals, idx)
+    np.testing.assert_array_equal(np.asarray(eager), np.asarray(traced))
+    if k:
+        bad = idx.copy()
+        bad[0] = [0, n + 3]
+        with pytest.raises(ValueError, match="out of bounds"):
+            xp.BCOOArray((vals, bad), shape=(m, n))
+        got = jax.jit(lambda d, i: xp.BCOOArray((d, i), shape=(m, n)).todense())(vals, bad)
+        keep = np.ones(k, bool)
+        keep[0] = False
+        want = xp.BCOOArray((vals[keep], idx[keep]), shape=(m, n)).todense()
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))  # documented: dropped as padding
