@@ -1,0 +1,21 @@
+"""scipy's own array-API tests with bcoo_array as a namespace beside array_api_strict.
+
+    .venv/bin/python interop/run_scipy_array_api.py --failures
+    .venv/bin/python interop/run_scipy_array_api.py scipy/special/tests/test_support_alternative_backends.py -x -k erf
+
+Prints where bcoo_array comes from, the counts per namespace (all cases, and
+the cases that exist for both namespaces), and exits with pytest's status.
+See interop/README.md ("scikit-learn's and scipy's array-API tests").
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _xp_suites  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(_xp_suites.main("scipy"))
