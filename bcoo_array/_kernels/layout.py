@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._engine import Operation, host_view
-from .._layout import index_dtype_for, prod, valid_rows
+from .._layout import index_dtype_for, is_concrete, prod, valid_rows
 from .coalesce import sum_duplicates
 
 
@@ -22,6 +22,8 @@ update_layout = Operation("update_layout", operands=lambda data, indices, *args:
 @update_layout.host
 def _update_layout_host(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool,
                         new_n_batch: int, new_n_dense: int, canonical: bool):
+    if n_batch == 0 and new_n_batch > 0 and new_n_dense == n_dense:
+        return _to_batched_host(host_view(data), host_view(indices), tuple(shape), new_n_batch)
     if new_n_batch or new_n_dense:
         return NotImplemented
     data, indices = host_view(data), host_view(indices)
@@ -45,6 +47,39 @@ def _update_layout_host(data, indices, shape, n_batch: int, n_dense: int, fill, 
     if not valid.all():
         out[~valid] = np.asarray(shape, idt)  # padding stays padding, in every column
     return np.ascontiguousarray(d).reshape(-1), out.reshape(-1, ndim)
+
+
+def _batched_plan(indices: np.ndarray, shape: tuple, nb: int):
+    """Where each valid entry goes when the leading ``nb`` sparse dimensions become batch dimensions:
+    ``(src, bid, pos, nse, new_indices)`` (entry, batch element, slot; the fullest element's count; the new
+    index buffer with padding in the free slots)."""
+    k = indices.shape[1]
+    sizes = shape[:k]
+    batch = shape[:nb]
+    B = prod(batch)
+    src = np.flatnonzero(valid_rows(indices, sizes))
+    idx = indices[src]
+    bid = np.ravel_multi_index(tuple(idx[:, j].astype(np.int64) for j in range(nb)), batch)
+    order = np.argsort(bid, kind="stable")
+    src, bid, idx = src[order], bid[order], idx[order]
+    counts = np.bincount(bid, minlength=B)
+    nse = int(counts.max()) if counts.size else 0
+    pos = np.arange(bid.size) - (np.cumsum(counts) - counts)[bid]
+    out_idx = np.empty((B, nse, k - nb), indices.dtype)
+    out_idx[...] = np.asarray(sizes[nb:], indices.dtype)  # padding in every column
+    out_idx[bid, pos] = idx[:, nb:]
+    return src, bid, pos, nse, out_idx.reshape(batch + out_idx.shape[1:])
+
+
+def _to_batched_host(data: np.ndarray, indices: np.ndarray, shape: tuple, nb: int):
+    """Leading sparse dimensions made batch dimensions: each batch element keeps its own entries, padded to
+    the fullest element's count (``jax.experimental.sparse``'s ``bcoo_update_layout`` gives every element
+    every entry, zeroed where it belongs to another, so a stack of 8 matrices stored 8x its fullest one)."""
+    src, bid, pos, nse, out_idx = _batched_plan(indices, shape, nb)
+    batch = shape[:nb]
+    out_data = np.zeros((prod(batch), nse) + data.shape[1:], data.dtype)
+    out_data[bid, pos] = data[src]
+    return out_data.reshape(batch + out_data.shape[1:]), out_idx
 
 
 @update_layout.xla
@@ -85,6 +120,12 @@ def _update_layout_xla(data, indices, shape, n_batch: int, n_dense: int, fill, f
                                       n_dense, canonical)
         return update_layout(data, indices, shape, new_n_batch, n_dense, fill, fill_is_zero, new_n_batch,
                              new_n_dense, False)
+    if n_batch == 0 and new_n_batch > 0 and new_n_dense == n_dense and is_concrete(indices):
+        # The host twin's algorithm with concrete indices: a NumPy plan, the values placed by XLA.
+        src, bid, pos, nse, out_idx = _batched_plan(np.asarray(indices), tuple(shape), new_n_batch)
+        batch = tuple(shape[:new_n_batch])
+        out = jnp.zeros((prod(batch), nse) + tuple(data.shape[1:]), data.dtype).at[bid, pos].set(data[src])
+        return out.reshape(batch + out.shape[1:]), jnp.asarray(out_idx)
     if new_n_dense > n_dense and not canonical:
         data, indices = sum_duplicates(data, indices, shape, n_batch, n_dense)
     new_data, new_indices = _bcoo_update_layout(data, indices, tuple(shape), new_n_batch, new_n_dense)
