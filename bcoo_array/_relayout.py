@@ -119,9 +119,12 @@ def update_layout(x: BCOOArray, n_batch: int | None = None, n_dense: int | None 
     -------
     BCOOArray
         Same shape, dtype, values and fill value; ``x`` itself when the layout
-        does not change. Each batch element stores as many entries as the
-        fullest one did (padding the others); a new dense dimension stores
-        whole blocks (the fill value where nothing was stored).
+        does not change. Each batch element stores its own entries, as many
+        as the fullest one (padding the others) when the indices are
+        concrete; traced indices keep every entry in each element (zero
+        values where they belong to another), as
+        ``jax.experimental.sparse.bcoo_update_layout``. A new dense dimension
+        stores whole blocks (the fill value where nothing was stored).
 
     Raises
     ------
