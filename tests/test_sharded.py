@@ -181,6 +181,10 @@ def test_single_device_mesh_in_process():
         shard(xp.asarray(D), "x", P("x"))
     with pytest.raises(ValueError, match="exactly one"):
         shard(xp.asarray(D), mesh, P(None, None))
+    # scipy's attributes ask to gather, and generic code probing with hasattr gets False (not an exception)
+    with pytest.raises(TypeError, match="unshard"):
+        A.nnz
+    assert not hasattr(A, "nnz") and not hasattr(A, "tocsr") and hasattr(A, "matvec")
 
 
 def _free_port() -> int:

@@ -36,6 +36,11 @@ def spec_entry(mesh_axes: tuple):
 _GATHER = "gather it first with A.unshard() (bcoo_array.sharded.unshard(A))"
 
 
+class GatherFirstError(TypeError, AttributeError):
+    """A BCOOArray attribute read on a sharded array: a TypeError naming the gather, and an AttributeError so
+    that ``hasattr(A, name)`` (generic code probing for scipy's attributes) answers False."""
+
+
 class GatherFirst:
     """A scipy.sparse-style attribute of BCOOArray that a ShardedBCOOArray does not have.
 
@@ -62,8 +67,8 @@ class GatherFirst:
         shown = f"{self.name}()" if self.call else self.name
         hint = f"; {self.hint}" if self.hint else ""
         kind = "methods" if self.call else "attributes"
-        raise TypeError(f"ShardedBCOOArray.{shown}: scipy.sparse's {kind} are those of one BCOOArray, not of a "
-                        f"sharded array; {_GATHER}, then use A.unshard().{shown}{hint}")
+        raise GatherFirstError(f"ShardedBCOOArray.{shown}: scipy.sparse's {kind} are those of one BCOOArray, not "
+                               f"of a sharded array; {_GATHER}, then use A.unshard().{shown}{hint}")
 
 
 def _on_blocks(call: str) -> str:
