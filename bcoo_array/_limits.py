@@ -195,5 +195,5 @@ def check_entries(name: str, n_entries: int, dtype, index_dtype, n_sparse: int, 
     )
 
 
-__all__ = ["DEFAULT_MAX_DENSE_BYTES", "MAX_DENSE_BYTES_ENV", "check_dense", "check_entries", "dense_bytes", "get_max_dense_bytes",
-           "set_max_dense_bytes"]
+__all__ = ["DEFAULT_MAX_DENSE_BYTES", "MAX_DENSE_BYTES_ENV", "check_dense", "check_entries", "dense_bytes",
+           "get_max_dense_bytes", "set_max_dense_bytes"]

@@ -160,9 +160,8 @@ def update_layout(x: BCOOArray, n_batch: int | None = None, n_dense: int | None 
     data, indices = _update_layout(*x._buffers(), x.shape, x.n_batch, x.n_dense, x.fill_value,
                                    same_value_np(x.fill_value, np.zeros((), x.dtype)), n_batch, n_dense,
                                    x.indices_sorted and x.unique_indices)
-    out = BCOOArray._from_buffers(data, indices, x.shape, n_batch=n_batch, n_dense=n_dense, fill_value=x.fill_value,
-                                  indices_sorted=False, unique_indices=False)
-    return out
+    return BCOOArray._from_buffers(data, indices, x.shape, n_batch=n_batch, n_dense=n_dense, fill_value=x.fill_value,
+                                   indices_sorted=False, unique_indices=False)
 
 
 def to_coo(x: BCOOArray) -> BCOOArray:
