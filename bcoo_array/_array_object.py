@@ -20,7 +20,7 @@ import numpy as np
 from . import _dtypes
 from ._array_base import ArrayBase, _is_operand
 from ._engine import host_enabled, host_max_entries, host_view, single_cpu
-from ._fill import fill_from_key, fill_key, fill_scalar, same_value_np
+from ._fill import fill_from_key, fill_key, fill_scalar, zero_fill
 from ._kernels.coalesce import sum_duplicates as _sum_duplicates
 from ._kernels.coalesce import todense as _todense
 from ._kernels.csr import csr_arrays
@@ -557,7 +557,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     def _dense(self):
         """The dense values: a fresh NumPy array from the host engine, else a ``jax.Array`` (internal)."""
-        fill_is_zero = same_value_np(self._fill, np.zeros((), self.dtype))
+        fill_is_zero = zero_fill(self._fill)
         data, indices = self._buffers()
         return _todense(data, indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
 
@@ -589,7 +589,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             return memo[0]
         bound = None
         if (self.ndim == 2 and self.n_batch == 0 and self.n_dense == 0
-                and same_value_np(self._fill, np.zeros((), self.dtype))):
+                and zero_fill(self._fill)):
             # Plans are cached on the index buffer object: a JAX buffer when the array has one (its host view
             # is a new object for every array sharing the buffer, e.g. each A.T of a large A)
             host = self._host_buffers() if self._indices is None else None

@@ -18,7 +18,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._convert import from_foreign
-from ._fill import same_value_np
+from ._fill import zero_fill
 from ._kernels.host import adopt, to_device
 from ._layout import index_dtype_for, is_concrete, normalize_shape
 from ._operands import PY_SCALARS
@@ -336,7 +336,7 @@ def _tri(x, k: int, lower: bool) -> BCOOArray:
     x = x if isinstance(x, BCOOArray) else asarray(x)
     if x.ndim < 2:
         raise ValueError(f"{'tril' if lower else 'triu'}() needs at least 2 dimensions, got {x.ndim}")
-    if is_dense_layout(x) or not same_value_np(x.fill_value, np.zeros((), x.dtype)):
+    if is_dense_layout(x) or not zero_fill(x.fill_value):
         d = x.todense()
         return dense_layout(jnp.tril(d, k) if lower else jnp.triu(d, k))
     c = update_layout(x, 0, 0)

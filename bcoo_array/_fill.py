@@ -72,6 +72,36 @@ def same_value_np(a, b) -> bool:
     return bool(a == b)
 
 
+def zero_fill(fill) -> bool:
+    """Whether a fill value is exactly ``+0`` (bits of zero): unstored entries are structural zeros.
+
+    The meaning every kernel needs (a product skips unstored entries, a
+    union's unstored side adds nothing, a sum counts nothing for them). A
+    fill of ``-0.0`` is not zero here: ``1 / x`` gives ``-inf`` there, and
+    ``x + 0.0`` changes its sign bit. ``fill`` is a NumPy scalar (a
+    BCOOArray's ``fill_value``).
+    """
+    f = np.asarray(fill)
+    zero = _ZERO_BYTES.get(f.dtype)
+    if zero is None:
+        zero = _ZERO_BYTES[f.dtype] = np.zeros((), f.dtype).tobytes()
+    return f.tobytes() == zero
+
+
+_ZERO_BYTES: dict = {}  # dtype -> the bytes of its zero (``zero_fill`` runs on every product)
+
+
+def reads_as_zero(fill) -> bool:
+    """Whether a fill value compares equal to zero (``-0.0`` included): what a library without fill values
+    (scipy.sparse, jax.experimental.sparse, ``.npz`` files) would read back for the unstored entries.
+
+    The meaning of conversions, which lose only the sign of a ``-0.0`` fill (scipy has no fill value), never
+    a value. Kernels use [`zero_fill`][bcoo_array._fill.zero_fill].
+    """
+    f = np.asarray(fill)
+    return zero_fill(f) or (f.dtype.kind in "fc" and bool(f == 0))
+
+
 def same_value(x, fill):
     """Elementwise: does ``x`` hold exactly the value ``fill`` (jnp, traceable)?
 

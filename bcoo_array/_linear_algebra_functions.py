@@ -27,6 +27,7 @@ from . import _dtypes
 from ._array_object import BCOOArray
 from ._elementwise_functions import conj, multiply
 from ._engine import Operation, host_enabled, host_view
+from ._fill import zero_fill
 from ._kernels.csr import csr_arrays
 from ._kernels.host import adopt, host_buffers
 from ._kernels.matmul import (
@@ -44,21 +45,9 @@ from ._relayout import broadcast, dense_layout, dense_values, dense_values_host,
 from ._routing import routed
 from ._statistical_functions import sum as _sum
 
-_ZERO_BYTES: dict = {}
-
-
-def _zero_fill(x: BCOOArray) -> bool:
-    """Whether the fill value is exactly 0 (+0.0 for floats; bit comparison, as ``same_value_np``)."""
-    f = x.fill_value
-    zero = _ZERO_BYTES.get(f.dtype)
-    if zero is None:
-        zero = _ZERO_BYTES[f.dtype] = np.zeros((), f.dtype).tobytes()
-    return f.tobytes() == zero
-
-
 def _stored_delta(x: BCOOArray) -> BCOOArray:
     """``x - fill`` as a zero-filled array on ``x``'s pattern (needs unique indices)."""
-    if _zero_fill(x):
+    if zero_fill(x.fill_value):
         return x
     c = x._canonical()
     return c._replace(data=c.data - jnp.asarray(c.fill_value, c.dtype), fill_value=np.zeros((), c.dtype)[()])
@@ -90,7 +79,7 @@ def _has_nonfinite(d) -> bool:
 
 def _sparse_dense(a: BCOOArray, d):
     """Dense result of ``a @ d`` for ``a`` of ndim >= 2 and ``d`` of ndim >= 2 (matmul semantics)."""
-    if not np.isfinite(a.fill_value) or (not _zero_fill(a) and _has_nonfinite(d)):
+    if not np.isfinite(a.fill_value) or (not zero_fill(a.fill_value) and _has_nonfinite(d)):
         # ``a - fill`` would be NaN at every stored entry (the decomposition below
         # needs a finite fill), or ``inf`` in ``d`` would meet both ``a - fill`` and
         # ``fill * colsum`` (``-inf + inf``: NaN where NumPy gives inf): a non-zero
@@ -113,7 +102,7 @@ def _sparse_dense(a: BCOOArray, d):
             # bcoo_dot_general contracts sparse dimensions only: make the last one sparse.
             s = update_layout(s, nb, 0)
         out = batched_spmm(s.data, s.indices, s.shape, d, nb)
-    if not _zero_fill(a):
+    if not zero_fill(a.fill_value):
         colsum = jnp.sum(d, axis=-2, keepdims=True, dtype=d.dtype)  # jnp.sum would widen int32
         out = out + jnp.asarray(a.fill_value, out.dtype) * colsum
     return out
@@ -197,7 +186,7 @@ def sparse_product(a: BCOOArray, b: BCOOArray, nse: int | None = None) -> BCOOAr
 def _is_plain_matrix(x) -> bool:
     """A zero-filled 2-D BCOOArray with every dimension sparse: the operand of the direct kernels."""
     return (isinstance(x, BCOOArray) and x.ndim == 2 and x.n_batch == 0 and x.n_dense == 0
-            and x.dtype.kind in "iufc" and _zero_fill(x))
+            and x.dtype.kind in "iufc" and zero_fill(x.fill_value))
 
 
 def _dense_kind(x1, x2) -> str | None:
@@ -416,23 +405,23 @@ def _matmul_host_impl(a, b):
             or (not sa and a.ndim > 2) or (not sb and b.ndim > 2):
         return NotImplemented  # batched and n-D products: the XLA kernels
     if sa and sb:
-        if b.ndim == 2 and _zero_fill(a) and _zero_fill(b):
+        if b.ndim == 2 and zero_fill(a.fill_value) and zero_fill(b.fill_value):
             return sparse_product(a, b)
         return NotImplemented
     if sb:  # d @ s: scipy's dense @ sparse, the fill entering as fill * row sums of d
         s, d = b, a
         S = _host_csr(update_layout(s, 0, 0) if s.ndim == 2 else reshape(s, (s.shape[0], 1)))
-        if S is None or (not _zero_fill(s) and (not np.isfinite(s.fill_value) or not np.all(np.isfinite(d)))):
+        if S is None or (not zero_fill(s.fill_value) and (not np.isfinite(s.fill_value) or not np.all(np.isfinite(d)))):
             return NotImplemented
         fill = s.fill_value
-        delta = S if _zero_fill(s) else S - sp_fill_matrix(S, fill)
+        delta = S if zero_fill(s.fill_value) else S - sp_fill_matrix(S, fill)
         out = np.asarray(d @ delta)
-        if not _zero_fill(s):
+        if not zero_fill(s.fill_value):
             out = out + np.asarray(fill, out.dtype) * np.sum(d, axis=-1, keepdims=True, dtype=d.dtype)
         out = out.reshape(out.shape[:-1]) if s.ndim == 1 else out
         return dense_layout(out.astype(np.result_type(a.dtype, b.dtype), copy=False))
     s, d = a, b
-    if not _zero_fill(s) and (not np.isfinite(s.fill_value) or not np.all(np.isfinite(d))):
+    if not zero_fill(s.fill_value) and (not np.isfinite(s.fill_value) or not np.all(np.isfinite(d))):
         return dense_layout(np.matmul(s._dense(), d))  # a non-zero fill meets inf / NaN: the dense values
     if _is_plain_matrix(s) and d.ndim <= 2:
         got = host_spmm(*s._host_buffers(), s.shape, np.ascontiguousarray(d))
@@ -441,10 +430,10 @@ def _matmul_host_impl(a, b):
     S = _host_csr(s)
     if S is None:
         return NotImplemented
-    if not _zero_fill(s):
+    if not zero_fill(s.fill_value):
         S = S - sp_fill_matrix(S, s.fill_value)
     out = np.asarray(S @ d)
-    if not _zero_fill(s):
+    if not zero_fill(s.fill_value):
         out = out + np.asarray(s.fill_value, out.dtype) * np.sum(d, axis=0, dtype=d.dtype)
     return dense_layout(out.astype(s.dtype, copy=False))
 
@@ -474,7 +463,7 @@ def _matmul_xla(a, b, *, dense_out: bool = False):
         b = reshape(b, b.shape + (1,)) if isinstance(b, BCOOArray) else b[:, None]
     sa, sb = isinstance(a, BCOOArray), isinstance(b, BCOOArray)
     if sa and sb:
-        if a.ndim == 2 and b.ndim == 2 and _zero_fill(a) and _zero_fill(b):
+        if a.ndim == 2 and b.ndim == 2 and zero_fill(a.fill_value) and zero_fill(b.fill_value):
             out = sparse_product(a, b)
         else:
             out = dense_layout(_sparse_dense(a, b.todense()))

@@ -22,7 +22,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray, Deferred
 from ._engine import Operation, host_enabled, host_view
-from ._fill import same_value_np
+from ._fill import same_value_np, zero_fill
 from ._kernels import slicing
 from ._kernels.coalesce import broadcast_batch
 from ._kernels.cache import PLANS
@@ -109,7 +109,7 @@ def transposed_matvec(x: BCOOArray):
     index buffer when it has one (each of its host views is a new object).
     """
     if (x.ndim != 2 or x.n_batch or x.n_dense or not host_enabled()
-            or not same_value_np(x.fill_value, np.zeros((), x.dtype))):
+            or not zero_fill(x.fill_value)):
         return None
     host = x._host_buffers()
     if host is None:

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._array_object import BCOOArray
-from ._fill import same_value_np
+from ._fill import zero_fill
 from ._engine import Operation, host_enabled, host_view, runs_on_host
 from ._kernels.layout import update_layout as _update_layout
 from ._layout import index_dtype_for, normalize_shape, prod
@@ -158,7 +158,7 @@ def update_layout(x: BCOOArray, n_batch: int | None = None, n_dense: int | None 
         check_dense("update_layout", x.shape[:x.n_batch] + (x.nse,) + x.shape[x.ndim - n_dense:], x.dtype,
                     what="a dense block per stored entry")
     data, indices = _update_layout(*x._buffers(), x.shape, x.n_batch, x.n_dense, x.fill_value,
-                                   same_value_np(x.fill_value, np.zeros((), x.dtype)), n_batch, n_dense,
+                                   zero_fill(x.fill_value), n_batch, n_dense,
                                    x.indices_sorted and x.unique_indices)
     return BCOOArray._from_buffers(data, indices, x.shape, n_batch=n_batch, n_dense=n_dense, fill_value=x.fill_value,
                                    indices_sorted=False, unique_indices=False)

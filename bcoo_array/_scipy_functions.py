@@ -23,7 +23,7 @@ from ._array_object import BCOOArray
 from ._convert._common import coo_triplets
 from ._convert.scipy import from_scipy
 from ._creation_functions import asarray, eye
-from ._fill import same_value_np
+from ._fill import reads_as_zero, same_value_np
 from ._kernels.host import adopt
 from ._layout import index_dtype_for, normalize_shape
 from ._manipulation_functions import reshape
@@ -183,10 +183,6 @@ def _result_dtype(arrays, dtype):
     if dtype is not None:
         return _dtypes.canonicalize_dtype(dtype, argname="dtype")
     return _dtypes.result_type(*[a.dtype for a in arrays])
-
-
-def _zero_fill(a: BCOOArray) -> bool:
-    return same_value_np(a.fill_value, np.zeros((), a.dtype)) or (a.dtype.kind in "fc" and a.fill_value == 0)
 
 
 @routed
@@ -499,7 +495,7 @@ def block_array(blocks, *, format=None, dtype=None) -> BCOOArray:
             a = _operand(grid[i][j], f"block_array(blocks[{i}][{j}])")
             if a.ndim != 2:
                 raise ValueError(f"block_array(): block [{i}][{j}] has shape {a.shape}; blocks must be 2-D")
-            if not _zero_fill(a):
+            if not reads_as_zero(a.fill_value):
                 raise ValueError(f"block_array(): block [{i}][{j}] has fill value {a.fill_value!r}; "
                                  "blocks must be zero-filled (None blocks are zero)")
             for sizes, k, s, what in ((heights, i, a.shape[0], "rows"), (widths, j, a.shape[1], "columns")):
@@ -552,7 +548,7 @@ def block_diag(mats, format=None, dtype=None) -> BCOOArray:
         a = _operand(b, f"block_diag(mats[{i}])")
         if a.ndim < 2:
             a = reshape(a, (1, a.size))
-        if not _zero_fill(a):
+        if not reads_as_zero(a.fill_value):
             raise ValueError(f"block_diag(): block {i} has fill value {a.fill_value!r}; blocks must be zero-filled")
         arrays.append(a)
     if not arrays:
@@ -591,7 +587,7 @@ def kron(A, B, format=None) -> BCOOArray:
     a = _operand(A, "kron(A)")
     b = _operand(B, "kron(B)")
     for nm, x in (("A", a), ("B", b)):
-        if not _zero_fill(x):
+        if not reads_as_zero(x.fill_value):
             raise ValueError(f"kron(): {nm} has fill value {x.fill_value!r}; kron needs zero-filled operands")
     dt = _result_dtype([a, b], None)
     ra, ca, va = _triplets(a, "kron")
@@ -645,7 +641,7 @@ def find(A) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         would be non-zero).
     """
     a = _operand(A, "find(A)")
-    if not _zero_fill(a):
+    if not reads_as_zero(a.fill_value):
         raise ValueError(f"find(): A has fill value {a.fill_value!r}, so every entry is non-zero; use np.nonzero")
     r, c, v = _triplets(a, "find")
     keep = v != 0

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _dtypes
-from ._fill import same_value_np
+from ._fill import reads_as_zero, zero_fill
 from ._foreign import foreign_kind
 from ._kernels.cache import PLANS
 from ._kernels.host import adopt, host_buffers
@@ -123,7 +123,7 @@ def _product(a, v, adjoint: bool = False):
                 raise AssertionError(f"{a.dtype} @ {v.dtype} gave {out.dtype}")
             return out
     if (a.n_batch == 0 and a.n_dense == 0 and _dtypes.result_type(a.dtype, np.dtype(v.dtype)) == a.dtype
-            and same_value_np(a.fill_value, np.zeros((), a.dtype))):
+            and zero_fill(a.fill_value)):
         (data, indices), shape = a._buffers(), a.shape
         if adjoint:
             host = host_buffers(data, indices)
@@ -508,7 +508,7 @@ class ScipyMethodsMixin:
         """
         xp = namespace()
         src = self if dtype is None else self.astype(dtype)
-        if np.ndim(n) == 0 and n == 0 and same_value_np(src.fill_value, np.zeros((), src.dtype)):
+        if np.ndim(n) == 0 and n == 0 and zero_fill(src.fill_value):
             raise NotImplementedError("zero power is not supported as it would densify the matrix (as scipy); "
                                       "use bcoo_array.pow(A, 0) for an array with fill value 1")
         return xp.pow(src, n)
@@ -733,7 +733,7 @@ class ScipyMethodsMixin:
         unstored entries are non-zero too.
         """
         _check_2d(self, "nonzero")
-        if not same_value_np(self.fill_value, np.zeros((), self.dtype)) and self.fill_value != 0:
+        if not reads_as_zero(self.fill_value):
             return np.nonzero(self.toarray())
         rows, cols, vals = self._host_triplets("nonzero")
         keep = vals != 0

@@ -35,13 +35,13 @@ def _nd_coo(m: BCOOArray):
     duplicates kept, padding dropped), every dimension sparse."""
     import scipy.sparse as sp
 
-    from ._fill import same_value_np
+    from ._fill import reads_as_zero
     from ._relayout import update_layout
 
     if m.dtype == np.float16:
         raise ValueError("scipy.sparse does not support float16; convert with a.astype(bcoo_array.float32) "
                          "first (exact: every float16 value is a float32 value)")
-    if not same_value_np(m.fill_value, np.zeros((), m.dtype)) and not (m.dtype.kind in "fc" and m.fill_value == 0):
+    if not reads_as_zero(m.fill_value):
         raise ValueError(f"this array's fill value is {m.fill_value!r}, but scipy.sparse arrays have no fill "
                          "value (unstored entries are 0); subtract the fill value first, or store every entry "
                          "with bcoo_array.asarray(a.todense())")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._array_object import BCOOArray
-from .._fill import same_value_np
+from .._fill import reads_as_zero
 
 _FORMATS = ("bcoo", "bcsr")
 
@@ -78,7 +78,7 @@ def to_jax_sparse(x: BCOOArray, format: str = "bcoo"):
 
     if format not in _FORMATS:
         raise ValueError(f"format={format!r} is not a jax.experimental.sparse format; use one of {_FORMATS}")
-    if not same_value_np(x.fill_value, np.zeros((), x.dtype)) and not (x.dtype.kind in "fc" and x.fill_value == 0):
+    if not reads_as_zero(x.fill_value):
         raise ValueError(
             f"this array's fill value is {x.fill_value!r}, but jax.experimental.sparse arrays have no fill "
             "value (unstored entries are 0); convert x - fill_value, or x.todense()"

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._array_object import BCOOArray
-from .._fill import same_value_np
+from .._fill import reads_as_zero
 from .._kernels.csr import csr_arrays
 from .._kernels.host import aligned_empty
 from .._kernels.native import host_csr_to_coo
@@ -147,8 +147,7 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
             "scipy.sparse does not support float16; convert with x.astype(bcoo_array.float32) first "
             "(exact: every float16 value is a float32 value)"
         )
-    if not same_value_np(x.fill_value, np.zeros((), x.dtype)) and not (
-            x.dtype.kind in "fc" and x.fill_value == 0):
+    if not reads_as_zero(x.fill_value):
         if not materialize_fill:
             raise ValueError(
                 f"this array's fill value is {x.fill_value!r}, but scipy.sparse arrays have no fill value "

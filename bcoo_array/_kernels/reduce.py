@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._engine import Operation, host_view
-from .._fill import same_value_np
+from .._fill import zero_fill
 from .._layout import is_concrete, prod
 from .coalesce import segment_reduce_np
 from .cache import PLANS
@@ -141,7 +141,7 @@ def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], 
     data, indices = host_view(data), host_view(indices)
     shape = tuple(shape)
     if (op == "sum" and len(shape) == 2 and n_dense == 0 and len(axes) == 1 and shape[axes[0]] > 0
-            and data.dtype.kind in "fc" and same_value_np(np.asarray(fill), np.zeros((), data.dtype))):
+            and data.dtype.kind in "fc" and zero_fill(np.asarray(fill, data.dtype))):
         # Row or column sums of a zero-filled matrix: one bincount over the plan cached on the index buffer.
         seg, out_idx, n_out, is_sorted = axis_plan_host(buffer, shape, axes[0])
         if is_sorted and n_out and data.dtype.kind == "f":
@@ -237,7 +237,7 @@ def _reduce_coo_xla(data, indices, shape, n_dense: int, axes: tuple[int, ...], o
     """
     if (op == "sum" and len(shape) == 2 and n_dense == 0 and len(axes) == 1 and shape[axes[0]] > 0
             and data.dtype != jnp.bool_ and is_concrete(indices)
-            and same_value_np(np.asarray(fill), np.zeros((), data.dtype))):
+            and zero_fill(np.asarray(fill, data.dtype))):
         # Fast path: one segment sum over a plan cached on the index buffer (see .csr).
         vals, out_idx = sum_axis(data, indices, tuple(shape), axes[0])
         return vals, out_idx, (shape[1 - axes[0]],), 0, np.zeros((), data.dtype)[()]

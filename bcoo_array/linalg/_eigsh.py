@@ -20,7 +20,7 @@ from scipy.sparse.linalg import LinearOperator, splu
 from scipy.sparse.linalg import eigsh as _scipy_eigsh
 
 from .._array_object import BCOOArray
-from .._fill import same_value_np
+from .._fill import zero_fill
 from .._routing import routed
 
 __all__ = ["eigsh"]
@@ -56,7 +56,7 @@ def sparse_form(M, name: str, what: str):
         For a BCOOArray with a non-zero fill value (its matrix is dense).
     """
     if isinstance(M, BCOOArray):
-        if not same_value_np(M.fill_value, np.zeros((), M.dtype)):
+        if not zero_fill(M.fill_value):
             raise ValueError(
                 f"{name}(): {what} has fill value {M.fill_value!r}; a sparse LU factorization needs fill value 0 "
                 f"(subtract the fill value, or pass OPinv / Minv yourself)")

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._array_object import BCOOArray
-from .._fill import same_value_np
+from .._fill import zero_fill
 from .._linear_algebra_functions import sparse_product
 from .._operands import as_operand, cast, check_category
 from .._routing import routed
@@ -82,7 +82,7 @@ def sparse_matmul(x1, x2, /, *, nse: int | None = None) -> BCOOArray:
                             "operand is dense: use bcoo_array.matmul")
         if x.ndim != 2:
             raise ValueError(f"sparse_matmul(): {name} must be 2-D, got shape {x.shape}")
-        if not same_value_np(x.fill_value, np.zeros((), x.dtype)):
+        if not zero_fill(x.fill_value):
             raise ValueError(f"sparse_matmul(): {name} has fill value {x.fill_value}; the product of arrays with "
                              "a non-zero fill value is dense: use bcoo_array.matmul")
     if a.shape[1] != b.shape[0]:

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._array_object import BCOOArray
-from .._fill import same_value_np
+from .._fill import reads_as_zero, same_value_np, zero_fill
 from .._kernels.matmul import spmv_operator
 from .._linear_algebra_functions import matmul
 from .._relayout import update_layout
@@ -43,7 +43,7 @@ def _operator(A: BCOOArray, *, transposed_never: bool = False):
     zero-filled matrix can run the native kernel inside the solver's trace
     (see ``bcoo_array._kernels.matmul.spmm``).
     """
-    src = A if same_value_np(A.fill_value, np.zeros((), A.dtype)) else A._canonical()
+    src = A if zero_fill(A.fill_value) else A._canonical()
     plain = transposed_never and src.n_batch == 0 and src.n_dense == 0 and same_value_np(
         src.fill_value, np.zeros((), src.dtype))
 
@@ -240,7 +240,7 @@ def spsolve(A, b, *, tol: float = 1e-6, reorder: int = 1):
     from jax.experimental.sparse.linalg import spsolve as _spsolve
 
     A = _square(A, "spsolve")
-    if not same_value_np(A.fill_value, np.zeros((), A.dtype)) and A.fill_value != 0:
+    if not reads_as_zero(A.fill_value):
         raise ValueError(f"spsolve(): A has fill value {A.fill_value!r}; a direct sparse solve needs fill value 0")
     b = jnp.asarray(b)
     if b.shape != (A.shape[0],):
