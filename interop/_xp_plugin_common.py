@@ -1,4 +1,4 @@
-"""pytest hooks shared by ``_sklearn_xp_plugin`` and ``_scipy_xp_plugin``.
+"""pytest hooks shared by ``_sklearn_xp_plugin``, ``_scipy_xp_plugin`` and ``_xpx_plugin`` (its ``Recorder``).
 
 Not a test module: it is imported by those plugins, which run inside the
 library suites' pytest process (see ``interop/_xp_suites.py``).
@@ -84,14 +84,15 @@ def select(config: pytest.Config, items: list[pytest.Item], harness_skips: dict[
 class Recorder:
     """Final outcome per test case, written as one JSON line when the case ends."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, label=None) -> None:
         self.file = open(path, "w", buffering=1)  # noqa: SIM115 - closed in close()
+        self.label = label or (lambda item: namespace_of(item) or "-")  # the "backend" of a record
         self.namespaces: dict[str, str] = {}
         self.state: dict[str, dict] = {}
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            self.namespaces[item.nodeid] = namespace_of(item) or "-"
+            self.namespaces[item.nodeid] = self.label(item)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:

@@ -59,11 +59,11 @@ from __future__ import annotations
 import enum
 import json
 import os
-import time
 
 import pytest
 
 import array_api_extra._lib._backends as _backends
+from _xp_plugin_common import Recorder  # copied beside this plugin by _xpx_suite
 
 _Original = _backends.Backend
 if "BCOO_ARRAY" not in _Original.__members__:
@@ -192,84 +192,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = selected
 
 
-class _Recorder:
-    """Final outcome per test case, written as one JSON line when the case ends."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.file = open(path, "w", buffering=1)  # noqa: SIM115 - closed in pytest_unconfigure
-        self.backends: dict[str, str] = {}
-        self.state: dict[str, dict] = {}
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
-        self.state[nodeid] = {"nodeid": nodeid, "outcome": None, "message": "", "duration": 0.0, "t0": time.time()}
-
-    def pytest_itemcollected(self, item: pytest.Item) -> None:
-        lib = _backend_of(item)
-        self.backends[item.nodeid] = _backend_id(lib) if lib is not None else "-"
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        st = self.state.setdefault(report.nodeid, {"nodeid": report.nodeid, "outcome": None, "message": "", "duration": 0.0, "t0": time.time()})
-        outcome = None
-        wasxfail = hasattr(report, "wasxfail")
-        if report.when == "setup":
-            if report.failed:
-                outcome = "error"
-            elif report.skipped:
-                outcome = "xfailed" if wasxfail else "skipped"
-        elif report.when == "call":
-            if report.passed:
-                outcome = "xpassed" if wasxfail else "passed"
-            elif report.failed:
-                outcome = "failed"  # includes XPASS(strict)
-            elif report.skipped:
-                outcome = "xfailed" if wasxfail else "skipped"
-        elif report.when == "teardown" and report.failed and st["outcome"] in (None, "passed", "xpassed"):
-            outcome = "error"
-        if outcome is not None and (st["outcome"] is None or outcome == "error"):
-            st["outcome"] = outcome
-            st["message"] = _message(report)
-        elif outcome is not None and report.when == "call":
-            st["outcome"] = outcome
-            st["message"] = _message(report)
-
-    def pytest_runtest_logfinish(self, nodeid: str, location: object) -> None:
-        st = self.state.pop(nodeid, None)
-        if st is None:
-            return
-        rec = {
-            "nodeid": nodeid,
-            "backend": self.backends.get(nodeid, "-"),
-            "outcome": st["outcome"] or "error",
-            "duration": round(time.time() - st["t0"], 3),
-            "message": st["message"],
-        }
-        self.file.write(json.dumps(rec) + "\n")
-
-    def close(self) -> None:
-        self.file.close()
-
-
-def _message(report: pytest.TestReport) -> str:
-    if report.passed:
-        return ""
-    if report.skipped:
-        if hasattr(report, "wasxfail"):
-            return str(report.wasxfail)
-        lr = report.longrepr
-        msg = str(lr[2]) if isinstance(lr, tuple) and len(lr) == 3 else str(lr)
-        return msg.removeprefix("Skipped: ")
-    crash = getattr(report.longrepr, "reprcrash", None)
-    if crash is not None:
-        return f"{crash.message} ({os.path.basename(crash.path)}:{crash.lineno})"
-    return str(report.longrepr).strip().splitlines()[-1] if report.longrepr else ""
-
-
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--xpx-results")
     if path:
-        rec = _Recorder(path)
+        rec = Recorder(path, label=lambda item: _backend_id(lib) if (lib := _backend_of(item)) is not None else "-")
         config._xpx_recorder = rec  # type: ignore[attr-defined]
         config.pluginmanager.register(rec, "xpx-recorder")
 

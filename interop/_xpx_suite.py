@@ -155,6 +155,7 @@ def prepare(source: Path, dest: Path, revision: str = PINNED_REVISION) -> str:
         )
     (dest / "pytest.ini").write_text(PYTEST_INI)
     shutil.copy(PLUGIN, dest / "_xpx_plugin.py")
+    shutil.copy(HERE / "_xp_plugin_common.py", dest / "_xp_plugin_common.py")  # the plugin's Recorder
     if importlib.util.find_spec("typing_extensions") is None:
         shim = dest / "_shim"
         shim.mkdir(exist_ok=True)
