@@ -37,7 +37,7 @@ KNOWN_FAILURES: dict[str, str] = {}
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict], str]:
-    return suite.session_results(tmp_path_factory, "scipy", files=SUBSET, timeout=600,
+    return suite.session_results(tmp_path_factory, "scipy", files=SUBSET,
                                  extra=["-q", "--disable-warnings"])
 
 
