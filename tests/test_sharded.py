@@ -65,10 +65,10 @@ def _env():
     return env
 
 
-@pytest.fixture(scope="module")
-def check_results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sharded") / "results.json"
-    args = [sys.executable, str(SCRIPTS / "checks.py"), str(out)]
+def _run_script(tmp_path_factory, script: str) -> dict:
+    """Run one check script in a fresh process (8 simulated devices): ``{check: result}``."""
+    out = tmp_path_factory.mktemp(script.removesuffix(".py")) / "results.json"
+    args = [sys.executable, str(SCRIPTS / script), str(out)]
     if MATRICES.is_dir():
         args.append(str(MATRICES))
     proc = subprocess.run(args, env=_env(), capture_output=True, text=True)
@@ -76,13 +76,22 @@ def check_results(tmp_path_factory):
     return json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("name", CHECKS)
-def test_sharded_check(check_results, name):
-    result = check_results.get(name)
+def _assert_check(results: dict, name: str) -> None:
+    result = results.get(name)
     assert result is not None, f"check {name} did not run"
     if result.startswith("skipped"):
         pytest.skip(result)
     assert result == "ok", result
+
+
+@pytest.fixture(scope="module")
+def check_results(tmp_path_factory):
+    return _run_script(tmp_path_factory, "checks.py")
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_sharded_check(check_results, name):
+    _assert_check(check_results, name)
 
 
 def _defined_checks(script: str) -> list[str]:
@@ -98,22 +107,12 @@ def test_checks_list_is_complete():
 
 @pytest.fixture(scope="module")
 def solver_results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sharded_solvers") / "results.json"
-    args = [sys.executable, str(SCRIPTS / "solver_checks.py"), str(out)]
-    if MATRICES.is_dir():
-        args.append(str(MATRICES))
-    proc = subprocess.run(args, env=_env(), capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(out.read_text())
+    return _run_script(tmp_path_factory, "solver_checks.py")
 
 
 @pytest.mark.parametrize("name", SOLVER_CHECKS)
 def test_sharded_solver_check(solver_results, name):
-    result = solver_results.get(name)
-    assert result is not None, f"check {name} did not run"
-    if result.startswith("skipped"):
-        pytest.skip(result)
-    assert result == "ok", result
+    _assert_check(solver_results, name)
 
 
 def test_every_bcoo_array_attribute_is_implemented_or_asks_to_gather():

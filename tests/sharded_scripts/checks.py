@@ -8,11 +8,8 @@ NumPy result on the same values; the outcome of each check ("ok" or the
 traceback) is written to OUT.json.
 """
 
-import json
 import os
 import sys
-import time
-import traceback
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
 os.environ["JAX_PLATFORMS"] = "cpu"
@@ -30,18 +27,13 @@ from jax.scipy.sparse.linalg import cg  # noqa: E402
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P  # noqa: E402
 
 import bcoo_array as xp  # noqa: E402
+from _harness import check, run_checks  # noqa: E402
 from bcoo_array.sharded import ShardedBCOOArray, shard, unshard  # noqa: E402
 import bcoo_array.sharded as xs  # noqa: E402
 
 OUT = sys.argv[1]
 MATRICES = sys.argv[2] if len(sys.argv) > 2 else None
 RTOL = 1e-12
-CHECKS = {}
-
-
-def check(fn):
-    CHECKS[fn.__name__] = fn
-    return fn
 
 
 def dense(r):
@@ -433,17 +425,4 @@ def zero_d_results_keep_their_device():
     assert float(v) == 4.0
 
 
-results = {}
-only = os.environ.get("SHARDED_CHECKS")
-for name, fn in CHECKS.items():
-    if only and name not in only.split(","):
-        continue
-    t0 = time.perf_counter()
-    try:
-        r = fn()
-        results[name] = r if isinstance(r, str) else "ok"
-    except Exception:
-        results[name] = traceback.format_exc()
-    print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-with open(OUT, "w") as fh:
-    json.dump(results, fh, indent=1)
+run_checks(OUT)

@@ -18,11 +18,8 @@ the single-device BCOOArray's); the outcome of each check ("ok", "skipped:
 * ``real_matrix_494_bus``: the same on 494_bus (when the matrices are there).
 """
 
-import json
 import os
 import sys
-import time
-import traceback
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
 os.environ["JAX_PLATFORMS"] = "cpu"
@@ -39,17 +36,12 @@ import scipy.sparse.linalg as sla  # noqa: E402
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P  # noqa: E402
 
 import bcoo_array as xp  # noqa: E402
+from _harness import check, run_checks  # noqa: E402
 from bcoo_array.sharded import ShardedBCOOArray, shard, unshard  # noqa: E402
 from bcoo_array.sharded._array import GatherFirst  # noqa: E402
 
 OUT = sys.argv[1]
 MATRICES = sys.argv[2] if len(sys.argv) > 2 else None
-CHECKS = {}
-
-
-def check(fn):
-    CHECKS[fn.__name__] = fn
-    return fn
 
 
 def close(got, want, rtol, what=""):
@@ -244,17 +236,4 @@ def real_matrix_494_bus():
     close(x, x0, 1e-6, "494_bus linalg.cg")
 
 
-results = {}
-only = os.environ.get("SHARDED_CHECKS")
-for name, fn in CHECKS.items():
-    if only and name not in only.split(","):
-        continue
-    t0 = time.perf_counter()
-    try:
-        r = fn()
-        results[name] = r if isinstance(r, str) else "ok"
-    except Exception:
-        results[name] = traceback.format_exc()
-    print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-with open(OUT, "w") as fh:
-    json.dump(results, fh, indent=1)
+run_checks(OUT)
