@@ -37,7 +37,7 @@ from ._kernels import host, slicing
 from ._kernels.coalesce import take_entries
 from ._kernels.csr import csr_arrays
 from ._kernels.fromdense import same_value_host
-from ._kernels.union import take_or_fill, take_or_fill_np, union, union_np
+from ._kernels.union import lookup_np, take_or_fill, take_or_fill_np, union, union_np
 from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod, valid_rows
 from ._limits import check_entries
 from ._manipulation_functions import expand_dims, reshape
@@ -542,20 +542,12 @@ _lookup_op = Operation("lookup", operands=lambda c, coords: (c, coords))
 
 @_lookup_op.host
 def _lookup_host(c: BCOOArray, coords):
+    # ``lookup_np``: a binary search of the queries' row-major positions among the canonical pattern's
     data, indices = c._host_buffers()
-    shape = c.shape
-    valid = valid_rows(indices, shape)
-    q = np.ravel_multi_index(tuple(np.asarray(a, np.int64) for a in coords), shape) if shape else \
-        np.zeros(np.shape(coords[0]) if coords else (), np.int64)
-    if not indices.shape[0]:
-        return np.full(q.shape, c.fill_value, c.dtype)
-    keys = np.ravel_multi_index(tuple(np.where(valid, indices[:, k], 0).astype(np.int64)
-                                      for k in range(len(shape))), shape) if shape else np.zeros(len(valid), np.int64)
-    keys = np.where(valid, keys, np.iinfo(np.int64).max)
-    order = np.argsort(keys, kind="stable")
-    skeys = keys[order]
-    pos = np.minimum(np.searchsorted(skeys, q), skeys.size - 1)
-    return np.where(skeys[pos] == q, data[order][pos], np.asarray(c.fill_value, c.dtype))
+    qshape = np.shape(coords[0]) if coords else ()
+    query = np.stack([np.asarray(a, np.int64).reshape(-1) for a in coords], axis=1) if coords \
+        else np.zeros((1, 0), np.int64)
+    return lookup_np(data, indices, query, c.shape, c.fill_value).reshape(qshape)
 
 
 @_lookup_op.xla

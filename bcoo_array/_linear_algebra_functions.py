@@ -39,7 +39,7 @@ from ._kernels.matmul import (
     spmm_dense,
 )
 from ._layout import index_dtype_for, is_concrete, is_tracer, prod
-from ._manipulation_functions import permute_dims, reshape
+from ._manipulation_functions import permute_dims, reshape, transposed_matvec
 from ._operands import as_operand, as_sparse, cast, check_category
 from ._relayout import broadcast, dense_layout, dense_values, dense_values_host, update_layout
 from ._routing import routed
@@ -325,7 +325,7 @@ def matmul(x1, x2, /):
             and x2.n_batch == 0 and x2.n_dense == 0):
         # scipy's x @ A (a row vector times the matrix) is A.T @ x: the transpose's product reads A's own
         # buffers (scipy's CSC product), with no transposed copy.
-        bound = permute_dims(x2, (1, 0))._bound_matvec()
+        bound = transposed_matvec(x2)
         if bound is not None and bound.serves(x1):
             return bound(x1)
     if type(x1) is BCOOArray and _is_plain_matrix(x1):

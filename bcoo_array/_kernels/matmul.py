@@ -121,13 +121,13 @@ class TransposedMatvec:
     device path declines: it takes the transpose's own buffers).
     """
 
-    __slots__ = ("_csc", "dtype", "k")
+    __slots__ = ("_parts", "_csc", "dtype", "k")
 
     def __init__(self, data: np.ndarray, cols: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]):
-        m, n = shape
-        self._csc = sp.csc_array((data, cols, indptr), shape=(n, m), copy=False)
+        self._parts = (data, cols, indptr, shape)
+        self._csc = None  # scipy's constructor runs on the first product, not on every transpose
         self.dtype = data.dtype
-        self.k = m
+        self.k = shape[0]
 
     def serves(self, x: np.ndarray) -> bool:
         """Whether NumPy ``x`` is a vector of ``A``'s row count and dtype."""
@@ -135,6 +135,9 @@ class TransposedMatvec:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """``A.T @ x``, a fresh NumPy vector."""
+        if self._csc is None:
+            data, cols, indptr, (m, n) = self._parts
+            self._csc = sp.csc_array((data, cols, indptr), shape=(n, m), copy=False)
         return self._csc @ x
 
     def serves_device(self, x) -> bool:
@@ -158,7 +161,7 @@ def host_rmatvec(data, indices, shape: tuple[int, int]) -> TransposedMatvec | No
     if host is None:
         return None
     host = host if isinstance(host, np.ndarray) else host[0]
-    return TransposedMatvec(np.ascontiguousarray(host[:st.n_valid]), st.cols, st.indptr, shape)
+    return TransposedMatvec(host[:st.n_valid], st.cols, st.indptr, shape)
 
 
 def _on_cpu() -> bool:
