@@ -182,8 +182,8 @@ def union_np(ix: np.ndarray, iy: np.ndarray, sizes, *,
     one comparison instead of a merge.
     """
     sizes = tuple(int(s) for s in sizes)
-    if canonical:
-        got = _union_trivial(ix, iy, sizes)
+    if canonical and (iy is ix or 0 in (ix.shape[0], iy.shape[0]) or ix.shape == iy.shape):
+        got = _union_trivial(ix, iy, sizes)  # (only where it can hold: its checks read every entry)
         if got is not None:
             return got
     total = 1
