@@ -285,6 +285,11 @@ from . import fft, linalg
 
 __all__ += ["fft", "linalg"]
 
+# Beyond the standard: sparse-aware grad / jacfwd / jacrev (BCOOArray inputs and outputs).
+from . import autodiff
+
+__all__ += ["autodiff"]
+
 # Inspection (and, beyond the standard, the state of the native kernels).
 from ._info import __array_namespace_info__, native_kernel_info
 

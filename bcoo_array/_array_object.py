@@ -148,6 +148,35 @@ def _shape_from_leaves(data, indices, shape: tuple, n_batch: int, n_dense: int, 
     return tuple(batch) + shape[n_batch:]
 
 
+def _check_leading_axes(data, indices, shape: tuple, n_batch: int, n_dense: int, delta: int) -> None:
+    """Leaves that gained ``delta`` axes (``jax.vmap``'s outputs) must have gained them in front.
+
+    ``vmap(f, out_axes=k)`` with ``k != 0`` for a BCOOArray output, and ``jax.jacfwd`` of a function
+    returning one (which maps its output with ``out_axes=-1``), put the new axis elsewhere: read as
+    leading it would give an array whose buffers do not hold its shape. Raises where the shapes show
+    it (a new axis between ``nse`` and the sparse or dense sizes).
+    """
+    js = getattr(indices, "shape", None)
+    if not (isinstance(js, tuple) and all(isinstance(n, int) for n in js + tuple(data.shape))):
+        return
+    ds = tuple(data.shape)
+    n_sparse = len(shape) - n_batch - n_dense
+    dense = shape[len(shape) - n_dense:]
+    ok = (len(js) == len(ds) - n_dense + 1 and js[-1] == n_sparse and ds[len(ds) - n_dense:] == dense
+          and ds[delta + n_batch] == js[delta + n_batch])
+    if ok:
+        return
+    float0 = getattr(indices, "dtype", None) == jax.dtypes.float0
+    raise ValueError(
+        f"a transformation gave a BCOOArray of shape {shape} (n_batch={n_batch}, n_dense={n_dense}) leaves of "
+        f"shapes data {ds} and indices {js}: a new axis that is not leading. "
+        + ("jax.jacfwd / jax.jacrev cannot differentiate a function returning a BCOOArray (its indices take no "
+           "derivative): use bcoo_array.autodiff.jacfwd / jacrev (the Jacobian as a BCOOArray on the output's "
+           "pattern), or return .todense()" if float0 else
+           "jax.vmap maps a BCOOArray output along out_axes=0 only (its leaves are (*batch, nse, ...)): use "
+           "out_axes=0 and move the axis afterwards with bcoo_array.permute_dims"))
+
+
 @jax.tree_util.register_pytree_node_class
 class BCOOArray(ArrayBase, ScipyMethodsMixin):
     """A sparse array in batched coordinate (BCOO) layout with a fill value.
@@ -501,6 +530,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         if isinstance(nd, int):
             delta = nd - (n_batch + 1 + n_dense)
             if delta > 0:
+                _check_leading_axes(data, indices, tuple(shape), n_batch, n_dense, delta)
                 shape = tuple(data.shape[:delta]) + tuple(shape)
                 n_batch += delta
             elif delta < 0 and n_batch + delta >= 0:

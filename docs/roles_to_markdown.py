@@ -39,7 +39,7 @@ def documented() -> set[str]:
     import bcoo_array.sharded
 
     names = {f"bcoo_array.{n}" for n in bcoo_array.__all__}
-    for mod in (bcoo_array.linalg, bcoo_array.fft, bcoo_array.sharded):
+    for mod in (bcoo_array.linalg, bcoo_array.fft, bcoo_array.autodiff, bcoo_array.sharded):
         names |= {f"{mod.__name__}.{n}" for n in mod.__all__}
     names |= {f"bcoo_array.BCOOArray.{n}" for n in dir(bcoo_array.BCOOArray) if not n.startswith("_")}
     return names
