@@ -39,7 +39,7 @@ from ._kernels.csr import csr_arrays
 from ._kernels.fromdense import same_value_host
 from ._kernels.union import lookup_np, take_or_fill, take_or_fill_np, union, union_np
 from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod, valid_rows
-from ._limits import check_entries
+from ._limits import check_dense, check_entries
 from ._manipulation_functions import expand_dims, reshape
 from ._operands import PY_SCALARS, as_operand, as_sparse
 from ._relayout import dense_layout, update_layout
@@ -63,8 +63,9 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
     BCOOArray
         ``x.shape`` with ``shape[axis] = len(indices)``. With concrete
         indices the result stays sparse (each stored entry is repeated once
-        per matching index, by a sort and binary search); while tracing it
-        is computed densely.
+        per matching index, by a sort and binary search), also while the
+        array is traced; with traced ``indices`` it is computed densely
+        (within the densification limit, ``set_max_dense_bytes``).
 
     Raises
     ------
@@ -73,6 +74,8 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
     ValueError
         If ``axis`` is None for an array of more than one dimension, or
         ``indices`` is not 1-D.
+    MemoryError
+        With traced ``indices``, if the dense input or result would pass the densification limit.
     """
     x = as_sparse(x)
     if isinstance(indices, BCOOArray):
@@ -91,7 +94,11 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
         axis = 0
     ax = normalize_axes(axis, x.ndim)[0]
     n = x.shape[ax]
-    if not (is_concrete(idx) and x._concrete_indices()):
+    if not is_concrete(idx):
+        # Traced keys: how often each stored entry repeats is unknown while tracing, so the result is dense.
+        out_shape = x.shape[:ax] + (idx.shape[0],) + x.shape[ax + 1:]
+        check_dense("take", x.shape, x.dtype, what="the densified input of a take with traced indices")
+        check_dense("take", out_shape, x.dtype, what="the dense result of a take with traced indices")
         d = jnp.take(x.todense(), jnp.where(idx < 0, idx + n, idx), axis=ax)
         return dense_layout(d)
     q = np.asarray(idx).astype(np.int64)
@@ -99,6 +106,8 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
         bad = q.min() if q.min() < -n else q.max()
         raise IndexError(f"index {int(bad)} is out of bounds for axis {ax} with size {n}")
     q = np.where(q < 0, q + n, q)
+    if not x._concrete_indices():
+        return _take_traced(update_layout(x, 0, 0), q, ax)
     c = update_layout(x, 0, 0)._canonical()
     if c.ndim == 2 and host_enabled():
         got = _take_2d_host(c, q, ax)
@@ -127,6 +136,49 @@ def take(x, indices, /, *, axis=None) -> BCOOArray:
     data = take_entries(cdata, src)
     return BCOOArray._from_buffers(data, new.astype(idt), shape, n_batch=0, n_dense=0,
                                    fill_value=x.fill_value, indices_sorted=False, unique_indices=True)
+
+
+def _take_traced(c: BCOOArray, q: np.ndarray, ax: int) -> BCOOArray:
+    """``take`` of an all-sparse array with traced indices along ``ax`` at concrete positions ``q`` (in range).
+
+    Sparse, with a static entry count: each stored entry is repeated once per position of ``q`` that
+    selects it, at most ``k`` times (``k`` the largest multiplicity in ``q``, known from the keys), so the
+    result has ``nse * k`` entries, the unmatched ones padding. A sorted copy of ``q`` answers, per
+    entry, by binary search (``jnp.searchsorted``) where its run of equal keys starts and how long it is.
+    """
+    nse = c.indices.shape[0]
+    shape = c.shape[:ax] + (q.size,) + c.shape[ax + 1:]
+    idt = index_dtype_for(shape)
+    order = np.argsort(q, kind="stable")
+    sq = q[order]
+    values, starts, counts = np.unique(sq, return_index=True, return_counts=True)
+    k = int(counts.max()) if q.size else 0
+    if k == 0 or nse == 0:
+        return BCOOArray._from_buffers(jnp.zeros((0,) + c.data.shape[1:], c.dtype), jnp.zeros((0, len(shape)), idt),
+                                       shape, n_batch=0, n_dense=c.n_dense, fill_value=c.fill_value,
+                                       indices_sorted=True, unique_indices=True)
+    check_entries("take", nse * k, c.dtype, idt, len(shape) - c.n_dense, prod(c.shape[len(shape) - c.n_dense:]),
+                  what=f"the {nse} stored entries repeated up to {k} times (the most any position repeats)")
+    ind = c.indices
+    n_sparse = ind.shape[1]
+    valid = jnp.ones(nse, bool)
+    for j in range(n_sparse):
+        valid &= ind[:, j] < c.shape[j]
+    col = ind[:, ax].astype(jnp.int64 if values.dtype == np.int64 and jax.config.jax_enable_x64 else idt)
+    vals_j = jnp.asarray(values.astype(col.dtype))
+    j = jnp.clip(jnp.searchsorted(vals_j, col), 0, values.size - 1)
+    hit = valid & (vals_j[j] == col)
+    first = jnp.asarray(starts.astype(np.int64 if jax.config.jax_enable_x64 else np.int32))[j]
+    count = jnp.where(hit, jnp.asarray(counts.astype(first.dtype))[j], 0)
+    r = jnp.arange(k, dtype=first.dtype)
+    keep = r[None, :] < count[:, None]                                      # (nse, k)
+    qpos = jnp.asarray(order.astype(first.dtype))[jnp.minimum(first[:, None] + r[None, :], q.size - 1)]
+    new = jnp.broadcast_to(ind.astype(idt)[:, None, :], (nse, k, n_sparse))
+    new = new.at[:, :, ax].set(qpos.astype(idt))
+    new = jnp.where(keep[..., None], new, jnp.asarray(shape[:n_sparse], idt)).reshape(nse * k, n_sparse)
+    data = jnp.broadcast_to(c.data[:, None], (nse, k) + c.data.shape[1:]).reshape((nse * k,) + c.data.shape[1:])
+    return BCOOArray._from_buffers(data, new, shape, n_batch=0, n_dense=c.n_dense, fill_value=c.fill_value,
+                                   indices_sorted=False, unique_indices=c.unique_indices)
 
 
 def _take_2d_host(c: BCOOArray, q: np.ndarray, ax: int) -> BCOOArray | None:

@@ -293,18 +293,24 @@ def _reshape_coo_xla(c: BCOOArray, shape) -> BCOOArray:
         new = np.where(valid[:, None], new, np.asarray(shape, np.int64))
         new_idx = adopt(new.astype(index_dtype_for(shape)))
     else:
-        idt = index_dtype_for((x.size,))
         valid = jnp.all(jnp.stack(valid_cols, axis=1), axis=1) if sizes else jnp.ones(nse, bool)
-        flat = jnp.zeros(nse, idt)
-        for k, s in enumerate(sizes):
-            flat = flat * s + jnp.where(valid, idx[:, k], 0).astype(idt)
         cols = []
-        for s in reversed(shape):
-            cols.append(flat % s if s else flat)
-            flat = flat // s if s else flat
-        new = jnp.stack(cols[::-1], axis=1) if shape else jnp.zeros((nse, 0), idt)
-        new = jnp.where(valid[:, None], new, jnp.asarray(shape, idt)).astype(index_dtype_for(shape))
-        new_idx = new
+        # Group by group (runs of dimensions with equal products): a position is only formed within a group,
+        # so the arithmetic fits the index dtype unless one group holds more positions than it can count.
+        for src, dst in _reshape_groups(tuple(sizes), tuple(shape)):
+            n_group = prod(sizes[k] for k in src)
+            idt = _traced_position_dtype(n_group, sizes, shape)
+            flat = jnp.zeros(nse, idt)
+            for k in src:
+                flat = flat * sizes[k] + jnp.where(valid, idx[:, k], 0).astype(idt)
+            out = []
+            for k in reversed(dst):
+                out.append(flat % shape[k])
+                flat = flat // shape[k]
+            cols += out[::-1]
+        odt = index_dtype_for(shape)
+        new = jnp.stack([c.astype(odt) for c in cols], axis=1) if shape else jnp.zeros((nse, 0), odt)
+        new_idx = jnp.where(valid[:, None], new, jnp.asarray(shape, odt))
     if not shape:
         # A 0-d result has no sparse dimension, so no padding: an entry at () would make
         # x's padding count. Store the one value: the sum of the valid entries (or), or
@@ -317,6 +323,48 @@ def _reshape_coo_xla(c: BCOOArray, shape) -> BCOOArray:
                                        fill_value=x.fill_value, indices_sorted=True, unique_indices=True)
     return BCOOArray._from_buffers(c.data, new_idx, shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
                                    indices_sorted=c.indices_sorted, unique_indices=c.unique_indices)
+
+
+def _reshape_groups(sizes: tuple, shape: tuple) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The finest pairing of runs of ``sizes``' and ``shape``'s dimensions with equal products (no size 0).
+
+    A reshape maps each run onto its partner independently (NumPy's ``_attempt_nocopy_reshape`` walks the
+    same runs); size-1 dimensions join a neighbouring run.
+    """
+    groups, i, j = [], 0, 0
+    while i < len(sizes) and j < len(shape):
+        si, sj, p, q = i, j, sizes[i], shape[j]
+        while p != q:
+            if p < q:
+                i += 1
+                p *= sizes[i]
+            else:
+                j += 1
+                q *= shape[j]
+        i, j = i + 1, j + 1
+        groups.append((tuple(range(si, i)), tuple(range(sj, j))))
+    rest_src, rest_dst = tuple(range(i, len(sizes))), tuple(range(j, len(shape)))  # size-1 dimensions
+    if groups:
+        src, dst = groups[-1]
+        groups[-1] = (src + rest_src, dst + rest_dst)
+    elif rest_src or rest_dst:
+        groups.append((rest_src, rest_dst))
+    return groups
+
+
+def _traced_position_dtype(n_group: int, sizes: tuple, shape: tuple):
+    """The integer dtype for positions within a run of ``n_group`` under a trace, or a ValueError naming the limit."""
+    idt = index_dtype_for((1,))  # int32, or int64 with x64 on
+    limit = np.iinfo(idt).max if not jax.config.jax_enable_x64 else 2**63 - 1
+    if n_group - 1 > limit:
+        bits = 64 if jax.config.jax_enable_x64 else 32
+        raise ValueError(
+            f"reshape() of shape {tuple(sizes)} to {tuple(shape)} under a trace (jit, vmap, grad) merges dimensions "
+            f"into a run of {n_group} positions, past the int{bits} position arithmetic of traced indices"
+            + ("; turn on JAX's 64-bit mode (JAX_ENABLE_X64=1) or reshape outside the trace, where positions are "
+               "exact Python integers" if bits == 32 else
+               "; reshape outside the trace, where positions are exact Python integers"))
+    return jnp.int64 if n_group - 1 > np.iinfo(np.int32).max else idt
 
 
 @routed

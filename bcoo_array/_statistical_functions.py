@@ -183,7 +183,7 @@ def _variance_host(c: BCOOArray, keep, n: int, correction):
     fill = np.asarray(c.fill_value, np.float64)
     with np.errstate(all="ignore"):
         cnt = np.bincount(seg, minlength=n_out)[:n_out]
-        miss = n - cnt  # unstored entries per slice; 0 * NaN-fill must stay 0
+        miss = float(n) - cnt  # unstored entries per slice (a float: n may pass int64); 0 * NaN-fill stays 0
         s1 = np.bincount(seg, d, minlength=n_out)[:n_out] if n_out else np.zeros(0)
         m = (s1 + np.where(miss > 0, miss * fill, 0.0)) / n
         dev = d - m[seg]
@@ -210,7 +210,7 @@ def _variance_xla(c: BCOOArray, keep, n: int, correction):
     vals = variance_segments(c.data, valid, order, seg, np.asarray(c.fill_value, c.dtype), n_out, n, correction)
     # An all-unstored slice: mean == fill, every deviation (fill - fill).
     with jax.ensure_compile_time_eval():
-        fill = np.asarray(_var_fill(np.asarray(c.fill_value), n, n - correction))[()]
+        fill = np.asarray(_var_fill(np.asarray(c.fill_value), float(n), float(n - correction)))[()]  # floats: n may pass int32
     return vals, out_idx, fill
 
 

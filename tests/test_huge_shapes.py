@@ -50,3 +50,78 @@ def test_reshape_transpose_slice_and_elementwise():
     assert S.shape == (5, N) and S.nse == 1
     D = A * 2.0
     np.testing.assert_array_equal(np.asarray(D.data), 2 * VALS)
+
+
+# -- under jit: the same reductions, with the count of unstored positions never formed as an integer array -----
+
+_REDUCTIONS = {
+    "sum": lambda a: xp.sum(a), "prod": lambda a: xp.prod(a), "max": lambda a: xp.max(a),
+    "min": lambda a: xp.min(a), "count_nonzero": lambda a: xp.count_nonzero(a), "mean": lambda a: xp.mean(a),
+    "var": lambda a: xp.var(a), "sum axis 0": lambda a: xp.sum(a, axis=0)[np.array([5, 7])],
+}
+
+
+@pytest.mark.parametrize("name", list(_REDUCTIONS))
+@pytest.mark.parametrize("fill, dtype", [(0.0, np.float64), (-1.0, np.float64), (3, np.int64), (3, np.int32),
+                                         (-2, np.int16)])
+def test_reductions_under_jit_agree_with_eager(name, fill, dtype):
+    import jax
+
+    if name in ("mean", "var") and np.dtype(dtype).kind != "f":
+        pytest.skip("mean and var take floating-point input")
+    A = _huge(fill=fill, dtype=dtype)
+    f = _REDUCTIONS[name]
+    eager = np.asarray(f(A).todense())
+    traced = np.asarray(jax.jit(lambda a: f(a).todense())(A))
+    np.testing.assert_allclose(traced, eager, rtol=1e-6)
+    assert traced.dtype == eager.dtype
+
+
+def test_reshape_under_jit_runs_group_by_group_or_names_the_limit():
+    import jax
+
+    A = _huge()
+    for shape in [(N, 1, N), (2, N // 2, N), (N, 2**20, 2**20)]:  # every run of dimensions fits int64
+        eager = xp.reshape(A, shape)
+        traced = jax.jit(lambda a, s=shape: xp.reshape(a, s))(A)
+        np.testing.assert_array_equal(np.asarray(traced.indices), np.asarray(eager.indices))
+    with pytest.raises(ValueError, match="position arithmetic.*outside the trace"):  # one run of 2**80 positions
+        jax.jit(lambda a: xp.reshape(a, (2**20, 2**60)))(A)
+
+
+def test_x64_off_reductions_and_reshape_past_int32_under_jit():
+    """x64 off (JAX's default): a 2**20 x 2**20 matrix has more positions than int32 counts; reductions
+    under jit agree with eager ones, and a reshape that needs int64 positions names x64 and the eager way."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np, jax
+        assert not jax.config.jax_enable_x64
+        import bcoo_array as xp
+        N = 2**20
+        idx = np.array([[0, 5], [2**19, 7], [N - 1, N - 1]], np.int32)
+        for fill, dt in [(0.0, np.float32), (2.0, np.float32), (3, np.int32), (-3, np.int8)]:
+            A = xp.BCOOArray((np.array([1, 2, 3], dt), idx), shape=(N, N), fill_value=fill)
+            for f in (xp.sum, xp.prod, xp.max, xp.min, xp.count_nonzero):
+                e = np.asarray(f(A).todense()); t = np.asarray(jax.jit(lambda a: f(a).todense())(A))
+                np.testing.assert_allclose(t, e, rtol=1e-6), (f, fill)
+            if np.dtype(dt).kind == "f":
+                for f in (xp.mean, xp.var):
+                    e = np.asarray(f(A).todense()); t = np.asarray(jax.jit(lambda a: f(a).todense())(A))
+                    np.testing.assert_allclose(t, e, rtol=1e-5)
+        B = jax.jit(lambda a: xp.reshape(a, (2, N // 2, N)))(A)
+        np.testing.assert_array_equal(np.asarray(B.indices), np.asarray(xp.reshape(A, (2, N // 2, N)).indices))
+        try:
+            jax.jit(lambda a: xp.reshape(a, (2**10, 2**30)))(A)
+        except ValueError as e:
+            assert "JAX_ENABLE_X64" in str(e) and "outside the trace" in str(e), e
+        else:
+            raise AssertionError("no error")
+        print("ok")
+    """)
+    env = dict(os.environ, JAX_ENABLE_X64="0", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]

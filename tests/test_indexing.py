@@ -332,3 +332,57 @@ def test_a_0d_true_mask_selects_with_a_leading_axis_of_one(shape):
     D[np.array(True)] = 0.0
     np.testing.assert_array_equal(np.asarray(A.todense()), D)
     assert A.nse == 0
+
+
+@pytest.mark.parametrize("case", ["1-D", "rows", "columns", "repeated and negative", "n_dense=1", "empty keys",
+                                  "ix_"])
+def test_take_under_jit_with_concrete_keys_stays_sparse(case):
+    """The array traced, the keys concrete: a sparse result (nse * the largest key multiplicity entries), equal
+    to the eager one and to NumPy; the source is never densified."""
+    import jax
+
+    rng = np.random.default_rng(7)
+    D = rng.random((6, 5)) * (rng.random((6, 5)) < 0.4)
+    x = xp.asarray(D)
+    if case == "1-D":
+        D, x = D[:, 1], xp.asarray(D[:, 1])
+        f, want = (lambda a: xp.take(a, np.array([4, 0, 2]))), D[[4, 0, 2]]
+    elif case == "rows":
+        f, want = (lambda a: a[np.array([5, 1, 3])]), D[[5, 1, 3]]
+    elif case == "columns":
+        f, want = (lambda a: xp.take(a, np.array([4, 0]), axis=1)), D[:, [4, 0]]
+    elif case == "repeated and negative":
+        f, want = (lambda a: xp.take(a, np.array([1, -1, 1, 1, 0]), axis=1)), D[:, [1, -1, 1, 1, 0]]
+    elif case == "n_dense=1":
+        x = xp.update_layout(x, n_dense=1)
+        f, want = (lambda a: xp.take(a, np.array([2, 2, 0]), axis=0)), D[[2, 2, 0]]
+    elif case == "empty keys":
+        f, want = (lambda a: xp.take(a, np.array([], np.int64), axis=0)), D[[]]
+    else:
+        r, c = np.array([0, 3, 5]), np.array([4, 1])
+        f, want = (lambda a: a[np.ix_(r, c)]), D[np.ix_(r, c)]
+    traced = jax.jit(f)(x)
+    assert traced.n_dense == x.n_dense or case == "n_dense=1"
+    np.testing.assert_array_equal(np.asarray(traced.todense()), want)
+    np.testing.assert_array_equal(np.asarray(f(x).todense()), want)
+
+
+def test_take_under_jit_of_a_huge_vector_reads_only_its_entries():
+    import jax
+
+    n = 2**40
+    v = xp.BCOOArray((np.array([1.0, 2.0]), np.array([[5], [n - 1]])), shape=(n,))
+    got = jax.jit(lambda a: a[np.array([5, 7, n - 1])])(v)
+    np.testing.assert_array_equal(np.asarray(got.todense()), [1.0, 0.0, 2.0])
+
+
+def test_take_with_traced_keys_densifies_within_the_limit():
+    import jax
+
+    D = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 0.0]])
+    x = xp.asarray(D)
+    got = jax.jit(lambda a, k: xp.take(a, k, axis=0))(x, jnp.array([2, 0]))
+    np.testing.assert_array_equal(np.asarray(got.todense()), D[[2, 0]])
+    big = xp.BCOOArray((np.array([1.0]), np.array([[3]])), shape=(2**40,))
+    with pytest.raises(MemoryError, match="take"):
+        jax.jit(lambda a, k: xp.take(a, k))(big, jnp.array([3]))

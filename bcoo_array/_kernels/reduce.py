@@ -101,7 +101,9 @@ def repeat_reduce_np(value: np.ndarray, n, op: str) -> np.ndarray:
             if value.dtype == np.bool_:
                 return value | (n == 0)
             if value.dtype.kind in "iu":
-                return np.power(value, n.astype(value.dtype)).astype(value.dtype)  # wraps as _int_pow
+                # in uint64 (the low bits of a product do not depend on the higher ones): wraps as _int_pow,
+                # and a count past the value dtype's range is not cast to a negative exponent
+                return np.power(value.astype(np.uint64), n.astype(np.uint64)).astype(value.dtype)
             return np.where(n == 0, np.ones((), value.dtype), value ** n.astype(value.dtype))
     return np.broadcast_to(value, np.broadcast_shapes(value.shape, n.shape)) if n.ndim else value
 
@@ -263,7 +265,12 @@ def _reduce_coo_xla(data, indices, shape, n_dense: int, axes: tuple[int, ...], o
     vals = _reduce_segments(data, valid, order, segment, u, n_out, n_rs, op)
     out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
     with jax.ensure_compile_time_eval():
-        out_fill = _repeat_fill(u, n_rs, op) if n_rs else _identity(op, data.dtype, u)
+        if not n_rs:
+            out_fill = _identity(op, data.dtype, u)
+        elif n_rs >= 2**31:  # past the int32 counts of x64 off: Python integers (the fill is concrete)
+            out_fill = repeat_reduce_big(np.asarray(u), n_rs, op)
+        else:
+            out_fill = _repeat_fill(u, n_rs, op)
     return vals, out_idx, out_shape, len(de_keep), out_fill
 
 
@@ -306,12 +313,47 @@ def _reduce_segments(data, valid, order, segment, u, n_out: int, n_rs: int, op: 
     vals = segment_reduce(data[order], segment, n_out, seg_op)
     count = jax.ops.segment_sum(jnp.ones(nse, jnp.int32)[order] if nse else jnp.zeros(0, jnp.int32),
                                 segment, num_segments=n_out, indices_are_sorted=True)
-    missing = n_rs - count
-    missing_b = missing.reshape(missing.shape + (1,) * (vals.ndim - 1))
-    rest = repeat_reduce(jnp.broadcast_to(u, vals.shape), missing_b, op)
+    count_b = count.reshape(count.shape + (1,) * (vals.ndim - 1))
+    ub = jnp.broadcast_to(u, vals.shape)
     if op in ("max", "min"):
-        return jnp.where(missing_b > 0, combine(vals, jnp.broadcast_to(u, vals.shape), op), vals)
-    return combine(vals, rest, op)
+        some_missing = count_b < n_rs if n_rs <= np.iinfo(count.dtype).max else jnp.ones(count_b.shape, bool)
+        return jnp.where(some_missing, combine(vals, ub, op), vals)
+    return combine(vals, repeat_missing(ub, count_b, n_rs, op), op)
+
+
+def repeat_missing(value, count, n_rs: int, op: str):
+    """``repeat_reduce(value, n_rs - count, op)`` for a static ``n_rs`` past the range of ``count``'s dtype.
+
+    An array with more positions than int32 (x64 off) or int64 indices count holds: ``n_rs - count`` is
+    never formed as an integer array. Floating point takes the count as a float (rounded, as NumPy's
+    sum of that many values); integers wrap modulo ``2**bits`` exactly: a sum multiplies by ``n_rs``
+    modulo ``2**bits``, a product of an even value is 0 (the count is past ``bits``) and of an odd one
+    uses the count modulo ``2**(bits - 2)``, the order of the odd residues' group (Knuth, TAOCP 2,
+    4.5.4). ``count`` is at most the number of stored entries, below ``n_rs``.
+    """
+    if n_rs <= np.iinfo(count.dtype).max:
+        return repeat_reduce(value, n_rs - count, op)
+    dt = value.dtype
+    if dt == jnp.bool_:
+        return value  # any (sum) or all (prod) of at least one copy
+    wide = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+    if jnp.issubdtype(dt, jnp.inexact):
+        real = jnp.finfo(dt).dtype
+        n = jnp.asarray(float(n_rs), real) - count.astype(real)
+        if op == "sum":
+            return value * n.astype(dt)
+        if jnp.issubdtype(dt, jnp.complexfloating):
+            return value ** n.astype(dt)
+        odd = ((n_rs % 2) - count.astype(wide) % 2) % 2 == 1
+        mag = jnp.abs(value) ** n
+        return jnp.where((value < 0) & odd, -mag, mag).astype(dt)
+    bits = 8 * jnp.dtype(dt).itemsize
+    if op == "sum":
+        n = jnp.asarray(np.array(n_rs % 2**bits, np.uint64).astype(dt)) - count.astype(dt)  # modulo 2**bits
+        return value * n
+    m = 2 ** (bits - 2)
+    e = (jnp.asarray(n_rs % m, wide) - count.astype(wide) % m) % m
+    return jnp.where(value % 2 != 0, _int_pow(value, e), jnp.zeros((), dt))
 
 
 @partial(jax.jit, static_argnames=("n_out", "n", "correction"))
