@@ -529,19 +529,25 @@ def _concat_coo_host(coos, ax: int, out_shape, fill) -> BCOOArray:
     idt = np.dtype(index_dtype_for(out_shape))
     datas, idxs, offset = [], [], 0
     bound = np.asarray(out_shape, idt)
+    padded = []
     for c in coos:
         d, i = c._host_buffers()
         i = i.astype(idt)
+        padded.append(False)
         if c.ndim:
             valid = valid_rows(i, c.shape)
             i[:, ax] += offset
             if not valid.all():
                 i[~valid] = bound
+                padded[-1] = True
         datas.append(d)
         idxs.append(i)
         offset += c.shape[ax] if c.ndim else 0
+    # Along axis 0, sorted operands in order give sorted entries (a padded one only may come last).
+    in_order = ax == 0 and all(c.indices_sorted for c in coos) and not any(padded[:-1])
     return BCOOArray._from_buffers(np.concatenate(datas), np.concatenate(idxs), out_shape, n_batch=0, n_dense=0,
-                                   fill_value=fill, unique_indices=all(c.unique_indices for c in coos))
+                                   fill_value=fill, indices_sorted=in_order,
+                                   unique_indices=all(c.unique_indices for c in coos))
 
 
 @_concat_coo.xla

@@ -160,8 +160,13 @@ def update_layout(x: BCOOArray, n_batch: int | None = None, n_dense: int | None 
     data, indices = _update_layout(*x._buffers(), x.shape, x.n_batch, x.n_dense, x.fill_value,
                                    zero_fill(x.fill_value), n_batch, n_dense,
                                    x.indices_sorted and x.unique_indices)
+    # Leading sparse dimensions made batch dimensions of concrete canonical indices: each element keeps its own
+    # entries in their order (padding last), so it stays canonical. (Traced indices give every element every
+    # entry: duplicates.)
+    keeps = (x.indices_sorted and x.unique_indices and n_batch > x.n_batch and n_dense == x.n_dense
+             and x._concrete_indices())
     return BCOOArray._from_buffers(data, indices, x.shape, n_batch=n_batch, n_dense=n_dense, fill_value=x.fill_value,
-                                   indices_sorted=False, unique_indices=False)
+                                   indices_sorted=keeps, unique_indices=keeps)
 
 
 def to_coo(x: BCOOArray) -> BCOOArray:

@@ -113,3 +113,40 @@ def test_sum_dtype_argument():
     assert xp.sum(a, dtype=xp.int8).dtype == np.int8
     with pytest.raises(TypeError, match="numeric"):  # bool is not numeric in the standard
         xp.sum(BCOOArray.fromdense(np.array([True, False])))
+
+
+@pytest.mark.parametrize("axes", [0, 1, 2, (0, 2), (1, 2), None])
+@pytest.mark.parametrize("n_dense", [0, 1])
+@pytest.mark.parametrize("values", ["random", "signed zeros"])
+def test_traced_sums_scatter_without_a_sort(axes, n_dense, values):
+    """Sums with traced indices (jit, vmap) run as one scatter-add into the result (no sort of the entries);
+    they match NumPy, signed zeros included (NumPy's sum starts at +0.0: a slice of -0.0 values sums to +0.0)."""
+    import jax
+
+    rng = np.random.default_rng(4)
+    D = rng.standard_normal((3, 4, 5)) * (rng.random((3, 4, 5)) < 0.4)
+    if values == "signed zeros":
+        D = np.where(rng.random(D.shape) < 0.5, -0.0, D)
+        D[1, :, :] = -0.0  # whole slices of -0.0: NumPy sums them to +0.0
+    x = xp.update_layout(xp.asarray(D), n_dense=n_dense)
+    got = np.asarray(jax.jit(lambda a: xp.sum(a, axis=axes))(x).todense())
+    want = np.sum(D, axis=axes)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    zero = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+    kd = jax.jit(lambda a: xp.sum(a, axis=axes, keepdims=True))(x)
+    np.testing.assert_allclose(np.asarray(kd.todense()), np.sum(D, axis=axes, keepdims=True), rtol=1e-13, atol=1e-15)
+
+
+def test_sums_under_vmap_of_a_compacted_stack():
+    import jax
+
+    rng = np.random.default_rng(5)
+    dense = [rng.random((6, 7)) * (rng.random((6, 7)) < p) for p in (0.1, 0.5, 0.3)]
+    S = xp.update_layout(xp.stack([xp.asarray(d) for d in dense]), n_batch=1)
+    assert S.indices_sorted and S.unique_indices  # each element keeps its canonical order
+    for ax in (0, 1):
+        got = jax.vmap(lambda a: xp.sum(a, axis=ax).todense())(S)
+        np.testing.assert_allclose(np.asarray(got), np.stack(dense).sum(axis=1 + ax), rtol=1e-12)
+        got = jax.jit(jax.vmap(lambda a: xp.mean(a, axis=ax).todense()))(S)
+        np.testing.assert_allclose(np.asarray(got), np.stack(dense).mean(axis=1 + ax), rtol=1e-12)

@@ -321,6 +321,42 @@ def _reduce_segments(data, valid, order, segment, u, n_out: int, n_rs: int, op: 
     return combine(vals, repeat_missing(ub, count_b, n_rs, op), op)
 
 
+def scatter_sum_applies(shape, n_dense: int, nse: int, axes, unique: bool, fill) -> bool:
+    """Whether ``sum_scatter`` serves a traced sum: duplicate-free entries, fill +0, a result no larger than nse."""
+    sp_keep = _axis_groups(len(shape), n_dense, axes)[2]
+    return unique and zero_fill(fill) and prod(shape[a] for a in sp_keep) <= max(nse, 1)
+
+
+@partial(jax.jit, static_argnames=("shape", "n_dense", "axes"))
+def sum_scatter(data, indices, shape, n_dense: int, axes):
+    """A sum over ``axes`` of a duplicate-free, fill +0 array with traced indices, as one scatter-add.
+
+    No sort (``jax.experimental.sparse``'s ``bcoo_reduce_sum`` also keeps the
+    entries; here they are added into the result's positions at once): the
+    result is returned in dense layout, ``(1, *kept sparse sizes, *kept dense
+    sizes)``, which ``scatter_sum_applies`` bounds by nse. Every position starts
+    at +0.0, NumPy's identity (its sum of ``-0.0`` values is ``+0.0``).
+    """
+    n_sparse = len(shape) - n_dense
+    sp_red, de_red, sp_keep, de_keep = _axis_groups(len(shape), n_dense, axes)
+    if de_red:
+        data = jnp.sum(data, axis=tuple(a - n_sparse + 1 for a in de_red), dtype=data.dtype)
+    sizes = shape[:n_sparse]
+    kept = tuple(shape[a] for a in sp_keep)
+    P = prod(kept)
+    nse = indices.shape[0]
+    valid = jnp.ones(nse, bool)
+    for j in range(n_sparse):
+        valid &= indices[:, j] < sizes[j]
+    lin = jnp.zeros(nse, jnp.int32)
+    for a in sp_keep:
+        lin = lin * shape[a] + indices[:, a].astype(jnp.int32)
+    seg = jnp.where(valid, lin, P)
+    # NumPy's sum starts from the identity +0.0 (a sum of -0.0 values is +0.0), as the scatter does
+    vals = jnp.zeros((P + 1,) + data.shape[1:], data.dtype).at[seg].add(data)[:P]
+    return vals.reshape((1,) + kept + tuple(data.shape[1:]))
+
+
 def repeat_missing(value, count, n_rs: int, op: str):
     """``repeat_reduce(value, n_rs - count, op)`` for a static ``n_rs`` past the range of ``count``'s dtype.
 
