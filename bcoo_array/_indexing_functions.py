@@ -36,6 +36,7 @@ from ._fill import same_value, same_value_np
 from ._kernels import host, slicing
 from ._kernels.coalesce import take_entries
 from ._kernels.csr import csr_arrays
+from ._kernels.native import host_csr_select
 from ._kernels.fromdense import same_value_host
 from ._kernels.union import lookup_np, take_or_fill, take_or_fill_np, union, union_np
 from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod, valid_rows
@@ -179,6 +180,41 @@ def _take_traced(c: BCOOArray, q: np.ndarray, ax: int) -> BCOOArray:
     data = jnp.broadcast_to(c.data[:, None], (nse, k) + c.data.shape[1:]).reshape((nse * k,) + c.data.shape[1:])
     return BCOOArray._from_buffers(data, new, shape, n_batch=0, n_dense=c.n_dense, fill_value=c.fill_value,
                                    indices_sorted=False, unique_indices=c.unique_indices)
+
+
+def _outer_2d_host(x: BCOOArray, keys) -> BCOOArray | None:
+    """``A[np.ix_(r, c)]`` of a canonical matrix on host buffers in one native pass over its cached CSR
+    structure (scipy's row and column index kernels fused), or None where it does not apply."""
+    if not (x.indices_sorted and x.unique_indices and x.n_batch == 0 and x.n_dense == 0):
+        return None
+    if not all(is_concrete(k) for k in keys):
+        return None
+    hb = x._host_buffers()
+    if hb is None:
+        return None
+    m, n = x.shape
+    q = []
+    for ax, k in enumerate(keys):
+        k = np.asarray(k).astype(np.int64)
+        size = x.shape[ax]
+        if k.size and (k.min() < -size or k.max() >= size):
+            bad = k.min() if k.min() < -size else k.max()
+            raise IndexError(f"index {int(bad)} is out of bounds for axis {ax} with size {size}")
+        q.append(np.where(k < 0, k + size, k))
+    rows, cols = q
+    shape = (rows.size, cols.size)
+    if n > 4 * (x.nse + cols.size) + 65536:
+        return None  # a count per column would outweigh the entries: the general path
+    csr = csr_arrays(hb[1], (m, n))
+    if csr is None or not csr.canonical:
+        return None
+    got = host_csr_select(csr.indptr, csr.cols, rows, cols, n, index_dtype_for(shape))
+    if got is None:
+        return None
+    out_idx, src = got
+    increasing = cols.size < 2 or bool(np.all(cols[1:] >= cols[:-1]))
+    return BCOOArray._from_buffers(hb[0][src], out_idx, shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
+                                   indices_sorted=increasing, unique_indices=True)
 
 
 def _take_2d_host(c: BCOOArray, q: np.ndarray, ax: int) -> BCOOArray | None:
@@ -346,6 +382,9 @@ def getitem(x: BCOOArray, key) -> BCOOArray:
     outer = _outer_keys(key, x.ndim)
     if outer is not None:
         # ``A[np.ix_(rows, cols)]``: a take along each axis, sparse, never the broadcast of the keys
+        got = _outer_2d_host(x, outer) if x.ndim == 2 and host_enabled() else None
+        if got is not None:
+            return got
         for ax, idx in enumerate(outer):
             x = take(x, idx, axis=ax)
         return x

@@ -31,7 +31,9 @@ from ._foreign import foreign_kind
 from ._kernels.cache import PLANS
 from ._kernels.host import adopt, host_buffers
 from ._kernels.layout import coo_triplets
+from ._kernels.csr import csr_arrays
 from ._kernels.matmul import host_spmm
+from ._kernels.native import host_csr_diagonal
 from ._kernels.reduce import arg_extreme_np
 from ._layout import index_dtype_for, is_concrete, prod, valid_rows
 from ._namespace import namespace
@@ -711,9 +713,16 @@ class ScipyMethodsMixin:
         if host is None or m * n >= 2**62:
             return None
         data, idx = host
+        csr = csr_arrays(idx, (m, n))
+        if csr is not None and csr.canonical:  # scipy's per-row binary search, in one native pass
+            pos = host_csr_diagonal(csr.indptr, csr.cols, (m, n), k)
+            if pos is not None:
+                out = data.take(pos, mode="wrap") if data.size else np.zeros(length, self.dtype)
+                out[pos < 0] = self.fill_value
+                return out
+        rows = np.arange(length, dtype=np.int64) + max(-k, 0)
         keys = PLANS.get((idx,), ("row-major-keys", m, n),
                          lambda: idx[:, 0].astype(np.int64) * n + idx[:, 1].astype(np.int64))
-        rows = np.arange(length, dtype=np.int64) + max(-k, 0)
         want = rows * n + rows + k
         pos = np.minimum(np.searchsorted(keys, want), max(keys.size - 1, 0))
         out = np.full(length, self.fill_value, dtype=self.dtype)

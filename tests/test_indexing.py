@@ -386,3 +386,32 @@ def test_take_with_traced_keys_densifies_within_the_limit():
     big = xp.BCOOArray((np.array([1.0]), np.array([[3]])), shape=(2**40,))
     with pytest.raises(MemoryError, match="take"):
         jax.jit(lambda a, k: xp.take(a, k))(big, jnp.array([3]))
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.parametrize("keys", ["sorted", "unsorted with repeats", "negative", "empty rows", "int32 keys"])
+def test_outer_selection_and_diagonal_native_and_numpy(native, keys, monkeypatch):
+    """A[np.ix_(r, c)] (the native fused CSR selection, or NumPy takes with BCOO_ARRAY_NATIVE=0) and
+    A.diagonal(k) (a native per-row search, or NumPy's) against scipy, values and stored entries."""
+    import scipy.sparse as sp
+
+    monkeypatch.setenv("BCOO_ARRAY_NATIVE", native)
+    rng = np.random.default_rng(11)
+    S = sp.random_array((40, 30), density=0.2, random_state=rng, format="csr")
+    S.sum_duplicates()
+    A = xp.from_scipy(S)
+    r = {"sorted": np.array([0, 3, 7, 39]), "unsorted with repeats": np.array([5, 1, 5, 38, 0]),
+         "negative": np.array([-1, 2, -40]), "empty rows": np.array([], np.int64),
+         "int32 keys": np.array([4, 9, 2], np.int32)}[keys]
+    c = {"sorted": np.array([1, 2, 29]), "unsorted with repeats": np.array([7, 7, 0, 29, 3, 7]),
+         "negative": np.array([-30, -1, 5]), "empty rows": np.array([0, 4]),
+         "int32 keys": np.array([3, 0, 3], np.int32)}[keys]
+    got = A[np.ix_(r, c)]
+    want = S[np.ix_(r, c)]
+    np.testing.assert_array_equal(np.asarray(got.todense()), want.toarray())
+    assert got.nse == want.nnz  # every selected stored entry, once per selection, nothing else
+    if got.indices_sorted:
+        order = np.lexsort(np.asarray(got.indices).T[::-1])
+        np.testing.assert_array_equal(order, np.arange(got.nse))
+    for k in (0, 1, -2, 29, -39, 30):
+        np.testing.assert_array_equal(A.diagonal(k), S.diagonal(k))

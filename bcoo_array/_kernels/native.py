@@ -490,3 +490,106 @@ def host_csr_to_coo(indptr: np.ndarray, indices: np.ndarray, out: np.ndarray) ->
     _ffi.host_csr_to_coo(np.ascontiguousarray(indptr), np.ascontiguousarray(indices), out, indptr.size - 1,
                          indptr.dtype == np.int64, out.dtype == np.int64)
     return True
+
+
+def _csr_ok(indptr: np.ndarray, cols: np.ndarray) -> bool:
+    return (indptr.dtype == cols.dtype and indptr.dtype in INDEX_DTYPES and indptr.ndim == 1 and cols.ndim == 1
+            and indptr.size >= 1)
+
+
+def host_csr_find(indptr: np.ndarray, cols: np.ndarray, rows: np.ndarray, targets: np.ndarray) -> np.ndarray | None:
+    """Positions of the entries ``(rows[i], targets[i])`` of a canonical CSR structure, -1 where none is stored.
+
+    A binary search within each row (scipy's ``csr_sample_offsets``), in one native pass.
+
+    Parameters
+    ----------
+    indptr : numpy.ndarray, shape ``(m + 1,)``, int32 or int64
+        A valid row pointer into ``cols`` (the cached plan of a canonical index buffer).
+    cols : numpy.ndarray, shape ``(nnz,)``, the dtype of ``indptr``
+        Strictly increasing within each row.
+    rows, targets : numpy.ndarray, shape ``(q,)``, integer
+        Rows in ``[0, m)`` (checked here) and columns (any value; out-of-range ones are not found).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape ``(q,)``, or None
+        None when the native module is not available or the dtypes do not fit (the caller searches with NumPy).
+    """
+    if not available() or not _csr_ok(indptr, cols):
+        return None
+    rows = np.ascontiguousarray(rows, np.int64)
+    m = indptr.size - 1
+    if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= m):
+        raise IndexError(f"host_csr_find: a row is outside [0, {m})")
+    out = np.empty(rows.size, np.int64)
+    (_STATE.get("module") or _module()).host_csr_find(
+        np.ascontiguousarray(indptr), np.ascontiguousarray(cols), rows, np.ascontiguousarray(targets, np.int64), out,
+        indptr.dtype == np.int64)
+    return out
+
+
+def host_csr_diagonal(indptr: np.ndarray, cols: np.ndarray, shape: tuple[int, int], k: int) -> np.ndarray | None:
+    """Positions of the ``k``-th diagonal's entries of a canonical CSR structure of ``shape``, -1 where none.
+
+    A binary search in each row the diagonal crosses (scipy's ``csr_diagonal``), one native pass.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape ``(length of the diagonal,)``, or None
+        None when the native module is not available or the dtypes do not fit.
+    """
+    if not available() or not _csr_ok(indptr, cols) or indptr.size != shape[0] + 1:
+        return None
+    m, n = shape
+    r0 = max(-k, 0)
+    out = np.empty(max(0, min(m + min(k, 0), n - max(k, 0))), np.int64)
+    (_STATE.get("module") or _module()).host_csr_diagonal(np.ascontiguousarray(indptr), np.ascontiguousarray(cols),
+                                                          out, r0, k, indptr.dtype == np.int64)
+    return out
+
+
+def host_csr_select(indptr: np.ndarray, cols: np.ndarray, rows: np.ndarray, columns: np.ndarray, n: int,
+                    index_dtype) -> tuple[np.ndarray, np.ndarray] | None:
+    """The entries of ``A[np.ix_(rows, columns)]`` for a CSR structure: ``(indices, source positions)``.
+
+    Row by row (in the order of ``rows``), each stored entry is emitted once per time its column is
+    selected, at the output column of that selection: scipy's ``csr_row_index`` and
+    ``csr_column_index1/2`` fused (a count pass, then a fill pass).
+
+    Parameters
+    ----------
+    indptr, cols : numpy.ndarray
+        A CSR structure of ``n`` columns (int32 or int64, one dtype).
+    rows : numpy.ndarray, shape ``(r,)``
+        Selected rows, in ``[0, m)``.
+    columns : numpy.ndarray, shape ``(c,)``
+        Selected columns, in ``[0, n)``; repeats allowed.
+    n : int
+        The number of columns.
+    index_dtype : numpy dtype
+        int32 or int64: the dtype of the returned indices.
+
+    Returns
+    -------
+    (indices, src) or None
+        ``indices`` ``(total, 2)`` of ``index_dtype`` (output row, output column), ``src`` ``(total,)`` int64
+        positions into ``cols``; None when the native module is not available.
+    """
+    index_dtype = np.dtype(index_dtype)
+    if not available() or not _csr_ok(indptr, cols) or index_dtype not in INDEX_DTYPES:
+        return None
+    mod = _STATE.get("module") or _module()
+    rows = np.ascontiguousarray(rows, np.int64)
+    columns = np.asarray(columns, np.int64)
+    wide = indptr.dtype == np.int64
+    indptr, cols = np.ascontiguousarray(indptr), np.ascontiguousarray(cols)
+    per_col = np.bincount(columns, minlength=n).astype(np.int64, copy=False)
+    col_first = np.zeros(n + 1, np.int64)
+    np.cumsum(per_col, out=col_first[1:])
+    by_col = np.argsort(columns, kind="stable").astype(np.int64, copy=False)
+    total = mod.host_csr_select_count(indptr, cols, rows, per_col, wide)
+    out_idx = np.empty((total, 2), index_dtype)
+    src = np.empty(total, np.int64)
+    mod.host_csr_select_fill(indptr, cols, rows, col_first, by_col, out_idx, src, wide, index_dtype == np.int64)
+    return out_idx, src

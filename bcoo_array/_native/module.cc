@@ -15,6 +15,16 @@ bool BcooArrayHostCooMatmul(int dtype, bool idx64, const void* data, const void*
 bool BcooArrayHostCsrSpmv(int dtype, bool idx64, const void* indptr, const void* cols, const void* data,
                           const void* x, void* y, int64_t m);
 
+void BcooArrayHostCsrFind(bool idx64, const void* indptr, const void* cols, const int64_t* rows,
+                          const int64_t* targets, int64_t* out, int64_t count);
+int64_t BcooArrayHostCsrSelectCount(bool idx64, const void* indptr, const void* cols, const int64_t* rows,
+                                    int64_t n_rows, const int64_t* col_count);
+void BcooArrayHostCsrDiagonal(bool idx64, const void* indptr, const void* cols, int64_t r0, int64_t k,
+                              int64_t* out, int64_t count);
+void BcooArrayHostCsrSelectFill(bool idx64, bool out64, const void* indptr, const void* cols, const int64_t* rows,
+                                int64_t n_rows, const int64_t* col_first, const int64_t* by_col, void* out_idx,
+                                int64_t* out_src);
+
 namespace {
 
 // A C-contiguous buffer of an object (a NumPy array), released on scope exit.
@@ -137,6 +147,76 @@ static PyObject* host_csr_spmv(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// host_csr_find(indptr, cols, rows, targets, out, idx64): out[i] = the position of the entry
+// (rows[i], targets[i]) of a canonical CSR structure, or -1 (rows, targets, out: int64; the caller
+// checks that every row is in range).
+static PyObject* host_csr_find(PyObject*, PyObject* args) {
+  PyObject *indptr, *cols, *rows, *targets, *out;
+  int idx64;
+  if (!PyArg_ParseTuple(args, "OOOOOp", &indptr, &cols, &rows, &targets, &out, &idx64)) return nullptr;
+  Buf bp(indptr, false), bc(cols, false), br(rows, false), bt(targets, false), bo(out, true);
+  if (!(bp.ok && bc.ok && br.ok && bt.ok && bo.ok)) return nullptr;
+  const int64_t count = bo.view.len / 8;
+  Py_BEGIN_ALLOW_THREADS
+  BcooArrayHostCsrFind(idx64, bp.view.buf, bc.view.buf, static_cast<const int64_t*>(br.view.buf),
+                       static_cast<const int64_t*>(bt.view.buf), static_cast<int64_t*>(bo.view.buf), count);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+// host_csr_diagonal(indptr, cols, out, r0, k, idx64): out[i] = the position of the entry
+// (r0 + i, r0 + i + k) of a canonical CSR structure, or -1 (the caller keeps both in range).
+static PyObject* host_csr_diagonal(PyObject*, PyObject* args) {
+  PyObject *indptr, *cols, *out;
+  long long r0, k;
+  int idx64;
+  if (!PyArg_ParseTuple(args, "OOOLLp", &indptr, &cols, &out, &r0, &k, &idx64)) return nullptr;
+  Buf bp(indptr, false), bc(cols, false), bo(out, true);
+  if (!(bp.ok && bc.ok && bo.ok)) return nullptr;
+  const int64_t count = bo.view.len / 8;
+  Py_BEGIN_ALLOW_THREADS
+  BcooArrayHostCsrDiagonal(idx64, bp.view.buf, bc.view.buf, r0, k, static_cast<int64_t*>(bo.view.buf), count);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+// host_csr_select_count(indptr, cols, rows, col_count, idx64) -> int: the number of entries of
+// A[np.ix_(rows, c)], col_count[j] being how often column j is in c (int64 arrays).
+static PyObject* host_csr_select_count(PyObject*, PyObject* args) {
+  PyObject *indptr, *cols, *rows, *col_count;
+  int idx64;
+  if (!PyArg_ParseTuple(args, "OOOOp", &indptr, &cols, &rows, &col_count, &idx64)) return nullptr;
+  Buf bp(indptr, false), bc(cols, false), br(rows, false), bn(col_count, false);
+  if (!(bp.ok && bc.ok && br.ok && bn.ok)) return nullptr;
+  int64_t total;
+  Py_BEGIN_ALLOW_THREADS
+  total = BcooArrayHostCsrSelectCount(idx64, bp.view.buf, bc.view.buf, static_cast<const int64_t*>(br.view.buf),
+                                      br.view.len / 8, static_cast<const int64_t*>(bn.view.buf));
+  Py_END_ALLOW_THREADS
+  return PyLong_FromLongLong(total);
+}
+
+// host_csr_select_fill(indptr, cols, rows, col_first, by_col, out_idx, out_src, idx64, out64): the
+// (total, 2) indices and the source positions of A[np.ix_(rows, c)] (by_col: the positions of c
+// grouped by column, col_first[j] where column j's group starts; sizes from host_csr_select_count).
+static PyObject* host_csr_select_fill(PyObject*, PyObject* args) {
+  PyObject *indptr, *cols, *rows, *col_first, *by_col, *out_idx, *out_src;
+  int idx64, out64;
+  if (!PyArg_ParseTuple(args, "OOOOOOOpp", &indptr, &cols, &rows, &col_first, &by_col, &out_idx, &out_src, &idx64,
+                        &out64))
+    return nullptr;
+  Buf bp(indptr, false), bc(cols, false), br(rows, false), bf(col_first, false), bb(by_col, false),
+      bi(out_idx, true), bs(out_src, true);
+  if (!(bp.ok && bc.ok && br.ok && bf.ok && bb.ok && bi.ok && bs.ok)) return nullptr;
+  Py_BEGIN_ALLOW_THREADS
+  BcooArrayHostCsrSelectFill(idx64, out64, bp.view.buf, bc.view.buf, static_cast<const int64_t*>(br.view.buf),
+                             br.view.len / 8, static_cast<const int64_t*>(bf.view.buf),
+                             static_cast<const int64_t*>(bb.view.buf), bi.view.buf,
+                             static_cast<int64_t*>(bs.view.buf));
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"registrations", registrations, METH_NOARGS,
      "Dict of FFI target name -> PyCapsule holding its XLA FFI handler."},
@@ -146,6 +226,14 @@ static PyMethodDef methods[] = {
      "out = A @ x for a CSR matrix on C-contiguous host buffers (no XLA)."},
     {"host_csr_to_coo", host_csr_to_coo, METH_VARARGS,
      "out = the (nnz, 2) COO indices of a CSR structure, in one pass (no XLA)."},
+    {"host_csr_find", host_csr_find, METH_VARARGS,
+     "Positions of (row, column) pairs in a canonical CSR structure, -1 where absent (no XLA)."},
+    {"host_csr_diagonal", host_csr_diagonal, METH_VARARGS,
+     "Positions of the k-th diagonal's entries in a canonical CSR structure, -1 where absent."},
+    {"host_csr_select_count", host_csr_select_count, METH_VARARGS,
+     "Entry count of an outer selection A[np.ix_(rows, cols)] of a CSR structure."},
+    {"host_csr_select_fill", host_csr_select_fill, METH_VARARGS,
+     "Indices and source positions of an outer selection A[np.ix_(rows, cols)] of a CSR structure."},
     {nullptr, nullptr, 0, nullptr}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ffi",
