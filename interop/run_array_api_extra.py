@@ -11,7 +11,7 @@ copied from a folder that holds the tests::
 
     python interop/run_array_api_extra.py [--source PATH] [--revision REV]
         [--x64 on|off] [--backends numpy,sparse,bcoo_array] [--like-sparse none|all]
-        [--bcoo-path DIR] [--auto-densify] [--results FILE] [--keep DIR] [--failures]
+        [--bcoo-path DIR] [--auto-densify] [--downcast-64bit] [--results FILE] [--keep DIR] [--failures]
         [extra pytest args...]
 
 ``--source`` takes a clone (``git clone https://github.com/data-apis/array-api-extra``;
@@ -101,6 +101,12 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         action="store_true",
         help="run with BCOO_ARRAY_AUTO_DENSIFY=1 (np.asarray(BCOOArray) densifies); by default it is unset",
     )
+    parser.add_argument(
+        "--downcast-64bit",
+        action="store_true",
+        help="with --x64 off: run with BCOO_ARRAY_DOWNCAST_64BIT=1 (64-bit inputs taken as 32-bit, the opt-in for "
+        "array-API consumers passing NumPy's 64-bit defaults); its DowncastWarning is ignored",
+    )
     parser.add_argument("--results", type=Path, default=None, help="keep the per-test JSON lines in this file")
     parser.add_argument("--keep", type=Path, default=None, help="prepare the suite in this folder and keep it")
     parser.add_argument(
@@ -170,7 +176,12 @@ def main(argv: list[str] | None = None) -> int:
             dest, x64=args.x64 == "on", bcoo_path=args.bcoo_path and args.bcoo_path.resolve(),
             auto_densify=args.auto_densify,
         )
-        settings = f"x64 {args.x64}, --like-sparse {args.like_sparse}" + (", auto-densify" if args.auto_densify else "")
+        if args.downcast_64bit:
+            # the opt-in warns on every downcast; the suite turns warnings into errors (filterwarnings = error)
+            env["BCOO_ARRAY_DOWNCAST_64BIT"] = "1"
+            cmd += ["-W", "ignore::bcoo_array.DowncastWarning"]
+        settings = f"x64 {args.x64}, --like-sparse {args.like_sparse}" + (", auto-densify" if args.auto_densify else "") \
+            + (", downcast-64bit" if args.downcast_64bit else "")
         print(f"array-api-extra tests: {described}", flush=True)
         print(f"bcoo_array: {_describe_bcoo(env, dest)}", flush=True)
         print(f"results: {results}; {settings}", flush=True)

@@ -356,8 +356,12 @@ def spgemm(a_data, a_indices, b_data, b_indices, m: int, k: int, n: int, *, prod
         if ca is not None and cb is not None:
             A = sp.csr_array((np.asarray(a_data)[:ca.n_valid], ca.cols, ca.indptr), shape=(m, k), copy=False)
             B = sp.csr_array((np.asarray(b_data)[:cb.n_valid], cb.cols, cb.indptr), shape=(k, n), copy=False)
-            C = (A @ B).tocoo()
-            return C.data, np.stack([C.row, C.col], axis=1), False
+            C = A @ B
+            idx = np.empty((C.nnz, 2), C.indices.dtype)
+            if not native.host_csr_to_coo(C.indptr, C.indices, idx):  # one pass, no COO object
+                C = C.tocoo()
+                return C.data, np.stack([C.row, C.col], axis=1), False
+            return C.data, idx, False
     ia = np.asarray(a_indices)
     ib = np.asarray(b_indices)
     va = np.nonzero((ia[:, 0] < m) & (ia[:, 1] < k))[0]
