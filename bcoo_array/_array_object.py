@@ -589,7 +589,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """The dense values: a fresh NumPy array from the host engine, else a ``jax.Array`` (internal)."""
         fill_is_zero = zero_fill(self._fill)
         data, indices = self._buffers()
-        return _todense(data, indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero)
+        return _todense(data, indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero,
+                        unique=self.unique_indices)
 
     def _buffers(self):
         """``(data, indices)`` for a kernel: NumPy when the host engine can read them, else JAX (internal).

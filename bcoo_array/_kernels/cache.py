@@ -105,3 +105,7 @@ class IdentityCache:
 
 #: The cache shared by the kernels (row pointers, sort orders, pattern plans).
 PLANS = IdentityCache(maxsize=64)
+
+#: Small facts about an index buffer (whether it holds padding): many entries, each a few bytes, kept apart
+#: so that they never evict a plan.
+FACTS = IdentityCache(maxsize=512)

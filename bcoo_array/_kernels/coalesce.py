@@ -14,6 +14,7 @@ import numpy as np
 
 from .._engine import Operation, host_view
 from .._layout import is_concrete, prod, valid_rows
+from .cache import FACTS
 from .host import adopt
 from .plan import group_batched, group_numpy, segment_reduce
 
@@ -211,14 +212,28 @@ todense = Operation("todense", operands=lambda data, indices, *args, **kw: (data
 
 
 @todense.host
-def _todense_host(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool) -> np.ndarray:
+def _todense_host(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool, *,
+                  unique: bool = False) -> np.ndarray:
     data, indices = host_view(data), host_view(indices)
-    return todense_np(data, indices, tuple(shape), n_batch, n_dense, fill)
+    return todense_np(data, indices, tuple(shape), n_batch, n_dense, fill, unique=unique)
 
 
-def todense_np(data: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: int, fill) -> np.ndarray:
-    """NumPy twin of the XLA ``todense``: a fresh C-contiguous array of ``shape``."""
+def todense_np(data: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: int, fill, *,
+               unique: bool = False) -> np.ndarray:
+    """NumPy twin of the XLA ``todense``: a fresh C-contiguous array of ``shape``.
+
+    ``unique`` promises duplicate-free entries: one scatter into the fill value, no count of the positions
+    written (an all-sparse array without batch dimensions whose buffer holds no padding, cached per buffer,
+    is not even checked for it).
+    """
     shape = tuple(shape)
+    if unique and n_batch == 0 and n_dense == 0 and len(shape) and indices.ndim == 2 and data.ndim == 1:
+        sizes = shape
+        if not FACTS.get((indices,), ("padded", sizes), lambda: not bool(valid_rows(indices, sizes).all())):
+            flat = indices[:, 0] if len(sizes) == 1 else np.ravel_multi_index(tuple(indices.T), sizes)
+            out = np.full(prod(sizes), fill, data.dtype)
+            out[flat] = data
+            return out.reshape(shape)
     dtype = data.dtype
     batch = shape[:n_batch]
     n_sparse = len(shape) - n_batch - n_dense
@@ -257,7 +272,7 @@ def todense_np(data: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_den
 
 
 @todense.xla
-def _todense_xla(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool):
+def _todense_xla(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool, *, unique: bool = False):
     """One compiled call per layout: ``fill`` travels as a 0-d array, so NaN fill values hit the
     compilation cache like any other."""
     return _todense(data, indices, np.asarray(fill, data.dtype), shape=tuple(shape), n_batch=n_batch,

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._fill import same_value
 from .._layout import is_concrete, prod, valid_rows
+from .cache import FACTS
 from .host import adopt
 from .mesh import replicated_on_mesh
 
@@ -115,7 +116,8 @@ def _gather(x, indices, shape, n_batch: int, n_dense: int):
 def gather_np(x: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: int) -> np.ndarray:
     """NumPy twin of ``gather``: values of dense ``x`` (broadcast to ``shape``) at stored ``indices``,
     ``(*batch, nse, *dense)``; padding positions read 0. ``x`` is never broadcast in memory: a dimension of
-    size 1 is read at index 0."""
+    size 1 is read at index 0. Whether ``indices`` hold padding is cached on the buffer (a warm call reads
+    no index twice)."""
     shape = tuple(shape)
     ndim = len(shape)
     x = np.asarray(x).reshape((1,) * (ndim - np.ndim(x)) + np.shape(x))
@@ -128,8 +130,12 @@ def gather_np(x: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: 
     out_shape = batch + (nse,) + dense
     if any(s == 0 for s in sizes) or nse == 0 or 0 in batch:
         return np.zeros(out_shape, x.dtype)
-    valid = valid_rows(ib, sizes)
-    padded = not bool(valid.all())
+    if indices.shape == ib.shape and not FACTS.get((indices,), ("padded", sizes),
+                                                   lambda: not bool(valid_rows(indices, sizes).all())):
+        valid, padded = None, False
+    else:
+        valid = valid_rows(ib, sizes)
+        padded = not bool(valid.all())
     where = []
     for a in range(n_batch):  # batch coordinates, shaped to broadcast against (*batch, nse)
         n = shape[a] if x.shape[a] != 1 else 1
