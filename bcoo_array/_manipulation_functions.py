@@ -25,7 +25,7 @@ from ._engine import Operation, host_enabled, host_view
 from ._fill import same_value_np, zero_fill
 from ._kernels import slicing
 from ._kernels.coalesce import broadcast_batch
-from ._kernels.cache import PLANS
+from ._kernels.cache import PLANS, has_padding
 from ._kernels.host import adopt
 from ._kernels.matmul import host_rmatvec
 from ._layout import (
@@ -531,13 +531,13 @@ def _concat_coo_host(coos, ax: int, out_shape, fill) -> BCOOArray:
     bound = np.asarray(out_shape, idt)
     padded = []
     for c in coos:
-        d, i = c._host_buffers()
-        i = i.astype(idt)
+        d, i0 = c._host_buffers()
+        i = i0.astype(idt)
         padded.append(False)
         if c.ndim:
-            valid = valid_rows(i, c.shape)
+            valid = valid_rows(i, c.shape) if has_padding(i0, c.shape) else None
             i[:, ax] += offset
-            if not valid.all():
+            if valid is not None:
                 i[~valid] = bound
                 padded[-1] = True
         datas.append(d)

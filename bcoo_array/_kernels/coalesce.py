@@ -14,7 +14,7 @@ import numpy as np
 
 from .._engine import Operation, host_view
 from .._layout import is_concrete, prod, valid_rows
-from .cache import FACTS
+from .cache import has_padding
 from .host import adopt
 from .plan import group_batched, group_numpy, segment_reduce
 
@@ -229,7 +229,7 @@ def todense_np(data: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_den
     shape = tuple(shape)
     if unique and n_batch == 0 and n_dense == 0 and len(shape) and indices.ndim == 2 and data.ndim == 1:
         sizes = shape
-        if not FACTS.get((indices,), ("padded", sizes), lambda: not bool(valid_rows(indices, sizes).all())):
+        if not has_padding(indices, sizes):
             flat = indices[:, 0] if len(sizes) == 1 else np.ravel_multi_index(tuple(indices.T), sizes)
             out = np.full(prod(sizes), fill, data.dtype)
             out[flat] = data

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._fill import same_value
 from .._layout import is_concrete, prod, valid_rows
-from .cache import FACTS
+from .cache import has_padding
 from .host import adopt
 from .mesh import replicated_on_mesh
 
@@ -130,8 +130,7 @@ def gather_np(x: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: 
     out_shape = batch + (nse,) + dense
     if any(s == 0 for s in sizes) or nse == 0 or 0 in batch:
         return np.zeros(out_shape, x.dtype)
-    if indices.shape == ib.shape and not FACTS.get((indices,), ("padded", sizes),
-                                                   lambda: not bool(valid_rows(indices, sizes).all())):
+    if indices.shape == ib.shape and not has_padding(indices, sizes):
         valid, padded = None, False
     else:
         valid = valid_rows(ib, sizes)

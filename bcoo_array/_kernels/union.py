@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._layout import is_concrete, is_tracer, valid_rows
-from .cache import PLANS
+from .cache import FACTS, PLANS
 from .csr import _csr_arrays_numpy, csr_arrays
 from .host import adopt, aligned_empty, to_device
 from .plan import group_batched, group_numpy
@@ -243,12 +243,18 @@ def union_np(ix: np.ndarray, iy: np.ndarray, sizes, *,
 
 
 def _valid_prefix(idx: np.ndarray, sizes) -> int | None:
-    """How many leading entries of canonical ``idx`` are stored (None if padding is not last)."""
+    """How many leading entries of canonical ``idx`` are stored (None if padding is not last); cached per
+    buffer."""
     if not sizes:
         return idx.shape[0]
-    valid = valid_rows(idx, sizes)
-    n = int(np.count_nonzero(valid))
-    return n if bool(valid[:n].all()) else None
+    sizes = tuple(sizes)
+
+    def count():
+        valid = valid_rows(idx, sizes)
+        n = int(np.count_nonzero(valid))
+        return n if bool(valid[:n].all()) else None
+
+    return FACTS.get((idx,), ("valid-prefix", sizes), count)
 
 
 def _union_trivial(ix: np.ndarray, iy: np.ndarray, sizes):
@@ -285,7 +291,7 @@ def lookup_np(data: np.ndarray, idx: np.ndarray, query: np.ndarray, sizes, fill)
     def raveled(i):
         return np.ravel_multi_index(tuple(i[:, j].astype(np.int64) for j in range(len(sizes))), sizes)
 
-    keys = raveled(idx[:n])
+    keys = PLANS.get((idx,), ("row-major-positions", sizes), lambda: raveled(idx[:n]))  # the pattern's, cached
     q = raveled(query)
     pos = np.minimum(np.searchsorted(keys, q), n - 1)
     found = (keys[pos] == q).reshape((-1,) + (1,) * (data.ndim - 1))
