@@ -74,7 +74,8 @@ setup(
         Extension(
             "bcoo_array._native._ffi",
             sources=["bcoo_array/_native/module.cc", "bcoo_array/_native/coo_matmul.cc",
-                     "bcoo_array/_native/coo_matmul_avx2.cc", "bcoo_array/_native/csr_select.cc"],
+                     "bcoo_array/_native/coo_matmul_avx2.cc", "bcoo_array/_native/csr_select.cc",
+                     "bcoo_array/_native/coo_union.cc"],
             depends=["bcoo_array/_native/kernels.h", "bcoo_array/_native/config.h"],
             language="c++",
             extra_compile_args=_CFLAGS,

@@ -27,9 +27,12 @@ import numpy as np
 
 from ._array_object import BCOOArray
 from ._engine import Operation, host_view
-from ._fill import Twin, apply_with_fill, eval_fill, host_apply, on_one_device, same_value, same_value_np
+from ._fill import (Twin, apply_with_fill, eval_fill, host_apply, on_one_device, result_dtype, same_value,
+                    same_value_np)
 from ._kernels.fromdense import gather_np, same_value_host
-from ._kernels.union import scatter_or_fill_np, take_or_fill_np, union_np, union_scatter_2d_host
+from ._kernels.native import host_coo_union_apply
+from ._kernels.union import (scatter_or_fill_np, take_or_fill_np, union_fused_first, union_np,
+                             union_scatter_2d_host, valid_prefix)
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.mesh import replicated_on_mesh
@@ -218,6 +221,10 @@ def _sparse_sparse_host(fn, x: BCOOArray, y: BCOOArray, out_shape):
     if n_batch or hx is None or hy is None:
         return NotImplemented
     (dx, ix), (dy, iy) = hx, hy
+    if n_dense == 0 and len(shape) == 2:
+        fused = _union_fused_host(fn, x, y, dx, ix, dy, iy, shape)
+        if fused is not None:
+            return fused
     scatter = union_scatter_2d_host(ix, iy, shape) if n_dense == 0 and len(shape) == 2 else None
     if scatter is not None:  # 2-D canonical operands: the merge plan cached on the pair, applied by scatters
         out_idx, side_x, side_y = scatter
@@ -234,6 +241,33 @@ def _sparse_sparse_host(fn, x: BCOOArray, y: BCOOArray, out_shape):
     if got is None:
         return NotImplemented
     return BCOOArray._from_buffers(got[0], out_idx, shape, n_batch=0, n_dense=n_dense, fill_value=got[1],
+                                   indices_sorted=True, unique_indices=True)
+
+
+#: The NumPy functions whose union the native merge applies in the same pass.
+_FUSED_UNION_OPS = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply"}
+
+
+def _union_fused_host(fn, x: BCOOArray, y: BCOOArray, dx, ix, dy, iy, shape, *, plan_keys=None,
+                      plan: str = "union-2d-scatter"):
+    """``fn(x, y)`` of canonical 2-D operands by the native merge that applies ``fn`` as it goes (first
+    call on the pair: no plan, only the result's memory), or None. ``dx``, ``ix``, ``dy``, ``iy`` are
+    NumPy views; ``plan_keys`` the index buffers the engine's plan is cached on (default ``(ix, iy)``)."""
+    op = _FUSED_UNION_OPS.get(getattr(fn, "numpy_fn", None))
+    if op == "multiply" and np.dtype(dx.dtype).kind == "c":
+        op = None  # NumPy's complex product may round its two terms differently (fused multiply-adds)
+    if (op is None or dx.dtype != dy.dtype or iy.dtype != ix.dtype or dx.ndim != 1
+            or result_dtype(fn, (np.dtype(dx.dtype), np.dtype(dy.dtype))) != dx.dtype
+            or not union_fused_first(ix, iy, shape, plan_keys, plan)):
+        return None
+    nx, ny = valid_prefix(ix, shape), valid_prefix(iy, shape)
+    if nx is None or ny is None:
+        return None
+    got = host_coo_union_apply(op, dx, ix, nx, dy, iy, ny, x.fill_value, y.fill_value)
+    fill = host_apply(fn, (np.zeros(0, dx.dtype), np.zeros(0, dy.dtype)), (x.fill_value, y.fill_value))
+    if got is None or fill is None:
+        return None
+    return BCOOArray._from_buffers(got[0], got[1], shape, n_batch=0, n_dense=0, fill_value=fill[1],
                                    indices_sorted=True, unique_indices=True)
 
 
@@ -400,6 +434,12 @@ def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
     x, y, n_batch, n_dense = operands
     shape = tuple(out_shape)
     if n_batch == 0 and n_dense == 0 and len(shape) == 2 and (x._concrete_indices() and y._concrete_indices()):
+        hx, hy = x._host_buffers(), y._host_buffers()  # (views: no buffer crosses into JAX for this)
+        if hx is not None and hy is not None:  # concrete CPU buffers: a first call on a pair merges natively
+            fused = _union_fused_host(fn, x, y, *hx, *hy, shape, plan_keys=(x._indices, y._indices),
+                                      plan="union-2d")
+            if fused is not None:
+                return fused
         # 2-D with concrete indices: scipy's linear merge plans the union, one compiled call applies fn.
         fast = union_apply_2d(fn, x.data, x.indices, y.data, y.indices, shape, x.fill_value, y.fill_value)
         if fast is not None:

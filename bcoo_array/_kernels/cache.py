@@ -87,6 +87,13 @@ class IdentityCache:
                 self._entries.popitem(last=False)
         return value
 
+    def peek(self, buffers: tuple, static: Any):
+        """The cached value for ``buffers`` and ``static``, or None (nothing is computed)."""
+        hit = self._entries.get((*map(id, buffers), static))
+        if hit is not None and all(r() is b for r, b in zip(hit[0], buffers)):
+            return hit[1]
+        return None
+
     def _purge(self) -> None:
         """Drop the entries whose buffers died (call with the lock held)."""
         while self._dead:

@@ -593,3 +593,51 @@ def host_csr_select(indptr: np.ndarray, cols: np.ndarray, rows: np.ndarray, colu
     src = np.empty(total, np.int64)
     mod.host_csr_select_fill(indptr, cols, rows, col_first, by_col, out_idx, src, wide, index_dtype == np.int64)
     return out_idx, src
+
+
+#: Operations of ``host_coo_union_apply`` (the kernel's codes).
+UNION_OPS = {"add": 0, "subtract": 1, "multiply": 2}
+
+
+def host_coo_union_apply(op: str, dx: np.ndarray, ix: np.ndarray, nx: int, dy: np.ndarray, iy: np.ndarray, ny: int,
+                         fx, fy) -> tuple[np.ndarray, np.ndarray] | None:
+    """``op(x, y)`` on the union of two canonical 2-D COO patterns, in one native merge: ``(data, indices)``.
+
+    The entries of each operand are its first ``nx`` / ``ny`` (canonical: sorted row-major, unique,
+    padding after them); an entry stored by one side only meets the other's fill value. The result is
+    canonical and holds exactly the union (scipy's ``csr_binop_csr`` merge, values computed in the same
+    pass: no plan and no expansion of either operand's values to the union).
+
+    Parameters
+    ----------
+    op : {"add", "subtract", "multiply"}
+    dx, dy : numpy.ndarray, shape ``(>= nx,)`` / ``(>= ny,)``
+        Values of one dtype: float32, float64, complex64 or complex128.
+    ix, iy : numpy.ndarray, shape ``(>= nx, 2)`` / ``(>= ny, 2)``
+        Indices of one dtype, int32 or int64.
+    fx, fy : scalar
+        The fill values.
+
+    Returns
+    -------
+    (data, indices) or None
+        64-byte aligned NumPy arrays; None when the module is not available or the dtypes do not fit.
+    """
+    code = _DTYPE_CODE.get(np.dtype(dx.dtype))
+    if (not available() or code is None or dy.dtype != dx.dtype or op not in UNION_OPS or ix.dtype != iy.dtype
+            or ix.dtype not in INDEX_DTYPES or ix.ndim != 2 or iy.ndim != 2 or ix.shape[1] != 2 or iy.shape[1] != 2
+            or ix.shape[0] < nx or iy.shape[0] < ny or dx.shape[0] < nx or dy.shape[0] < ny
+            or dx.ndim != 1 or dy.ndim != 1):
+        return None
+    from .host import aligned_empty
+
+    mod = _STATE.get("module") or _module()
+    ix, iy, dx, dy = (np.ascontiguousarray(a) for a in (ix, iy, dx, dy))
+    wide = ix.dtype == np.int64
+    n = mod.host_coo_union_count(ix, nx, iy, ny, wide)
+    data = aligned_empty((n,), dx.dtype)
+    indices = aligned_empty((n, 2), ix.dtype)
+    fx, fy = complex(fx), complex(fy)
+    mod.host_coo_union_apply(ix, nx, iy, ny, dx, dy, fx.real, fx.imag, fy.real, fy.imag, UNION_OPS[op], code, wide,
+                             indices, data)
+    return data, indices

@@ -242,7 +242,7 @@ def union_np(ix: np.ndarray, iy: np.ndarray, sizes, *,
     return out, pos_x, pos_y
 
 
-def _valid_prefix(idx: np.ndarray, sizes) -> int | None:
+def valid_prefix(idx: np.ndarray, sizes) -> int | None:
     """How many leading entries of canonical ``idx`` are stored (None if padding is not last); cached per
     buffer."""
     if not sizes:
@@ -259,8 +259,8 @@ def _valid_prefix(idx: np.ndarray, sizes) -> int | None:
 
 def _union_trivial(ix: np.ndarray, iy: np.ndarray, sizes):
     """``union_np`` of canonical patterns when one side is empty or both are one pattern, else None."""
-    nx = _valid_prefix(ix, sizes)
-    ny = nx if iy is ix else _valid_prefix(iy, sizes)
+    nx = valid_prefix(ix, sizes)
+    ny = nx if iy is ix else valid_prefix(iy, sizes)
     if nx is None or ny is None:
         return None
     if ny == 0 or (nx == ny and (iy is ix or bool(np.array_equal(ix[:nx], iy[:ny])))):
@@ -279,7 +279,7 @@ def lookup_np(data: np.ndarray, idx: np.ndarray, query: np.ndarray, sizes, fill)
     The caller has checked that positions fit int64 (``union_np`` did).
     """
     sizes = tuple(int(s) for s in sizes)
-    n = _valid_prefix(idx, sizes)
+    n = valid_prefix(idx, sizes)
     if n is None:
         raise ValueError("lookup_np needs a canonical pattern (padding last)")
     fill = np.asarray(fill, data.dtype)
@@ -402,3 +402,23 @@ def _take_or_fill(data, pos, fill):
         vals = jnp.broadcast_to(vals, pos.shape + data.shape[2:])
     mask = (pos >= 0).reshape(pos.shape + (1,) * (data.ndim - 2))
     return jnp.where(mask, vals, fill)
+
+
+def union_fused_first(ix, iy, shape, plan_keys=None, plan: str = "union-2d-scatter") -> bool:
+    """Whether ``A op B`` on this pair of 2-D index buffers should run the fused native merge
+    (``native.host_coo_union_apply``) rather than plan the union.
+
+    The first call on a pair (host index buffers ``ix``, ``iy``) merges and applies in one pass, with no
+    plan (the result's memory only); a second call builds the plan, which later calls reuse (two
+    scatters, no merge). ``plan`` names the engine's plan (the host engine's ``union_scatter_2d_host``,
+    or ``"union-2d"``, ``union_apply_2d``'s), cached on ``plan_keys`` (default ``(ix, iy)``; None
+    entries: buffers not made yet, so no plan either).
+    """
+    keys = plan_keys or (ix, iy)
+    if all(k is not None for k in keys) and PLANS.peek(tuple(keys), (plan, *shape)) is not None:
+        return False
+    seen = ("union-seen", *shape)
+    if FACTS.peek((ix, iy), seen):
+        return False
+    FACTS.get((ix, iy), seen, lambda: True)
+    return True

@@ -25,6 +25,11 @@ void BcooArrayHostCsrSelectFill(bool idx64, bool out64, const void* indptr, cons
                                 int64_t n_rows, const int64_t* col_first, const int64_t* by_col, void* out_idx,
                                 int64_t* out_src);
 
+int64_t BcooArrayHostCooUnionCount(bool idx64, const void* x, int64_t nx, const void* y, int64_t ny);
+bool BcooArrayHostCooUnionApply(int dtype, bool idx64, const void* x, int64_t nx, const void* y, int64_t ny,
+                                const void* dx, const void* dy, const double* fill, int op, void* out_idx,
+                                void* out);
+
 namespace {
 
 // A C-contiguous buffer of an object (a NumPy array), released on scope exit.
@@ -217,6 +222,47 @@ static PyObject* host_csr_select_fill(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// host_coo_union_count(ix, nx, iy, ny, idx64) -> int: the size of the union of two canonical 2-D COO
+// patterns (their first nx / ny entries; the caller checks the layout).
+static PyObject* host_coo_union_count(PyObject*, PyObject* args) {
+  PyObject *ix, *iy;
+  long long nx, ny;
+  int idx64;
+  if (!PyArg_ParseTuple(args, "OLOLp", &ix, &nx, &iy, &ny, &idx64)) return nullptr;
+  Buf bx(ix, false), by(iy, false);
+  if (!(bx.ok && by.ok)) return nullptr;
+  int64_t n;
+  Py_BEGIN_ALLOW_THREADS
+  n = BcooArrayHostCooUnionCount(idx64, bx.view.buf, nx, by.view.buf, ny);
+  Py_END_ALLOW_THREADS
+  return PyLong_FromLongLong(n);
+}
+
+// host_coo_union_apply(ix, nx, iy, ny, dx, dy, fx_re, fx_im, fy_re, fy_im, op, dtype_code, idx64, out_idx,
+// out): the union's (row, col) pairs and op(x, y) values, unstored entries read as the fill values
+// (op: 0 add, 1 subtract, 2 multiply).
+static PyObject* host_coo_union_apply(PyObject*, PyObject* args) {
+  PyObject *ix, *iy, *dx, *dy, *out_idx, *out;
+  long long nx, ny;
+  double fill[4];
+  int op, dtype, idx64;
+  if (!PyArg_ParseTuple(args, "OLOLOOddddiipOO", &ix, &nx, &iy, &ny, &dx, &dy, &fill[0], &fill[1], &fill[2],
+                        &fill[3], &op, &dtype, &idx64, &out_idx, &out))
+    return nullptr;
+  Buf bx(ix, false), by(iy, false), bdx(dx, false), bdy(dy, false), bi(out_idx, true), bo(out, true);
+  if (!(bx.ok && by.ok && bdx.ok && bdy.ok && bi.ok && bo.ok)) return nullptr;
+  bool done;
+  Py_BEGIN_ALLOW_THREADS
+  done = BcooArrayHostCooUnionApply(dtype, idx64, bx.view.buf, nx, by.view.buf, ny, bdx.view.buf, bdy.view.buf,
+                                    fill, op, bi.view.buf, bo.view.buf);
+  Py_END_ALLOW_THREADS
+  if (!done) {
+    PyErr_SetString(PyExc_TypeError, "host_coo_union_apply: unsupported dtype code");
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"registrations", registrations, METH_NOARGS,
      "Dict of FFI target name -> PyCapsule holding its XLA FFI handler."},
@@ -234,6 +280,10 @@ static PyMethodDef methods[] = {
      "Entry count of an outer selection A[np.ix_(rows, cols)] of a CSR structure."},
     {"host_csr_select_fill", host_csr_select_fill, METH_VARARGS,
      "Indices and source positions of an outer selection A[np.ix_(rows, cols)] of a CSR structure."},
+    {"host_coo_union_count", host_coo_union_count, METH_VARARGS,
+     "Size of the union of two canonical 2-D COO patterns."},
+    {"host_coo_union_apply", host_coo_union_apply, METH_VARARGS,
+     "The union of two canonical 2-D COO patterns with add / subtract / multiply applied in the same pass."},
     {nullptr, nullptr, 0, nullptr}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ffi",
