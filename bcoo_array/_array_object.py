@@ -247,7 +247,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     # ``_hindices`` NumPy buffers in host memory; at least one of each pair is set. Host-engine results
     # (``._engine``) keep NumPy buffers only; ``data``/``indices`` hand them to JAX on first read, once.
     __slots__ = ("_data", "_indices", "_hdata", "_hindices", "shape", "n_batch", "n_dense", "indices_sorted",
-                 "unique_indices", "_fill", "_matvec", "__weakref__")
+                 "unique_indices", "_fill", "_matvec", "_aux", "__weakref__")
 
     def __init__(
         self,
@@ -331,6 +331,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         self.indices_sorted = bool(indices_sorted)
         self.unique_indices = bool(unique_indices)
         self._matvec = None  # (bound host matvec or None,), see _bound_matvec; reset with the buffers
+        self._aux = None  # the pytree aux data, made on the first flatten (a jit call's dispatch reads it)
 
     # -- buffers: JAX to the user, NumPy to the host engine ----------------------------
 
@@ -511,10 +512,12 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """The pytree leaves ``(data, indices)`` and the static aux data (shape, layout, flags, fill value)."""
         data = self.data
         indices = self._indices.placeholder if type(self._indices) is NoPattern else self.indices
-        # The leaves' batch sizes (1 where broadcast) tell unflattening whether a map over the leaves changed them.
-        leaf_batch = tuple(tuple(getattr(b, "shape", ())[:self.n_batch]) for b in (data, indices))
-        aux = (self.shape, self.n_batch, self.n_dense, self.indices_sorted, self.unique_indices, fill_key(self._fill),
-               leaf_batch)
+        aux = self._aux
+        if aux is None:  # static for the array's life: made once
+            # The leaves' batch sizes (1 where broadcast) tell unflattening whether a map over the leaves changed them.
+            leaf_batch = tuple(tuple(getattr(b, "shape", ())[:self.n_batch]) for b in (data, indices))
+            aux = self._aux = (self.shape, self.n_batch, self.n_dense, self.indices_sorted, self.unique_indices,
+                               fill_key(self._fill), leaf_batch)
         return (data, indices), aux
 
     @classmethod
