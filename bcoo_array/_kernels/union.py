@@ -143,11 +143,9 @@ def union_scatter_2d_host(ix, iy, shape):
             return None
         idx, pos_x, pos_y = plan
 
-        def side(pos):  # int32 positions where they fit (the plan stays cached with the operands)
+        def side(pos):  # intp positions: NumPy's scatter converts any other index dtype on every call
             present = np.flatnonzero(pos >= 0)
-            if present.size == pos.size:
-                return None
-            return present.astype(np.int32) if pos.size < 2**31 else present
+            return None if present.size == pos.size else present
 
         return idx, side(pos_x), side(pos_y)
 
