@@ -74,7 +74,8 @@ def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True)
         out = jnp.sort(x.data[0], axis=ax, descending=descending, stable=True)
         return dense_layout(out)._replace(fill_value=x.fill_value)
     c = to_coo(x)._canonical()
-    data, indices = sort_lanes(*c._buffers(), x.shape, ax, x.fill_value, descending)
+    data, indices = sort_lanes(*c._buffers(), x.shape, ax, x.fill_value, descending,
+                               canonical=c.indices_sorted and c.unique_indices)
     return BCOOArray._from_buffers(data, indices, x.shape, n_batch=0, n_dense=0, fill_value=x.fill_value,
                                    indices_sorted=ax == x.ndim - 1 and not descending, unique_indices=True)
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from .._engine import Operation, host_view
 from .._layout import valid_rows
+from .cache import has_padding
 
 
 def lt(a, b):
@@ -52,17 +53,17 @@ sort_lanes = Operation("sort_lanes", operands=lambda data, indices, *args, **kw:
 
 
 @sort_lanes.host
-def _sort_lanes_host(data, indices, shape, axis: int, fill, descending: bool):
+def _sort_lanes_host(data, indices, shape, axis: int, fill, descending: bool, *, canonical: bool = False):
     data, indices = host_view(data), host_view(indices)
     nse, ndim = indices.shape
     if nse == 0:
         return data, indices
     sizes = np.asarray(shape, indices.dtype)
-    valid = valid_rows(indices, shape)
-    if axis == ndim - 1 and data.dtype.kind in "biuf" and bool(valid.all()):
-        got = _sort_contiguous_lanes(data, indices, shape, fill, descending)
+    if axis == ndim - 1 and data.dtype.kind in "biuf" and not has_padding(indices, shape):
+        got = _sort_contiguous_lanes(data, indices, shape, fill, descending, canonical=canonical)
         if got is not None:
             return got
+    valid = valid_rows(indices, shape)
     others = [k for k in range(ndim) if k != axis]
     lane_cols = [np.where(valid, indices[:, k], shape[k]).astype(indices.dtype) for k in others]
     pos = np.where(valid, indices[:, axis], shape[axis])
@@ -94,8 +95,11 @@ def _sort_lanes_host(data, indices, shape, axis: int, fill, descending: bool):
     return d, out_idx
 
 
-def _sort_contiguous_lanes(data, indices, shape, fill, descending: bool):
+def _sort_contiguous_lanes(data, indices, shape, fill, descending: bool, *, canonical: bool = False):
     """``_sort_lanes_host`` along the last axis of row-major sorted entries (canonical form, no padding).
+
+    ``canonical`` promises sorted, unique entries (the array's flags): the lanes are then known to be
+    contiguous runs of increasing positions, and the checks of that are skipped.
 
     Each lane's entries are contiguous: they are copied into the rows of a
     padded block (the padding sorts last: NaN, the dtype's maximum or True),
@@ -114,9 +118,9 @@ def _sort_contiguous_lanes(data, indices, shape, fill, descending: bool):
     seg = np.cumsum(start) - 1
     rank = np.arange(nse) - starts[seg]
     inner = ~start[1:]
-    if nse > 1 and not bool(np.all(indices[1:, -1][inner] > indices[:-1, -1][inner])):
+    if not canonical and nse > 1 and not bool(np.all(indices[1:, -1][inner] > indices[:-1, -1][inner])):
         return None  # positions not increasing within a lane: the general path
-    if starts.size > 1:  # each lane one run: the lanes' coordinates strictly increase from run to run
+    if not canonical and starts.size > 1:  # each lane one run: the lanes' coordinates increase run to run
         a, b = indices[starts[:-1], :-1], indices[starts[1:], :-1]
         first = np.argmax(a != b, axis=1)
         rows = np.arange(first.size)
@@ -147,6 +151,10 @@ def _sort_contiguous_lanes(data, indices, shape, fill, descending: bool):
 
 
 @sort_lanes.xla
+def _sort_lanes_xla_call(data, indices, shape, axis: int, fill, descending: bool, *, canonical: bool = False):
+    return _sort_lanes_xla(data, indices, shape, axis, fill, descending)  # (its lexsort needs no promise)
+
+
 @partial(jax.jit, static_argnames=("shape", "axis", "descending"))
 def _sort_lanes_xla(data, indices, shape, axis: int, fill, descending: bool):
     """Sort every lane along ``axis`` of a COO array (n_batch = n_dense = 0), unstored entries = ``fill``.
