@@ -801,7 +801,7 @@ def _assign_entries_host(c: BCOOArray, new_idx: np.ndarray, val) -> BCOOArray:
     written_fill = (pos_b >= 0) & same_value_host(data, fill)
     if written_fill.any():  # an assigned fill value is not stored
         keep = ~written_fill
-        data, out_idx = data[keep], out_idx[keep]
+        data, out_idx = data[keep], np.compress(keep, out_idx, axis=0)
     return BCOOArray._from_buffers(data, out_idx, c.shape, n_batch=0, n_dense=0, fill_value=fill,
                                    indices_sorted=True, unique_indices=True)
 
@@ -922,7 +922,7 @@ def _remove_entries_host(c: BCOOArray, sets) -> BCOOArray:
     if inside is None:  # the whole array
         inside = np.ones(idx.shape[0], bool)
     keep = ~inside
-    return BCOOArray._from_buffers(data[keep], idx[keep], c.shape, n_batch=0, n_dense=0,
+    return BCOOArray._from_buffers(data[keep], np.compress(keep, idx, axis=0), c.shape, n_batch=0, n_dense=0,
                                    fill_value=c.fill_value, indices_sorted=True, unique_indices=True)
 
 

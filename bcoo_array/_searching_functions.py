@@ -220,7 +220,7 @@ def nonzero(x, /) -> tuple[BCOOArray, ...]:
     valid = valid_rows(idx, c.shape)
     idx = idx.astype(np.int64)
     keep = valid & (data != 0)
-    sel = idx[keep]  # canonical: already in row-major order
+    sel = np.compress(keep, idx, axis=0)  # canonical: already in row-major order
     return tuple(dense_layout(sel[:, k].astype(idt)) for k in range(x.ndim))
 
 

@@ -54,7 +54,7 @@ def _nd_coo(m: BCOOArray):
     for k in range(idx.shape[1]):
         valid &= idx[:, k] < c.shape[k]
     if not valid.all():  # padding (an out-of-range index) is not an entry
-        idx, data = idx[valid], data[valid]
+        idx, data = np.compress(valid, idx, axis=0), data[valid]
     return sp.coo_array((data, tuple(idx[:, k] for k in range(m.ndim))), shape=m.shape)
 
 

@@ -179,7 +179,7 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
     for k in range(idx.shape[1]):  # column by column (an axis=1 reduction is several times slower)
         valid &= idx[:, k] < c.shape[k]
     if not valid.all():
-        idx, data = idx[valid], data[valid]
+        idx, data = np.compress(valid, idx, axis=0), data[valid]
     coo = sp.coo_array((data, tuple(idx[:, k] for k in range(x.ndim))), shape=x.shape)
     if c.indices_sorted and c.unique_indices:
         coo.has_canonical_format = True

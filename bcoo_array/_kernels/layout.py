@@ -178,5 +178,5 @@ def coo_triplets(data, indices, shape, n_batch: int, n_dense: int, canonical: bo
     if idx.shape[0]:
         valid = valid_rows(idx, shape)
         if not valid.all():
-            idx, vals = idx[valid], vals[valid]
+            idx, vals = np.compress(valid, idx, axis=0), vals[valid]
     return vals, idx.T
