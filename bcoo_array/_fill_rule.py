@@ -185,15 +185,28 @@ def _outer_host(fn, x: BCOOArray, y: BCOOArray):
                   full.size * m + part.size * cols_y.size, np.result_type(x.dtype, y.dtype), index_dtype_for((n, m)), 2,
                   what=f"the outer broadcast of a ({n}, 1) and a (1, {m}) operand: every column of each row the "
                   "first stores")
+    counts = np.where(sx, m, cols_y.size)
+    total = int(counts.sum())
+    idt = index_dtype_for((n, m))
+    if n * m <= 2 * total:
+        # Most positions are stored: compute every position (NumPy's broadcast, one pass) and keep the stored
+        # ones in row-major order by one compress (a bool per position, at most twice the result's entries).
+        got = host_apply(fn, (xd[:, None], yd[None, :]), (x.fill_value, y.fill_value))
+        if got is None:
+            return NotImplemented
+        stored_at = (sx[:, None] | sy[None, :]).reshape(-1)
+        indices = np.empty((total, 2), idt)
+        indices[:, 0] = np.repeat(np.arange(n, dtype=idt), counts)
+        indices[:, 1] = np.compress(stored_at, np.tile(np.arange(m, dtype=idt), n))
+        data = np.compress(stored_at, np.ascontiguousarray(got[0]).reshape(-1))
+        return BCOOArray._from_buffers(data, indices, (n, m), n_batch=0, n_dense=0, fill_value=got[1],
+                                       indices_sorted=True, unique_indices=True)
     got_full = host_apply(fn, (xd[full][:, None], yd[None, :]), (x.fill_value, y.fill_value))
     got_part = host_apply(fn, (xd[part][:, None], yd[cols_y][None, :]), (x.fill_value, y.fill_value))
     if got_full is None or got_part is None:
         return NotImplemented
-    counts = np.where(sx, m, cols_y.size)
     starts = np.zeros(n, np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
-    total = int(counts.sum())
-    idt = index_dtype_for((n, m))
     data = np.empty(total, got_full[0].dtype)
     indices = np.empty((total, 2), idt)
     for rows, cols, values in ((full, np.arange(m), got_full[0]), (part, cols_y, got_part[0])):

@@ -255,3 +255,27 @@ def test_integer_pow_refuses_a_negative_scalar_exponent():
         x ** xp.asarray(np.array(-2, np.int32))  # a 0-d BCOOArray exponent
     np.testing.assert_array_equal(np.asarray((x ** 2).todense()), [0, 9, 4, 0])
     np.testing.assert_array_equal(np.asarray(xp.pow(x, np.int32(3)).todense()), [0, 27, 8, 0])
+
+
+@pytest.mark.parametrize("density", [0.05, 0.5, 0.95])
+@pytest.mark.parametrize("fills", [(0.0, 0.0), (2.0, 0.0), (0.0, -1.0)])
+def test_outer_broadcast_of_a_column_and_a_row(density, fills):
+    """(n, 1) op (1, m) of two sparse vectors: built row by row (few stored positions) or computed densely and
+    compressed (most positions stored); canonical, equal to NumPy on the dense values, signed zeros included."""
+    rng = np.random.default_rng(8)
+    n, m = 37, 23
+    Da = rng.standard_normal((n, 1)) * (rng.random((n, 1)) < density)
+    Db = rng.standard_normal((1, m)) * (rng.random((1, m)) < density)
+    a = xp.asarray(Da) + fills[0] if fills[0] else xp.asarray(Da)
+    b = xp.asarray(Db) + fills[1] if fills[1] else xp.asarray(Db)
+    A, B = np.asarray(a.todense()), np.asarray(b.todense())
+    for op in (lambda u, v: u + v, lambda u, v: u * v, lambda u, v: u - v):
+        got = op(a, b)
+        g = np.asarray(got.todense())
+        want = op(A, B)
+        np.testing.assert_array_equal(g, want)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(want))
+        if got.n_dense == 0:
+            assert got.indices_sorted and got.unique_indices
+            keys = np.asarray(got.indices).astype(np.int64) @ np.array([m, 1])
+            assert np.all(np.diff(keys) > 0)
