@@ -18,7 +18,8 @@ from ._data_type_functions import astype
 from ._elementwise_functions import divide, sqrt
 from ._engine import Operation
 from ._kernels.plan import group, group_numpy
-from ._kernels.reduce import reduce_coo, reduce_prepare, scatter_sum_applies, sum_scatter, variance_segments
+from ._kernels.reduce import (reduce_coo, reduce_prepare, reduce_scatter, reduction_fills, scatter_reduce_applies,
+                              variance_segments)
 from ._layout import normalize_axes, valid_rows
 from ._layout import prod as _size  # (the name prod is the reduction below)
 from ._manipulation_functions import reshape
@@ -34,13 +35,18 @@ def _keepdims(out: BCOOArray, shape, axes, keepdims: bool) -> BCOOArray:
 
 
 def _reduce(x: BCOOArray, axes, op: str, keepdims: bool) -> BCOOArray:
-    if (op == "sum" and x.n_batch == 0 and x.dtype != jnp.bool_ and not x._concrete_indices()
-            and scatter_sum_applies(x.shape, x.n_dense, x.nse, axes, x.unique_indices, x.fill_value)):
-        # Traced indices (jit, vmap): one scatter-add, no sort (the canonical path below sorts the entries).
-        vals = sum_scatter(x.data, x.indices, x.shape, x.n_dense, tuple(axes))
+    if (x.n_batch == 0 and x.dtype != jnp.bool_ and not x._concrete_indices()
+            and scatter_reduce_applies(x.shape, x.n_dense, x.nse, axes, x.unique_indices)):
+        # Traced indices (jit, vmap): one scatter into the result, no sort (the canonical path below sorts).
+        fill = np.asarray(x.fill_value, x.dtype)
+        vals = reduce_scatter(x.data, x.indices, fill, x.shape, x.n_dense, tuple(axes), op)
         out_shape = tuple(s for a, s in enumerate(x.shape) if a not in axes)
+        n_sparse = x.ndim - x.n_dense
+        _, out_fill = reduction_fills(fill, x.dtype, _size(x.shape[a] for a in axes if a >= n_sparse),
+                                      _size(x.shape[a] for a in axes if a < n_sparse), op)
+        out_fill = np.asarray(out_fill, x.dtype)[()]
         out = BCOOArray._from_buffers(vals, jnp.zeros((1, 0), x.indices.dtype), out_shape, n_batch=0,
-                                      n_dense=len(out_shape), fill_value=np.zeros((), x.dtype)[()],
+                                      n_dense=len(out_shape), fill_value=out_fill,
                                       indices_sorted=True, unique_indices=True)
         return _keepdims(out, x.shape, axes, keepdims)
     c = update_layout(x, 0, x.n_dense)._canonical()

@@ -246,10 +246,8 @@ def _reduce_coo_xla(data, indices, shape, n_dense: int, axes: tuple[int, ...], o
     n_sparse = len(shape) - n_dense
     sp_red, de_red, sp_keep, de_keep = _axis_groups(len(shape), n_dense, axes)
     n_d = prod(shape[a] for a in de_red)
-    with jax.ensure_compile_time_eval():  # fill values are static: keep them concrete under jit
-        f = np.asarray(fill)
-        u = _repeat_fill(f if f.dtype == data.dtype else jnp.asarray(f, data.dtype), n_d, op)
     n_rs = prod(shape[a] for a in sp_red)
+    u, out_fill = reduction_fills(fill, data.dtype, n_d, n_rs, op)
     sizes = tuple(shape[:n_sparse])
     kept_sizes = tuple(shape[a] for a in sp_keep)
     # Two compiled stages around the grouping plan (NumPy when the indices are concrete),
@@ -264,14 +262,23 @@ def _reduce_coo_xla(data, indices, shape, n_dense: int, axes: tuple[int, ...], o
         out_idx = jax.device_put(np.zeros((n_out, 0), indices.dtype))  # a transfer, not a compiled program
     vals = _reduce_segments(data, valid, order, segment, u, n_out, n_rs, op)
     out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
+    return vals, out_idx, out_shape, len(de_keep), out_fill
+
+
+def reduction_fills(fill, dtype, n_d: int, n_rs: int, op: str):
+    """``(u, out_fill)`` of a reduction: ``u`` the fill reduced over the ``n_d`` positions of the reduced dense
+    dimensions, ``out_fill`` the result's fill value (``u`` over the ``n_rs`` positions of the reduced sparse
+    dimensions; the identity where there are none). Concrete, also under ``jit`` (fill values are static)."""
     with jax.ensure_compile_time_eval():
+        f = np.asarray(fill)
+        u = _repeat_fill(f if f.dtype == dtype else jnp.asarray(f, dtype), n_d, op)
         if not n_rs:
-            out_fill = _identity(op, data.dtype, u)
-        elif n_rs >= 2**31:  # past the int32 counts of x64 off: Python integers (the fill is concrete)
+            out_fill = _identity(op, dtype, u)
+        elif n_rs >= 2**31:  # past the int32 counts of x64 off: Python integers
             out_fill = repeat_reduce_big(np.asarray(u), n_rs, op)
         else:
             out_fill = _repeat_fill(u, n_rs, op)
-    return vals, out_idx, out_shape, len(de_keep), out_fill
+    return u, out_fill
 
 
 #: ``repeat_reduce`` on a fill value as one compiled program (per dtype and op), not one per primitive.
@@ -321,26 +328,47 @@ def _reduce_segments(data, valid, order, segment, u, n_out: int, n_rs: int, op: 
     return combine(vals, repeat_missing(ub, count_b, n_rs, op), op)
 
 
-def scatter_sum_applies(shape, n_dense: int, nse: int, axes, unique: bool, fill) -> bool:
-    """Whether ``sum_scatter`` serves a traced sum: duplicate-free entries, fill +0, a result no larger than nse."""
-    sp_keep = _axis_groups(len(shape), n_dense, axes)[2]
-    return unique and zero_fill(fill) and prod(shape[a] for a in sp_keep) <= max(nse, 1)
+def scatter_reduce_applies(shape, n_dense: int, nse: int, axes, unique: bool) -> bool:
+    """Whether ``reduce_scatter`` serves a traced reduction: duplicate-free entries, a result no larger than
+    nse, and every slice non-empty."""
+    sp_red, _, sp_keep, _ = _axis_groups(len(shape), n_dense, axes)
+    return (unique and prod(shape[a] for a in sp_keep) <= max(nse, 1)
+            and all(shape[a] > 0 for a in range(len(shape))))
 
 
-@partial(jax.jit, static_argnames=("shape", "n_dense", "axes"))
-def sum_scatter(data, indices, shape, n_dense: int, axes):
-    """A sum over ``axes`` of a duplicate-free, fill +0 array with traced indices, as one scatter-add.
+def _scatter_identity(op: str, dtype):
+    if op == "sum":
+        return np.zeros((), dtype)
+    if op == "prod":
+        return np.ones((), dtype)
+    if jnp.issubdtype(dtype, jnp.inexact):
+        return np.asarray(-np.inf if op == "max" else np.inf, dtype)
+    info = np.iinfo(dtype)
+    return np.asarray(info.min if op == "max" else info.max, dtype)
 
-    No sort (``jax.experimental.sparse``'s ``bcoo_reduce_sum`` also keeps the
-    entries; here they are added into the result's positions at once): the
-    result is returned in dense layout, ``(1, *kept sparse sizes, *kept dense
-    sizes)``, which ``scatter_sum_applies`` bounds by nse. Every position starts
-    at +0.0, NumPy's identity (its sum of ``-0.0`` values is ``+0.0``).
+
+def reduce_scatter(data, indices, fill, shape, n_dense: int, axes, op: str):
+    """``op`` (sum, prod, max, min) over ``axes`` of a duplicate-free array with traced indices: one scatter.
+
+    No sort (the canonical path groups the entries by a sort first; ``jax.experimental.sparse``'s
+    ``bcoo_reduce_sum`` keeps them and leaves duplicates in its result): every stored value is combined
+    into its output position at once, starting from ``op``'s identity (+0.0 for a sum, NumPy's: its sum
+    of ``-0.0`` values is ``+0.0``), then each position meets the fill value as often as its slice has
+    unstored entries (a count by a second scatter, skipped for a sum with fill +0). The result is in
+    dense layout, ``(1, *kept sparse sizes, *kept dense sizes)``, which ``scatter_reduce_applies``
+    bounds by nse.
     """
+    return _reduce_scatter(data, indices, np.asarray(fill, data.dtype), shape=tuple(shape), n_dense=n_dense,
+                           axes=tuple(axes), op=op, skip_count=op == "sum" and zero_fill(np.asarray(fill)))
+
+
+@partial(jax.jit, static_argnames=("shape", "n_dense", "axes", "op", "skip_count"))
+def _reduce_scatter(data, indices, fill, shape, n_dense: int, axes, op: str, skip_count: bool):
     n_sparse = len(shape) - n_dense
     sp_red, de_red, sp_keep, de_keep = _axis_groups(len(shape), n_dense, axes)
     if de_red:
-        data = jnp.sum(data, axis=tuple(a - n_sparse + 1 for a in de_red), dtype=data.dtype)
+        data = _DENSE_REDUCE[op](data, axis=tuple(a - n_sparse + 1 for a in de_red),
+                                 **({"dtype": data.dtype} if op in ("sum", "prod") else {}))
     sizes = shape[:n_sparse]
     kept = tuple(shape[a] for a in sp_keep)
     P = prod(kept)
@@ -352,8 +380,21 @@ def sum_scatter(data, indices, shape, n_dense: int, axes):
     for a in sp_keep:
         lin = lin * shape[a] + indices[:, a].astype(jnp.int32)
     seg = jnp.where(valid, lin, P)
-    # NumPy's sum starts from the identity +0.0 (a sum of -0.0 values is +0.0), as the scatter does
-    vals = jnp.zeros((P + 1,) + data.shape[1:], data.dtype).at[seg].add(data)[:P]
+    start = jnp.full((P + 1,) + data.shape[1:], _scatter_identity(op, data.dtype), data.dtype)
+    at = start.at[seg]
+    vals = {"sum": at.add, "prod": at.multiply, "max": at.max, "min": at.min}[op](data)[:P]
+    n_rs = prod(shape[a] for a in sp_red)
+    u = repeat_reduce(fill, prod(shape[a] for a in de_red), op) if de_red else fill
+    if skip_count:  # a sum with fill +0: the unstored entries add nothing
+        return vals.reshape((1,) + kept + tuple(data.shape[1:]))
+    count = jnp.zeros(P + 1, jnp.int32).at[seg].add(1)[:P]
+    count_b = count.reshape((P,) + (1,) * (vals.ndim - 1))
+    ub = jnp.broadcast_to(u, vals.shape)
+    if op in ("max", "min"):
+        some_missing = count_b < n_rs if n_rs <= np.iinfo(np.int32).max else jnp.ones(count_b.shape, bool)
+        vals = jnp.where(some_missing, combine(vals, ub, op), vals)
+    else:
+        vals = combine(vals, repeat_missing(ub, count_b, n_rs, op), op)
     return vals.reshape((1,) + kept + tuple(data.shape[1:]))
 
 
