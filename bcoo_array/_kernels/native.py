@@ -497,38 +497,6 @@ def _csr_ok(indptr: np.ndarray, cols: np.ndarray) -> bool:
             and indptr.size >= 1)
 
 
-def host_csr_find(indptr: np.ndarray, cols: np.ndarray, rows: np.ndarray, targets: np.ndarray) -> np.ndarray | None:
-    """Positions of the entries ``(rows[i], targets[i])`` of a canonical CSR structure, -1 where none is stored.
-
-    A binary search within each row (scipy's ``csr_sample_offsets``), in one native pass.
-
-    Parameters
-    ----------
-    indptr : numpy.ndarray, shape ``(m + 1,)``, int32 or int64
-        A valid row pointer into ``cols`` (the cached plan of a canonical index buffer).
-    cols : numpy.ndarray, shape ``(nnz,)``, the dtype of ``indptr``
-        Strictly increasing within each row.
-    rows, targets : numpy.ndarray, shape ``(q,)``, integer
-        Rows in ``[0, m)`` (checked here) and columns (any value; out-of-range ones are not found).
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape ``(q,)``, or None
-        None when the native module is not available or the dtypes do not fit (the caller searches with NumPy).
-    """
-    if not available() or not _csr_ok(indptr, cols):
-        return None
-    rows = np.ascontiguousarray(rows, np.int64)
-    m = indptr.size - 1
-    if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= m):
-        raise IndexError(f"host_csr_find: a row is outside [0, {m})")
-    out = np.empty(rows.size, np.int64)
-    (_STATE.get("module") or _module()).host_csr_find(
-        np.ascontiguousarray(indptr), np.ascontiguousarray(cols), rows, np.ascontiguousarray(targets, np.int64), out,
-        indptr.dtype == np.int64)
-    return out
-
-
 def host_csr_diagonal(indptr: np.ndarray, cols: np.ndarray, shape: tuple[int, int], k: int) -> np.ndarray | None:
     """Positions of the ``k``-th diagonal's entries of a canonical CSR structure of ``shape``, -1 where none.
 

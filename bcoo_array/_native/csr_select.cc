@@ -1,25 +1,12 @@
 // Host kernels on a canonical CSR structure (row pointer, strictly increasing columns per row):
-// positions of (row, column) pairs, and the entries of an outer selection A[np.ix_(rows, cols)].
-// Algorithms as scipy's sparsetools (csr_sample_offsets, csr_row_index, csr_column_index1/2):
+// the positions of a diagonal's entries, and the entries of an outer selection A[np.ix_(rows, cols)].
+// Algorithms as scipy's sparsetools (csr_diagonal, csr_row_index, csr_column_index1/2):
 // a binary search within a row, and a count per column followed by a fill.
 
 #include <algorithm>
 #include <cstdint>
 
 namespace {
-
-template <typename I>
-void CsrFind(const I* indptr, const I* cols, const int64_t* rows, const int64_t* targets, int64_t* out,
-             int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t r = rows[i];
-    const I* lo = cols + indptr[r];
-    const I* hi = cols + indptr[r + 1];
-    const I t = static_cast<I>(targets[i]);
-    const I* it = std::lower_bound(lo, hi, t);
-    out[i] = (it != hi && *it == t) ? static_cast<int64_t>(it - cols) : -1;
-  }
-}
 
 // The positions of the diagonal entries (r0 + i, r0 + i + k), i < count, or -1 where none is stored.
 template <typename I>
@@ -67,14 +54,6 @@ void CsrSelectFill(const I* indptr, const I* cols, const int64_t* rows, int64_t 
 }
 
 }  // namespace
-
-void BcooArrayHostCsrFind(bool idx64, const void* indptr, const void* cols, const int64_t* rows,
-                          const int64_t* targets, int64_t* out, int64_t count) {
-  if (idx64)
-    CsrFind(static_cast<const int64_t*>(indptr), static_cast<const int64_t*>(cols), rows, targets, out, count);
-  else
-    CsrFind(static_cast<const int32_t*>(indptr), static_cast<const int32_t*>(cols), rows, targets, out, count);
-}
 
 void BcooArrayHostCsrDiagonal(bool idx64, const void* indptr, const void* cols, int64_t r0, int64_t k,
                               int64_t* out, int64_t count) {

@@ -15,8 +15,6 @@ bool BcooArrayHostCooMatmul(int dtype, bool idx64, const void* data, const void*
 bool BcooArrayHostCsrSpmv(int dtype, bool idx64, const void* indptr, const void* cols, const void* data,
                           const void* x, void* y, int64_t m);
 
-void BcooArrayHostCsrFind(bool idx64, const void* indptr, const void* cols, const int64_t* rows,
-                          const int64_t* targets, int64_t* out, int64_t count);
 int64_t BcooArrayHostCsrSelectCount(bool idx64, const void* indptr, const void* cols, const int64_t* rows,
                                     int64_t n_rows, const int64_t* col_count);
 void BcooArrayHostCsrDiagonal(bool idx64, const void* indptr, const void* cols, int64_t r0, int64_t k,
@@ -152,23 +150,6 @@ static PyObject* host_csr_spmv(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
-// host_csr_find(indptr, cols, rows, targets, out, idx64): out[i] = the position of the entry
-// (rows[i], targets[i]) of a canonical CSR structure, or -1 (rows, targets, out: int64; the caller
-// checks that every row is in range).
-static PyObject* host_csr_find(PyObject*, PyObject* args) {
-  PyObject *indptr, *cols, *rows, *targets, *out;
-  int idx64;
-  if (!PyArg_ParseTuple(args, "OOOOOp", &indptr, &cols, &rows, &targets, &out, &idx64)) return nullptr;
-  Buf bp(indptr, false), bc(cols, false), br(rows, false), bt(targets, false), bo(out, true);
-  if (!(bp.ok && bc.ok && br.ok && bt.ok && bo.ok)) return nullptr;
-  const int64_t count = bo.view.len / 8;
-  Py_BEGIN_ALLOW_THREADS
-  BcooArrayHostCsrFind(idx64, bp.view.buf, bc.view.buf, static_cast<const int64_t*>(br.view.buf),
-                       static_cast<const int64_t*>(bt.view.buf), static_cast<int64_t*>(bo.view.buf), count);
-  Py_END_ALLOW_THREADS
-  Py_RETURN_NONE;
-}
-
 // host_csr_diagonal(indptr, cols, out, r0, k, idx64): out[i] = the position of the entry
 // (r0 + i, r0 + i + k) of a canonical CSR structure, or -1 (the caller keeps both in range).
 static PyObject* host_csr_diagonal(PyObject*, PyObject* args) {
@@ -272,8 +253,6 @@ static PyMethodDef methods[] = {
      "out = A @ x for a CSR matrix on C-contiguous host buffers (no XLA)."},
     {"host_csr_to_coo", host_csr_to_coo, METH_VARARGS,
      "out = the (nnz, 2) COO indices of a CSR structure, in one pass (no XLA)."},
-    {"host_csr_find", host_csr_find, METH_VARARGS,
-     "Positions of (row, column) pairs in a canonical CSR structure, -1 where absent (no XLA)."},
     {"host_csr_diagonal", host_csr_diagonal, METH_VARARGS,
      "Positions of the k-th diagonal's entries in a canonical CSR structure, -1 where absent."},
     {"host_csr_select_count", host_csr_select_count, METH_VARARGS,
