@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from ._foreign import foreign_kind
-from ._layout import prod
+from ._shapes import prod
 from ._namespace import namespace
 from ._routing import is_routed_type
 from ._version import API_VERSION, SUPPORTED_API_VERSIONS

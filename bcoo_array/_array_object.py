@@ -28,7 +28,7 @@ from ._kernels.fromdense import fromdense as _fromdense
 from ._kernels.fromdense import fromdense_host
 from ._kernels.host import host_buffers, to_device
 from ._kernels.matmul import host_matvec
-from ._layout import (
+from ._shapes import (
     check_buffers,
     check_index_values,
     index_dtype_for,

@@ -20,7 +20,7 @@ from ._array_object import BCOOArray
 from ._convert import from_foreign
 from ._fill import zero_fill
 from ._kernels.host import adopt, to_device
-from ._layout import index_dtype_for, is_concrete, normalize_shape
+from ._shapes import index_dtype_for, is_concrete, normalize_shape
 from ._operands import PY_SCALARS
 from ._relayout import dense_layout, fill_only, is_dense_layout, update_layout
 from ._routing import routed

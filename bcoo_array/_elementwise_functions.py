@@ -20,7 +20,7 @@ import numpy as np
 from . import _fill_rule
 from ._fill import Twin
 from ._array_object import BCOOArray
-from ._layout import is_tracer
+from ._shapes import is_tracer
 from ._operands import (
     PY_SCALARS,
     as_operand,

@@ -30,7 +30,7 @@ from typing import Callable
 import jax
 import numpy as np
 
-from ._layout import is_tracer
+from ._shapes import is_tracer
 
 #: Environment variable: ``0`` forces the XLA engine on the CPU (read at every call).
 HOST_ENV = "BCOO_ARRAY_HOST"

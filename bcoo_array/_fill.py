@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._layout import is_concrete, is_tracer
+from ._shapes import is_concrete, is_tracer
 
 
 def fill_scalar(value, dtype: np.dtype) -> np.generic:

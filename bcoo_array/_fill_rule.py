@@ -37,7 +37,7 @@ from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.mesh import replicated_on_mesh
 from ._kernels.union import take_or_fill, union, union_apply_2d
-from ._layout import broadcast_shape, index_dtype_for, is_concrete, valid_rows
+from ._shapes import broadcast_shape, index_dtype_for, is_concrete, valid_rows
 from ._limits import check_dense, check_entries
 from ._relayout import (
     broadcast,

@@ -39,7 +39,7 @@ from ._kernels.csr import csr_arrays
 from ._kernels.native import host_csr_select
 from ._kernels.fromdense import same_value_host
 from ._kernels.union import lookup_np, take_or_fill, take_or_fill_np, union, union_np
-from ._layout import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod, valid_rows
+from ._shapes import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod, valid_rows
 from ._limits import check_dense, check_entries
 from ._manipulation_functions import expand_dims, reshape
 from ._operands import PY_SCALARS, as_operand, as_sparse

@@ -38,7 +38,7 @@ from ._kernels.matmul import (
     spmm,
     spmm_dense,
 )
-from ._layout import index_dtype_for, is_concrete, is_tracer, prod
+from ._shapes import index_dtype_for, is_concrete, is_tracer, prod
 from ._manipulation_functions import permute_dims, reshape, transposed_matvec
 from ._operands import as_operand, as_sparse, cast, check_category
 from ._relayout import broadcast, dense_layout, dense_values, dense_values_host, update_layout

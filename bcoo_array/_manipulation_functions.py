@@ -28,7 +28,7 @@ from ._kernels.coalesce import broadcast_batch
 from ._kernels.cache import PLANS, has_padding
 from ._kernels.host import adopt
 from ._kernels.matmul import host_rmatvec
-from ._layout import (
+from ._shapes import (
     broadcast_shape,
     index_dtype_for,
     is_concrete,

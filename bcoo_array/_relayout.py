@@ -22,8 +22,8 @@ import numpy as np
 from ._array_object import BCOOArray
 from ._fill import zero_fill
 from ._engine import Operation, host_enabled, host_view, runs_on_host
-from ._kernels.layout import update_layout as _update_layout
-from ._layout import index_dtype_for, normalize_shape, prod
+from ._kernels.dimensions import update_layout as _update_layout
+from ._shapes import index_dtype_for, normalize_shape, prod
 from ._limits import check_dense, check_entries
 
 

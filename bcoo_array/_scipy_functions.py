@@ -25,7 +25,7 @@ from ._convert.scipy import from_scipy
 from ._creation_functions import asarray, eye
 from ._fill import reads_as_zero, same_value_np
 from ._kernels.host import adopt
-from ._layout import index_dtype_for, normalize_shape
+from ._shapes import index_dtype_for, normalize_shape
 from ._manipulation_functions import reshape
 from ._routing import routed
 

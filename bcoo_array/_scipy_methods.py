@@ -30,12 +30,12 @@ from ._fill import reads_as_zero, zero_fill
 from ._foreign import foreign_kind
 from ._kernels.cache import PLANS
 from ._kernels.host import adopt, host_buffers
-from ._kernels.layout import coo_triplets
+from ._kernels.dimensions import coo_triplets
 from ._kernels.csr import csr_arrays
 from ._kernels.matmul import host_spmm
 from ._kernels.native import host_csr_diagonal
 from ._kernels.reduce import arg_extreme_np
-from ._layout import index_dtype_for, is_concrete, prod, valid_rows
+from ._shapes import index_dtype_for, is_concrete, prod, valid_rows
 from ._namespace import namespace
 
 
@@ -676,7 +676,7 @@ class ScipyMethodsMixin:
         return _host(out.todense()) if axis is None and not keepdims else out
 
     def _triplets(self, what: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(values, coords)`` on the host, canonical and without padding (see ``._kernels.layout.coo_triplets``)."""
+        """``(values, coords)`` on the host, canonical and without padding (see ``._kernels.dimensions.coo_triplets``)."""
         if not self._concrete():
             raise ValueError(f"{what} needs concrete buffers; call it outside jax.jit / vmap")
         return coo_triplets(*self._buffers(), self.shape, self.n_batch, self.n_dense,

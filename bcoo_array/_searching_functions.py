@@ -29,7 +29,7 @@ from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.reduce import arg_extreme_rows
 from ._kernels.sorting import count_before
 from ._kernels.union import lookup, lookup_np, take_or_fill, take_or_fill_np, union, union_np
-from ._layout import broadcast_shape, is_concrete, normalize_axis, prod, valid_rows
+from ._shapes import broadcast_shape, is_concrete, normalize_axis, prod, valid_rows
 from ._limits import check_dense
 from ._manipulation_functions import broadcast_to, permute_dims, reshape
 from ._operands import (

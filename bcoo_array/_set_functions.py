@@ -24,9 +24,9 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._fill import eval_fill
-from ._kernels.layout import coo_triplets
+from ._kernels.dimensions import coo_triplets
 from ._kernels.sorting import unique_entries
-from ._layout import index_dtype_for, is_concrete
+from ._shapes import index_dtype_for, is_concrete
 from ._limits import check_dense
 from ._operands import PY_SCALARS, as_operand, as_sparse, scalar_dtype, scalar_to_array
 from ._relayout import dense_layout, dense_values, is_dense_layout, to_coo
@@ -61,7 +61,7 @@ def _eager(x: BCOOArray, name: str) -> None:
 def _entries(x: BCOOArray):
     """Stored values, their sorted row-major flat positions and coordinates ``(ndim, n)`` (host, eager).
 
-    Duplicates summed, padding dropped (``._kernels.layout.coo_triplets``);
+    Duplicates summed, padding dropped (``._kernels.dimensions.coo_triplets``);
     a dense-layout array gives every position without building coordinates
     (``None``).
     """

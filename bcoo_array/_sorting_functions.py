@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._kernels.sorting import sort_lanes
-from ._layout import normalize_axis
+from ._shapes import normalize_axis
 from ._limits import check_dense
 from ._operands import as_sparse, check_category
 from ._relayout import dense_layout, is_dense_layout, to_coo

@@ -20,8 +20,8 @@ from ._engine import Operation
 from ._kernels.plan import group, group_numpy
 from ._kernels.reduce import (reduce_coo, reduce_prepare, reduce_scatter, reduction_fills, scatter_reduce_applies,
                               variance_segments)
-from ._layout import normalize_axes, valid_rows
-from ._layout import prod as _size  # (the name prod is the reduction below)
+from ._shapes import normalize_axes, valid_rows
+from ._shapes import prod as _size  # (the name prod is the reduction below)
 from ._manipulation_functions import reshape
 from ._operands import as_sparse, check_category
 from ._relayout import dense_layout, update_layout

@@ -16,7 +16,7 @@ from . import _dtypes
 from ._array_object import BCOOArray
 from ._data_type_functions import astype
 from ._elementwise_functions import equal, greater, logical_not, not_equal, subtract
-from ._layout import normalize_axis
+from ._shapes import normalize_axis
 from ._manipulation_functions import concat
 from ._operands import as_sparse
 from ._statistical_functions import sum as _sum

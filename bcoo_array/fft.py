@@ -18,7 +18,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._creation_functions import _device_put
-from ._layout import normalize_axis
+from ._shapes import normalize_axis
 from ._manipulation_functions import roll
 from ._operands import as_sparse, check_category
 from ._relayout import dense_layout

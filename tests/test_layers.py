@@ -37,7 +37,7 @@ LAYERS: dict[str, int] = {
     "_version": 0, "_constants": 0, "_dtypes": 0, "_routing": 0, "_foreign": 0,
     "_limits": 0, "_warnings": 0,
     # 1 layout and fill values
-    "_layout": 1, "_engine": 1, "_fill": 1,
+    "_shapes": 1, "_engine": 1, "_fill": 1,
     # 2 kernels (buffers only)
     "_kernels": 2, "_native": 2,
     # 3 the array class

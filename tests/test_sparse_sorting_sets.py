@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import bcoo_array as xp
 from bcoo_array import BCOOArray
-from bcoo_array._kernels.layout import coo_triplets
+from bcoo_array._kernels.dimensions import coo_triplets
 from bcoo_array._relayout import dense_layout, is_dense_layout
 from _oracle import DTYPES, REAL, assert_matches, cases, same_scalar, to_np
 

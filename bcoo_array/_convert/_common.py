@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._array_object import BCOOArray
-from .._kernels.layout import coo_triplets as _coo_triplets
-from .._layout import is_concrete
+from .._kernels.dimensions import coo_triplets as _coo_triplets
+from .._shapes import is_concrete
 
 
 def coo_triplets(x: BCOOArray, what: str) -> tuple[np.ndarray, np.ndarray]:

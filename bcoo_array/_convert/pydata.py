@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._array_object import BCOOArray
-from .._layout import index_dtype_for
+from .._shapes import index_dtype_for
 from ._common import coo_triplets
 
 _FORMATS = ("coo", "gcxs", "dok")

@@ -16,7 +16,7 @@ from .._fill import reads_as_zero
 from .._kernels.csr import csr_arrays
 from .._kernels.host import aligned_empty
 from .._kernels.native import host_csr_to_coo
-from .._layout import index_dtype_for
+from .._shapes import index_dtype_for
 from .._relayout import update_layout
 from .._warnings import MatrixSemanticsWarning, warn
 

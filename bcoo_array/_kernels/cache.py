@@ -121,7 +121,7 @@ FACTS = IdentityCache(maxsize=512)
 def has_padding(indices, sizes) -> bool:
     """Whether the NumPy index buffer ``indices`` (``(..., nse, k)``) holds padding (an entry with a coordinate
     past its size), cached per buffer in ``FACTS``: a warm call reads no index."""
-    from .._layout import valid_rows
+    from .._shapes import valid_rows
 
     sizes = tuple(sizes)
     return FACTS.get((indices,), ("padded", sizes), lambda: not bool(valid_rows(indices, sizes).all()))

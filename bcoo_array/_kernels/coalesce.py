@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._engine import Operation, host_view
-from .._layout import is_concrete, prod, valid_rows
+from .._shapes import is_concrete, prod, valid_rows
 from .cache import has_padding
 from .host import adopt
 from .plan import group_batched, group_numpy, segment_reduce

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._fill import same_value
-from .._layout import is_concrete, prod, valid_rows
+from .._shapes import is_concrete, prod, valid_rows
 from .cache import has_padding
 from .host import adopt
 from .mesh import replicated_on_mesh

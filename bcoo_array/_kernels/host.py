@@ -15,7 +15,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from .._layout import is_concrete
+from .._shapes import is_concrete
 
 from .._engine import cpu_only as _cpu_only
 from .._engine import single_cpu

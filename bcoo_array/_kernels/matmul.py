@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from .._layout import is_concrete, is_tracer
+from .._shapes import is_concrete, is_tracer
 from . import csr, ell, native
 from .cache import PLANS
 from .coo import coo_matmat

@@ -15,7 +15,7 @@ from __future__ import annotations
 import jax
 from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
-from .._layout import is_tracer
+from .._shapes import is_tracer
 
 
 def _spec_axes(spec) -> set[str]:

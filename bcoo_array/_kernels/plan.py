@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._layout import is_concrete
+from .._shapes import is_concrete
 from .host import adopt
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._engine import Operation, host_view
 from .._fill import zero_fill
-from .._layout import is_concrete, prod
+from .._shapes import is_concrete, prod
 from .coalesce import segment_reduce_np
 from .cache import PLANS
 from .csr import axis_plan_host, sum_axis

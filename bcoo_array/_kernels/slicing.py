@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from .._engine import Operation, host_view
-from .._layout import is_concrete, is_tracer
+from .._shapes import is_concrete, is_tracer
 from .cache import PLANS
 from .csr import csr_arrays
 from .host import aligned_empty, host_buffers, to_device

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._engine import Operation, host_view
-from .._layout import valid_rows
+from .._shapes import valid_rows
 from .cache import has_padding
 
 

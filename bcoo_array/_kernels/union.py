@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._layout import is_concrete, is_tracer, valid_rows
+from .._shapes import is_concrete, is_tracer, valid_rows
 from .cache import FACTS, PLANS
 from .csr import _csr_arrays_numpy, csr_arrays
 from .host import adopt, aligned_empty, to_device

@@ -27,7 +27,7 @@ import numpy as np
 
 import bcoo_array as xp
 
-from .._layout import is_concrete
+from .._shapes import is_concrete
 from .operands import (
     UNSET,
     counting_input,

@@ -37,7 +37,7 @@ import numpy as np
 import bcoo_array as xp
 
 from .._dtypes import x64_enabled
-from .._layout import normalize_axes, normalize_axis
+from .._shapes import normalize_axes, normalize_axis
 from . import foreign
 from .extras import nanmax, nanmin
 from .operands import (

@@ -30,7 +30,7 @@ from .._elementwise_functions import abs as _abs
 from .._elementwise_functions import multiply, not_equal, sqrt, subtract
 from .._elementwise_functions import pow as _pow
 from .._fill import same_value_np
-from .._layout import index_dtype_for, is_concrete, normalize_axes
+from .._shapes import index_dtype_for, is_concrete, normalize_axes
 from .._linear_algebra_functions import matmul, matrix_transpose, tensordot, vecdot
 from .._manipulation_functions import broadcast_arrays, broadcast_to, reshape, stack
 from .._operands import as_operand, as_sparse, binary_operands, cast, check_category

@@ -23,7 +23,7 @@ from .._array_object import BCOOArray
 from .._dtypes import canonicalize_dtype
 from .._fill import fill_from_key, fill_key
 from .._foreign import foreign_kind
-from .._layout import is_concrete, prod
+from .._shapes import is_concrete, prod
 from .._relayout import dense_layout, update_layout
 from . import _partition
 

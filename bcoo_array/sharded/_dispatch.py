@@ -23,7 +23,7 @@ import numpy as np
 import bcoo_array as xp
 from bcoo_array._dtypes import CATEGORIES, sum_dtype
 from bcoo_array._elementwise_functions import TABLE as _ELEMENTWISE
-from bcoo_array._layout import normalize_axes
+from bcoo_array._shapes import normalize_axes
 
 from . import _ops
 from ._array import ShardedBCOOArray

@@ -34,7 +34,7 @@ from .. import _linear_algebra_functions as la
 from .. import _statistical_functions as st
 from .._array_object import BCOOArray
 from .._kernels.reduce import combine, repeat_reduce
-from .._layout import is_tracer, prod
+from .._shapes import is_tracer, prod
 from .._manipulation_functions import permute_dims, reshape
 from .._operands import as_operand
 from .._relayout import dense_layout, update_layout

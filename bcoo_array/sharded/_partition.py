@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._layout import prod
+from .._shapes import prod
 
 
 def block_size(n: int, p: int) -> int:

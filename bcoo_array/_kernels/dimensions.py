@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._engine import Operation, host_view
-from .._layout import index_dtype_for, is_concrete, prod, valid_rows
+from .._shapes import index_dtype_for, is_concrete, prod, valid_rows
 from .coalesce import sum_duplicates
 
 

@@ -1,5 +1,6 @@
-"""Layout metadata of the BCOO format: index dtypes, shape checks, fill values
-and the eager validation of index values.
+"""Shape and index arithmetic of the BCOO format: index dtypes, shape and axis checks, broadcast shapes,
+padding tests and the eager validation of index values (``_relayout`` changes an array's layout;
+``_kernels/dimensions`` moves dimensions of the buffers).
 
 A BCOOArray of shape ``(*batch, *sparse, *dense)`` holds
 
