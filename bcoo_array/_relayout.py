@@ -191,8 +191,9 @@ def broadcast(x: BCOOArray, shape) -> BCOOArray:
     nd = len(shape) - x.ndim
     if nd < 0 or any(s not in (1, t) for s, t in zip(x.shape, shape[nd:])):
         raise ValueError(f"cannot broadcast an array of shape {x.shape} to {shape}")
-    if prod(shape) == 0 and x.n_sparse:
-        # A size-1 sparse dimension broadcast to 0 (or any empty target): nothing is stored.
+    if (prod(shape) == 0 and x.n_sparse) or (x.nse == 0 and x.n_batch == 0 and x.n_dense == 0):
+        # A size-1 sparse dimension broadcast to 0 (or any empty target), or an array storing nothing (a Python
+        # scalar's 0-d operand in where(c, A, 0.0)): nothing is stored, and no batch dimension is made for it.
         return fill_only(shape, x.dtype, x.fill_value)
     n_batch = x.n_batch + nd
     idt = index_dtype_for(shape[n_batch:n_batch + x.n_sparse])
