@@ -267,8 +267,6 @@ def _union_fused_host(fn, x: BCOOArray, y: BCOOArray, dx, ix, dy, iy, shape, *, 
     call on the pair: no plan, only the result's memory), or None. ``dx``, ``ix``, ``dy``, ``iy`` are
     NumPy views; ``plan_keys`` the index buffers the engine's plan is cached on (default ``(ix, iy)``)."""
     op = _FUSED_UNION_OPS.get(getattr(fn, "numpy_fn", None))
-    if op == "multiply" and np.dtype(dx.dtype).kind == "c":
-        op = None  # NumPy's complex product may round its two terms differently (fused multiply-adds)
     if (op is None or dx.dtype != dy.dtype or iy.dtype != ix.dtype or dx.ndim != 1
             or result_dtype(fn, (np.dtype(dx.dtype), np.dtype(dy.dtype))) != dx.dtype
             or not union_fused_first(ix, iy, shape, plan_keys, plan)):

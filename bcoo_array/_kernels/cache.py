@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 import jax
+import numpy as np
 
 
 class IdentityCache:
@@ -118,10 +119,22 @@ PLANS = IdentityCache(maxsize=64)
 FACTS = IdentityCache(maxsize=512)
 
 
-def has_padding(indices, sizes) -> bool:
-    """Whether the NumPy index buffer ``indices`` (``(..., nse, k)``) holds padding (an entry with a coordinate
-    past its size), cached per buffer in ``FACTS``: a warm call reads no index."""
+def valid_entries(indices, sizes) -> tuple[int, bool]:
+    """``(n_valid, first)`` of the NumPy index buffer ``indices`` (``(..., nse, k)``): how many entries are not
+    padding (no coordinate past its size) and, for a 2-D buffer, whether they come first (canonical form).
+    One pass over the buffer, cached in ``FACTS``: a warm call reads no index."""
     from .._shapes import valid_rows
 
     sizes = tuple(sizes)
-    return FACTS.get((indices,), ("padded", sizes), lambda: not bool(valid_rows(indices, sizes).all()))
+
+    def count():
+        valid = valid_rows(indices, sizes)
+        n = int(np.count_nonzero(valid))
+        return n, indices.ndim == 2 and bool(valid[:n].all())
+
+    return FACTS.get((indices,), ("valid", sizes), count)
+
+
+def has_padding(indices, sizes) -> bool:
+    """Whether the NumPy index buffer ``indices`` (``(..., nse, k)``) holds padding (``valid_entries``)."""
+    return valid_entries(indices, sizes)[0] != int(np.prod(indices.shape[:-1]))

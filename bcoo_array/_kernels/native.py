@@ -589,9 +589,12 @@ def host_coo_union_apply(op: str, dx: np.ndarray, ix: np.ndarray, nx: int, dy: n
     Returns
     -------
     (data, indices) or None
-        64-byte aligned NumPy arrays; None when the module is not available or the dtypes do not fit.
+        64-byte aligned NumPy arrays; None when the module is not available, the dtypes do not fit, or for a
+        complex product (NumPy's rounding of its terms is kept by leaving it to NumPy).
     """
     code = _DTYPE_CODE.get(np.dtype(dx.dtype))
+    if op == "multiply" and np.dtype(dx.dtype).kind == "c":
+        return None  # NumPy rounds the terms of a complex product its own way: left to it (see coo_union.cc)
     if (not available() or code is None or dy.dtype != dx.dtype or op not in UNION_OPS or ix.dtype != iy.dtype
             or ix.dtype not in INDEX_DTYPES or ix.ndim != 2 or iy.ndim != 2 or ix.shape[1] != 2 or iy.shape[1] != 2
             or ix.shape[0] < nx or iy.shape[0] < ny or dx.shape[0] < nx or dy.shape[0] < ny

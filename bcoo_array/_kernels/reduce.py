@@ -320,6 +320,12 @@ def _reduce_segments(data, valid, order, segment, u, n_out: int, n_rs: int, op: 
     vals = segment_reduce(data[order], segment, n_out, seg_op)
     count = jax.ops.segment_sum(jnp.ones(nse, jnp.int32)[order] if nse else jnp.zeros(0, jnp.int32),
                                 segment, num_segments=n_out, indices_are_sorted=True)
+    return with_unstored(vals, count, u, n_rs, op)
+
+
+def with_unstored(vals, count, u, n_rs: int, op: str):
+    """Each output's reduced stored values ``vals`` combined with its unstored entries: ``n_rs - count`` copies
+    of the (reduced) fill value ``u`` (for max / min: ``u`` once where any is unstored)."""
     count_b = count.reshape(count.shape + (1,) * (vals.ndim - 1))
     ub = jnp.broadcast_to(u, vals.shape)
     if op in ("max", "min"):
@@ -388,14 +394,7 @@ def _reduce_scatter(data, indices, fill, shape, n_dense: int, axes, op: str, ski
     if skip_count:  # a sum with fill +0: the unstored entries add nothing
         return vals.reshape((1,) + kept + tuple(data.shape[1:]))
     count = jnp.zeros(P + 1, jnp.int32).at[seg].add(1)[:P]
-    count_b = count.reshape((P,) + (1,) * (vals.ndim - 1))
-    ub = jnp.broadcast_to(u, vals.shape)
-    if op in ("max", "min"):
-        some_missing = count_b < n_rs if n_rs <= np.iinfo(np.int32).max else jnp.ones(count_b.shape, bool)
-        vals = jnp.where(some_missing, combine(vals, ub, op), vals)
-    else:
-        vals = combine(vals, repeat_missing(ub, count_b, n_rs, op), op)
-    return vals.reshape((1,) + kept + tuple(data.shape[1:]))
+    return with_unstored(vals, count, u, n_rs, op).reshape((1,) + kept + tuple(data.shape[1:]))
 
 
 def repeat_missing(value, count, n_rs: int, op: str):

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._shapes import is_concrete, is_tracer, valid_rows
-from .cache import FACTS, PLANS
+from .cache import FACTS, PLANS, valid_entries
 from .csr import _csr_arrays_numpy, csr_arrays
 from .host import adopt, aligned_empty, to_device
 from .plan import group_batched, group_numpy
@@ -242,17 +242,11 @@ def union_np(ix: np.ndarray, iy: np.ndarray, sizes, *,
 
 def valid_prefix(idx: np.ndarray, sizes) -> int | None:
     """How many leading entries of canonical ``idx`` are stored (None if padding is not last); cached per
-    buffer."""
+    buffer (``cache.valid_entries``)."""
     if not sizes:
         return idx.shape[0]
-    sizes = tuple(sizes)
-
-    def count():
-        valid = valid_rows(idx, sizes)
-        n = int(np.count_nonzero(valid))
-        return n if bool(valid[:n].all()) else None
-
-    return FACTS.get((idx,), ("valid-prefix", sizes), count)
+    n, first = valid_entries(idx, sizes)
+    return n if first else None
 
 
 def _union_trivial(ix: np.ndarray, iy: np.ndarray, sizes):
