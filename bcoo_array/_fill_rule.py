@@ -30,6 +30,7 @@ from ._engine import Operation, host_view
 from ._fill import (Twin, apply_with_fill, eval_fill, host_apply, on_one_device, result_dtype, same_value,
                     same_value_np)
 from ._kernels.fromdense import gather_np, same_value_host
+from ._kernels.cache import has_padding
 from ._kernels.native import host_coo_union_apply
 from ._kernels.union import (scatter_or_fill_np, take_or_fill_np, union_fused_first, union_np,
                              union_scatter_2d_host, valid_prefix)
@@ -37,7 +38,7 @@ from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.fromdense import gather
 from ._kernels.mesh import replicated_on_mesh
 from ._kernels.union import take_or_fill, union, union_apply_2d
-from ._shapes import broadcast_shape, index_dtype_for, is_concrete, valid_rows
+from ._shapes import broadcast_shape, index_dtype_for, is_concrete, prod, valid_rows
 from ._limits import check_dense, check_entries
 from ._relayout import (
     broadcast,
@@ -218,6 +219,16 @@ def _outer_host(fn, x: BCOOArray, y: BCOOArray):
                                    indices_sorted=True, unique_indices=True)
 
 
+def _stores_everywhere(v: BCOOArray) -> bool:
+    """Whether ``v`` (concrete, on the host) stores an entry at every position (``xp.asarray`` of a row of
+    means): read as the dense operand it is, so that a result stored everywhere takes dense layout, as with a
+    NumPy operand, rather than a union with a full pattern. Both engines decide alike."""
+    if not v.unique_indices or v.n_batch or v.nse != v.size // max(1, prod(v.shape[v.ndim - v.n_dense:])):
+        return False
+    buffers = v._host_buffers() if v._concrete_indices() else None
+    return buffers is not None and not has_padding(buffers[1], v.shape[:v.ndim - v.n_dense])
+
+
 def _sparse_sparse_host(fn, x: BCOOArray, y: BCOOArray, out_shape):
     """Host twin of ``_sparse_sparse``: the union of the broadcast patterns (NumPy plans, NumPy values)."""
     if x.ndim == 2 and y.ndim == 2 and x.shape[1] == 1 and y.shape[0] == 1 and x.shape[0] > 1 and y.shape[1] > 1:
@@ -225,7 +236,8 @@ def _sparse_sparse_host(fn, x: BCOOArray, y: BCOOArray, out_shape):
     if y.ndim == 2 and x.ndim == 2 and y.shape[1] == 1 and x.shape[0] == 1 and y.shape[0] > 1 and x.shape[1] > 1:
         return _outer_host(_swapped(fn), y, x)  # (n, 1) and (1, m) again: the result is (n, m)
     got, operands = _union_operands(
-        fn, x, y, out_shape, lambda f, a, b: _sparse_dense_host(f, a, b._dense(), out_shape, or_none=True))
+        fn, x, y, out_shape,
+        lambda f, a, b: _sparse_dense_host(f, a, b._dense(), out_shape, or_none=not _stores_everywhere(b)))
     if got is not None:
         return got
     x, y, n_batch, n_dense = operands
@@ -439,7 +451,8 @@ def _union_operands(fn, x: BCOOArray, y: BCOOArray, out_shape, via_dense):
 
 def _sparse_sparse(fn, x: BCOOArray, y: BCOOArray, out_shape) -> BCOOArray:
     got, operands = _union_operands(
-        fn, x, y, out_shape, lambda f, a, b: _sparse_dense(f, a, b.todense(), out_shape, None, or_none=True))
+        fn, x, y, out_shape,
+        lambda f, a, b: _sparse_dense(f, a, b.todense(), out_shape, None, or_none=not _stores_everywhere(b)))
     if got is not None:
         return got
     x, y, n_batch, n_dense = operands

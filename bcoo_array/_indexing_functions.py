@@ -316,8 +316,9 @@ def _is_bool_array(k) -> bool:
 
 
 def _as_dense_key(k):
+    """A BCOOArray key as dense values: NumPy on the host engine (as a NumPy key is), else a ``jax.Array``."""
     if isinstance(k, BCOOArray):
-        return k.todense()
+        return k._dense()
     return k
 
 

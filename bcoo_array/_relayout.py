@@ -163,8 +163,11 @@ def update_layout(x: BCOOArray, n_batch: int | None = None, n_dense: int | None 
     # Leading sparse dimensions made batch dimensions of concrete canonical indices: each element keeps its own
     # entries in their order (padding last), so it stays canonical. (Traced indices give every element every
     # entry: duplicates.)
-    keeps = (x.indices_sorted and x.unique_indices and n_batch > x.n_batch and n_dense == x.n_dense
-             and x._concrete_indices())
+    # Dense dimensions made sparse with no batch dimension: each entry's block expands in row-major order in its
+    # place (both engines), so sorted unique indices stay so and padding stays last.
+    canonical = x.indices_sorted and x.unique_indices
+    keeps = canonical and ((n_batch > x.n_batch and n_dense == x.n_dense and x._concrete_indices())
+                           or (n_batch == x.n_batch == 0 and n_dense < x.n_dense and (x.n_sparse or x.nse <= 1)))
     return BCOOArray._from_buffers(data, indices, x.shape, n_batch=n_batch, n_dense=n_dense, fill_value=x.fill_value,
                                    indices_sorted=keeps, unique_indices=keeps)
 
@@ -207,8 +210,10 @@ def broadcast(x: BCOOArray, shape) -> BCOOArray:
                   "times along the broadcast sparse dimensions")
     data, indices = _broadcast_buffers(*x._buffers(), (1,) * nd + x.shape, shape, nd, n_batch, x.n_sparse,
                                        x.n_dense, np.dtype(idt))
+    # New batch dimensions share x's indices (each element is x, canonical when x is); a grown sparse dimension
+    # repeats the entries block by block (sorted only in special cases: not claimed).
     return BCOOArray._from_buffers(data, indices, shape, n_batch=n_batch, n_dense=x.n_dense,
-                                   fill_value=x.fill_value, indices_sorted=x.indices_sorted and nd >= 0 and x.n_sparse == 0,
+                                   fill_value=x.fill_value, indices_sorted=x.indices_sorted and grow == 1,
                                    unique_indices=x.unique_indices)
 
 

@@ -268,3 +268,89 @@ def test_basic_indexing_on_the_host_equals_numpy_and_jit(c, data):
     np.testing.assert_array_equal(np.asarray(got.todense()), want)
     jitted = jax.jit(lambda a: a[key])(c.arr)
     np.testing.assert_array_equal(np.asarray(jitted.todense()), want)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["own indices", "shared indices"])
+@pytest.mark.parametrize("reduce", ["sum", "max", "min", "prod"])
+def test_batched_sum_duplicates_on_the_host_equals_xla(shared, reduce):
+    # The host engine's batched canonical form (each batch element merged and padded to the fullest one, an index
+    # buffer shared by every element planned once) gives the XLA engine's buffers: same indices, same values.
+    from bcoo_array._kernels.coalesce import _sum_duplicates_host, _sum_duplicates_xla
+
+    rng = np.random.default_rng(7 + shared)
+    for _ in range(60):
+        nb, k, nd = int(rng.integers(1, 3)), int(rng.integers(0, 3)), int(rng.integers(0, 2))
+        batch = tuple(int(s) for s in rng.integers(0, 4, nb))
+        sizes = tuple(int(s) for s in rng.integers(1, 4, k))
+        dense = tuple(int(s) for s in rng.integers(1, 3, nd))
+        nse = int(rng.integers(0, 6))
+        lead = (1,) * nb if shared else batch
+        # coordinates up to the size itself: padding entries among the others
+        idx = (np.stack([rng.integers(0, s + 1, lead + (nse,)) for s in sizes], -1) if k
+               else np.zeros(lead + (nse, 0))).astype(np.int32)
+        data = rng.standard_normal(batch + (nse,) + dense)
+        shape = batch + sizes + dense
+        host = _sum_duplicates_host(data, idx, shape, nb, nd, reduce)
+        ref = _sum_duplicates_xla(jnp.asarray(data), jnp.asarray(np.broadcast_to(idx, batch + (nse, k))), shape, nb,
+                                  nd, reduce)
+        assert host[0].shape == ref[0].shape and host[1].shape == ref[1].shape
+        np.testing.assert_array_equal(host[1], np.asarray(ref[1]))
+
+        def dense_of(d, i):
+            return np.asarray(xp.BCOOArray._from_buffers(
+                np.asarray(d), np.asarray(i), shape, n_batch=nb, n_dense=nd, fill_value=0.0, indices_sorted=True,
+                unique_indices=True).todense())
+
+        np.testing.assert_allclose(dense_of(*host), dense_of(*ref))
+
+
+@pytest.mark.parametrize("shape, n_dense", [((4, 5), 2), ((4, 5), 1), ((3, 4, 5), 2), ((3, 4, 5), 1)])
+@pytest.mark.parametrize("pad", [0, 2])
+def test_dense_dimensions_made_sparse_stay_canonical(shape, n_dense, pad):
+    # Moving dense dimensions to sparse expands each entry's block in row-major order in its place: the result
+    # is flagged canonical (no later sort), and it is (sorted, unique, padding last), in both engines.
+    D = np.random.default_rng(1).standard_normal(shape) * (np.random.default_rng(2).random(shape) < 0.5)
+    A = xp.BCOOArray.fromdense(D, n_dense=n_dense)
+    if pad and A.n_sparse:
+        A = A.sum_duplicates(nse=A.nse + pad, remove_padding=False)
+    for f in (lambda a: xp.update_layout(a, 0, 0), jax.jit(lambda a: xp.update_layout(a, 0, n_dense - 1))):
+        B = f(A)
+        assert B.indices_sorted and B.unique_indices
+        idx = np.asarray(B.indices)
+        sizes = B.shape[:idx.shape[1]]
+        valid = np.all(idx < np.asarray(sizes), axis=1)
+        assert valid[:int(valid.sum())].all()  # padding last
+        keys = np.ravel_multi_index(tuple(idx[valid].T), sizes)
+        assert np.all(np.diff(keys) > 0)
+        np.testing.assert_array_equal(np.asarray(B.todense()), D)
+
+
+def test_broadcast_to_new_batch_dimensions_stays_canonical():
+    v = xp.asarray(np.array([0.0, 2.0, 0.0, -1.0]))
+    b = xp.broadcast_to(v, (3, 4))
+    assert b.indices_sorted and b.unique_indices
+    np.testing.assert_array_equal(np.asarray(b.sum_duplicates().todense()), np.broadcast_to([0, 2, 0, -1.0], (3, 4)))
+    col = xp.broadcast_to(xp.asarray(np.array([[1.0], [0.0], [3.0]])), (3, 4))  # a grown sparse dimension
+    assert not col.indices_sorted
+    np.testing.assert_array_equal(np.asarray(col.todense()), np.broadcast_to([[1.0], [0.0], [3.0]], (3, 4)))
+
+
+@pytest.mark.parametrize("op", ["subtract", "add", "divide", "multiply"])
+def test_sparse_and_a_fully_stored_vector_is_the_dense_operand(op):
+    # xp.asarray of a row of means stores every position: A - m is A - m.todense(), dense layout and exact values,
+    # as with a NumPy operand (not a union with a full pattern); a vector that stores few positions keeps the
+    # union's sparse result.
+    rng = np.random.default_rng(3)
+    D = rng.standard_normal((30, 8)) * (rng.random((30, 8)) < 0.2)
+    m = rng.standard_normal(8) + 5.0
+    A = xp.asarray(D)
+    got = getattr(xp, op)(A, xp.asarray(m))
+    ref = getattr(np, op)(D, m)
+    np.testing.assert_allclose(np.asarray(got.todense()), ref)
+    np.testing.assert_allclose(np.asarray(getattr(xp, op)(A, m).todense()), ref)
+    if op in ("subtract", "add"):
+        assert got.n_sparse == 0  # dense layout
+        few = np.where(np.arange(8) < 2, m, 0.0)
+        sparse_got = getattr(xp, op)(A, xp.asarray(few))
+        assert sparse_got.n_sparse == 2
+        np.testing.assert_allclose(np.asarray(sparse_got.todense()), getattr(np, op)(D, few))

@@ -17,6 +17,7 @@ them all.
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from collections import OrderedDict
@@ -88,6 +89,19 @@ class IdentityCache:
                 self._entries.popitem(last=False)
         return value
 
+    def put(self, buffers: tuple, static: Any, value) -> None:
+        """Record ``value`` for ``buffers`` and ``static`` (a fact its producer knows, so no later call
+        computes it); buffers that cannot be weakly referenced are not recorded."""
+        key = (*map(id, buffers), static)
+        try:
+            refs = tuple(weakref.ref(b, self._dropper(key)) for b in buffers)
+        except TypeError:
+            return
+        with self._lock:
+            self._entries[key] = (refs, value)
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+
     def peek(self, buffers: tuple, static: Any):
         """The cached value for ``buffers`` and ``static``, or None (nothing is computed)."""
         hit = self._entries.get((*map(id, buffers), static))
@@ -135,6 +149,12 @@ def valid_entries(indices, sizes) -> tuple[int, bool]:
     return FACTS.get((indices,), ("valid", sizes), count)
 
 
+def record_no_padding(indices, sizes) -> None:
+    """Record in ``FACTS`` that the fresh NumPy index buffer ``indices`` (2-D, ``(nse, k)``) holds no padding,
+    as its producer knows (``fromdense`` of NumPy values): ``valid_entries`` then reads no index."""
+    FACTS.put((indices,), ("valid", tuple(sizes)), (indices.shape[0], True))
+
+
 def has_padding(indices, sizes) -> bool:
     """Whether the NumPy index buffer ``indices`` (``(..., nse, k)``) holds padding (``valid_entries``)."""
-    return valid_entries(indices, sizes)[0] != int(np.prod(indices.shape[:-1]))
+    return valid_entries(indices, sizes)[0] != math.prod(indices.shape[:-1])

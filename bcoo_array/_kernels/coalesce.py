@@ -89,15 +89,15 @@ def segment_reduce_np(values: np.ndarray, segment: np.ndarray, n_out: int, reduc
 
 @sum_duplicates.host
 def _sum_duplicates_host(data, indices, shape, n_batch: int, n_dense: int, reduce: str = "sum"):
-    if n_batch:
-        return NotImplemented
     data, indices = host_view(data), host_view(indices)
+    if n_batch:
+        return _sum_duplicates_batched_np(data, indices, tuple(shape), n_batch, n_dense, reduce)
     k = indices.shape[-1]
     if indices.shape[0] == 0:
         return data, indices  # nothing stored: canonical already
     if k == 0:
         keep = min(indices.shape[0], 1)
-        ufunc = (_NP_REDUCE_BOOL if data.dtype == np.bool_ else _NP_REDUCE)["sum"]
+        ufunc = (_NP_REDUCE_BOOL if data.dtype == np.bool_ else _NP_REDUCE)[reduce]
         return ufunc.reduce(data, axis=0, keepdims=True, dtype=data.dtype)[:keep], np.array(indices[:keep])
     sizes = sparse_sizes(shape, n_batch, n_dense)
     if len(sizes) == 2:
@@ -110,6 +110,60 @@ def _sum_duplicates_host(data, indices, shape, n_batch: int, n_dense: int, reduc
     out = values[:p.n_out] if int(np.count_nonzero(p.segment < p.n_out)) == p.n_out else \
         segment_reduce_np(values, p.segment, p.n_out, reduce)
     return np.ascontiguousarray(out), p.out_indices.astype(indices.dtype, copy=False)
+
+
+def _sum_duplicates_batched_np(data: np.ndarray, indices: np.ndarray, shape: tuple, n_batch: int, n_dense: int,
+                               reduce: str):
+    """The host twin of the batched ``sum_duplicates``: each batch element's entries sorted, merged and padded
+    to the fullest element's count (the XLA engine's nse). An index buffer shared by every element (a
+    broadcast, ``xp.asarray(v)`` against a matrix) is planned once."""
+    batch = shape[:n_batch]
+    B = prod(batch)
+    sizes = sparse_sizes(shape, n_batch, n_dense)
+    k = indices.shape[-1]
+    nse = indices.shape[n_batch]
+    dense = data.shape[n_batch + 1:]
+    db = np.broadcast_to(data, batch + data.shape[n_batch:]).reshape((B, nse) + dense)
+    if B == 0 and k:  # no batch element: nothing stored (the fullest element stores nothing)
+        return np.zeros(batch + (0,) + dense, data.dtype), np.zeros(batch + (0, k), indices.dtype)
+    if nse == 0 or k == 0:
+        ib = np.broadcast_to(indices, batch + indices.shape[n_batch:]).reshape(B, nse, k)
+        if k == 0 and nse > 1:  # every entry sits at (): one survives, holding the reduction
+            ufunc = (_NP_REDUCE_BOOL if data.dtype == np.bool_ else _NP_REDUCE)[reduce]
+            db, ib = ufunc.reduce(db, axis=1, keepdims=True, dtype=data.dtype), ib[:, :1]
+        return (np.ascontiguousarray(db).reshape(batch + db.shape[1:]),
+                np.ascontiguousarray(ib).reshape(batch + ib.shape[1:]))
+    if indices.shape[:n_batch] == (1,) * n_batch:
+        p = group_numpy(indices.reshape(nse, k), sizes)
+        values = np.take(db, p.order, axis=1)
+        if int(np.count_nonzero(p.segment < p.n_out)) == p.n_out:
+            out = values[:, :p.n_out]
+        else:
+            out = np.moveaxis(segment_reduce_np(np.moveaxis(values, 1, 0), p.segment, p.n_out, reduce), 0, 1)
+        out_idx = np.broadcast_to(p.out_indices.astype(indices.dtype, copy=False), (B, p.n_out, k))
+        return (np.ascontiguousarray(out).reshape(batch + out.shape[1:]),
+                np.ascontiguousarray(out_idx).reshape(batch + (p.n_out, k)))
+    # Each element its own pattern: the batch number as a leading coordinate, one plan for all.
+    ib = np.broadcast_to(indices, batch + indices.shape[n_batch:]).reshape(B * nse, k)
+    flat = np.empty((B * nse, k + 1), np.int64)
+    flat[:, 0] = np.repeat(np.arange(B), nse)
+    flat[:, 1:] = ib
+    p = group_numpy(flat, (B,) + tuple(sizes))
+    values = np.take(db.reshape((B * nse,) + dense), p.order, axis=0)
+    if int(np.count_nonzero(p.segment < p.n_out)) == p.n_out:
+        red = values[:p.n_out]
+    else:
+        red = segment_reduce_np(values, p.segment, p.n_out, reduce)
+    bid = p.out_indices[:, 0]
+    counts = np.bincount(bid, minlength=B)
+    width = int(counts.max())
+    slot = np.arange(p.n_out) - (np.cumsum(counts) - counts)[bid]
+    out = np.zeros((B, width) + dense, data.dtype)
+    out[bid, slot] = red
+    out_idx = np.empty((B, width, k), indices.dtype)
+    out_idx[...] = np.asarray(sizes, indices.dtype)  # padding: an index equal to its dimension's size
+    out_idx[bid, slot] = p.out_indices[:, 1:]
+    return out.reshape(batch + out.shape[1:]), out_idx.reshape(batch + (width, k))
 
 
 @sum_duplicates.xla
@@ -136,9 +190,12 @@ def _sum_duplicates_xla(data, indices, shape, n_batch: int, n_dense: int, reduce
         # No sparse dimension: every entry sits at (), so at most one survives
         # (static, eager or traced; there is no padding to fill a larger nse).
         keep = min(ib.shape[1], 1)
-        red = jnp.any if db.dtype == jnp.bool_ else (lambda v, axis, keepdims: jnp.sum(
-            v, axis=axis, keepdims=keepdims, dtype=v.dtype))
-        out = red(db, axis=1, keepdims=True)[:, :keep]
+        if db.dtype == jnp.bool_:
+            red = {"sum": jnp.any, "max": jnp.any, "prod": jnp.all, "min": jnp.all}[reduce]
+        else:
+            red = partial({"sum": jnp.sum, "prod": jnp.prod, "max": jnp.max, "min": jnp.min}[reduce],
+                          **({"dtype": db.dtype} if reduce in ("sum", "prod") else {}))
+        out = red(db, axis=1, keepdims=True) if keep else db[:, :0]
         return unflatten_batch(out, ib[:, :keep], shape, n_batch)
     plan = group_batched(ib, sparse_sizes(shape, n_batch, n_dense))
     n_out = plan.n_out

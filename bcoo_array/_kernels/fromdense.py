@@ -10,7 +10,7 @@ import numpy as np
 
 from .._fill import same_value
 from .._shapes import is_concrete, prod, valid_rows
-from .cache import has_padding
+from .cache import has_padding, record_no_padding
 from .host import adopt
 from .mesh import replicated_on_mesh
 
@@ -125,7 +125,7 @@ def gather_np(x: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: 
     k = indices.shape[-1]
     sizes = shape[n_batch:n_batch + k]
     dense = shape[n_batch + k:]
-    ib = np.broadcast_to(indices, batch + indices.shape[n_batch:])
+    ib = indices if indices.shape[:n_batch] == batch else np.broadcast_to(indices, batch + indices.shape[n_batch:])
     nse = ib.shape[n_batch]
     out_shape = batch + (nse,) + dense
     if any(s == 0 for s in sizes) or nse == 0 or 0 in batch:
@@ -148,7 +148,8 @@ def gather_np(x: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: 
         out = np.take(x.reshape(-1), where[j]) if x.shape[j] == x.size else x[tuple(where)]
     else:
         out = x[tuple(where)]  # (*batch', nse', *x's dense dimensions)
-    out = np.broadcast_to(out, out_shape)
+    if out.shape != out_shape:
+        out = np.broadcast_to(out, out_shape)
     if padded:
         out = np.array(out)
         out[~valid] = 0
@@ -195,6 +196,7 @@ def fromdense_host(x: np.ndarray, shape, n_batch: int, n_dense: int, fill, nse: 
         else:
             for j, c in enumerate(np.unravel_index(pos, shape)):
                 indices[:, j] = c
+        record_no_padding(indices, shape)
         return data, indices
     batch, sizes, dense = tuple(shape[:n_batch]), tuple(shape[n_batch:ndim - n_dense]), tuple(shape[ndim - n_dense:])
     B = prod(batch)
