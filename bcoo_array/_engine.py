@@ -108,10 +108,10 @@ HOST_MAX_ENTRIES = 1 << 18
 HOST_MAX_ENV = "BCOO_ARRAY_HOST_MAX"
 
 
-def _entries(x) -> int:
+def operand_entries(x) -> int:
     """Stored entries of a BCOOArray (padding included), elements of a dense array, 1 for scalars."""
     if isinstance(x, (list, tuple)):
-        return sum(_entries(y) for y in x)
+        return sum(operand_entries(y) for y in x)
     nse = getattr(x, "_host_buffers", None)
     if nse is not None:
         d = x._hdata if x._hdata is not None else x._data
@@ -209,7 +209,7 @@ class Operation:
         if self._host is not None:
             ops = args if self._operands is None else self._operands(*args, **kwargs)
             large = self._large(*args, **kwargs) if callable(self._large) else self._large
-            if runs_on_host(*ops) and not (large and _entries(ops) > host_max_entries()):
+            if runs_on_host(*ops) and not (large and operand_entries(ops) > host_max_entries()):
                 out = self._host(*args, **kwargs)
                 _clear_fp_status()
                 if out is not NotImplemented:

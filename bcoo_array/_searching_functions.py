@@ -22,7 +22,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._data_type_functions import astype
-from ._engine import Operation
+from ._engine import Operation, host_max_entries, operand_entries
 from ._elementwise_functions import not_equal
 from ._fill import eval_fill
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
@@ -393,8 +393,18 @@ def where(condition, x1, x2, /) -> BCOOArray:
     return _where_sparse(sp, shape, n_batch, n_dense, dt)
 
 
+def _where_merges_many(sp, *args) -> bool:
+    """Whether ``where``'s union is large: the condition's pattern and the pattern of the operand its fill
+    selects are both non-empty and hold more than ``host_max_entries()`` entries together. The other operand is only looked up (the
+    host's galloping lookup beats XLA's: ``where(A > 0.5, A, 0.0)`` at 2 million entries 16 ms against 68 ms),
+    so only the union's size takes the XLA engine's threaded merge."""
+    c, a, b = sp
+    n_c, n_s = operand_entries(c), operand_entries(a if c.fill_value else b)
+    return n_c > 0 and n_s > 0 and n_c + n_s > host_max_entries()
+
+
 #: ``where`` of three canonical sparse operands of one layout: stored entries on the union of the patterns.
-_where_sparse = Operation("where", operands=lambda sp, *args: sp, large=True)
+_where_sparse = Operation("where", operands=lambda sp, *args: sp, large=_where_merges_many)
 
 
 @_where_sparse.host
@@ -415,7 +425,7 @@ def _where_sparse_host(sp, shape, n_batch: int, n_dense: int, dt):
     idx, pc, ps = plan
     vc = take_or_fill_np(dc, pc, fc)
     vs = take_or_fill_np(ds, ps, fs)
-    vo = lookup_np(do, io.astype(ic.dtype, copy=False), idx, sizes, fo)
+    vo = lookup_np(do, io.astype(ic.dtype, copy=False), idx, sizes, fo, query_sorted=True)
     va, vb = (vs, vo) if fc else (vo, vs)
     fill = np.where(fc, fa, fb).astype(dt)[()]
     return BCOOArray._from_buffers(np.where(vc, va, vb).astype(dt, copy=False), idx, shape, n_batch=0,

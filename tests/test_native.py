@@ -471,3 +471,33 @@ def test_union_of_two_patterns_first_call_fused_then_planned(native, dtype, fill
                 np.testing.assert_array_equal(g, want)
                 np.testing.assert_array_equal(np.signbit(g.real), np.signbit(want.real))
                 assert got.indices_sorted and got.unique_indices
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_sorted_lookup_matches_binary_search(index_dtype, monkeypatch):
+    """lookup_np with a sorted query (the native galloping walk) gives the values of the raveled binary
+    search, and the native kernel the positions of NumPy's: few and many queries, repeats, misses past the
+    pattern's last entry, an empty pattern or query, padding after the pattern's entries."""
+    from bcoo_array._kernels.union import lookup_np
+
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        m, n = (int(s) for s in rng.integers(1, 40, 2))
+        dense = rng.random((m, n)) < rng.random()
+        idx = np.argwhere(dense).astype(index_dtype)
+        pad = int(rng.integers(0, 3))
+        data = rng.standard_normal(idx.shape[0] + pad)
+        idx = np.concatenate([idx, np.full((pad, 2), [m, n], index_dtype)])
+        q = np.argwhere(rng.random((m, n)) < rng.random()).astype(index_dtype)
+        q = np.repeat(q, rng.integers(1, 3, q.shape[0]), axis=0)  # sorted, with repeats
+        want = lookup_np(data, idx, q, (m, n), -1.5)
+        got = lookup_np(data, idx, q, (m, n), -1.5, query_sorted=True)
+        np.testing.assert_array_equal(got, want)
+        pos = native.host_coo_lookup(idx, idx.shape[0] - pad, q)
+        if native.available():
+            keys = np.flatnonzero(dense.reshape(-1))
+            qk = q[:, 0].astype(np.int64) * n + q[:, 1]
+            expect = np.where(dense.reshape(-1)[qk], np.searchsorted(keys, qk), -1)
+            np.testing.assert_array_equal(pos, expect)
+    monkeypatch.setenv("BCOO_ARRAY_NATIVE", "0")
+    np.testing.assert_array_equal(lookup_np(data, idx, q, (m, n), -1.5, query_sorted=True), want)

@@ -563,6 +563,38 @@ def host_csr_select(indptr: np.ndarray, cols: np.ndarray, rows: np.ndarray, colu
     return out_idx, src
 
 
+def host_coo_lookup(idx: np.ndarray, n: int, query: np.ndarray) -> np.ndarray | None:
+    """Positions of the entries of a sorted query among a canonical 2-D COO pattern, in one native walk.
+
+    A forward walk over the pattern with a galloping search per query
+    entry: O(q log(n / q)) for a few queries, O(n + q) for many (NumPy's
+    ``searchsorted`` of raveled keys is a full binary search per query).
+
+    Parameters
+    ----------
+    idx : numpy.ndarray, shape ``(>= n, 2)``, int32 or int64
+        The pattern: its first ``n`` entries, sorted row-major and unique.
+    n : int
+        The pattern's entries (padding after them is not read).
+    query : numpy.ndarray, shape ``(q, 2)``, the dtype of ``idx``
+        Query entries sorted row-major (repeats allowed).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape ``(q,)``, or None
+        The position in ``idx`` of each query entry, -1 where the pattern
+        stores nothing there; None when the module is not available or the
+        dtypes or shapes do not fit (the caller searches with NumPy).
+    """
+    if (not available() or idx.dtype != query.dtype or idx.dtype not in INDEX_DTYPES or idx.ndim != 2
+            or query.ndim != 2 or idx.shape[1] != 2 or query.shape[1] != 2 or not 0 <= n <= idx.shape[0]):
+        return None
+    pos = np.empty(query.shape[0], np.int64)
+    (_STATE.get("module") or _module()).host_coo_lookup(np.ascontiguousarray(idx), n, np.ascontiguousarray(query),
+                                                        query.shape[0], pos, idx.dtype == np.int64)
+    return pos
+
+
 #: Operations of ``host_coo_union_apply`` (the kernel's codes).
 UNION_OPS = {"add": 0, "subtract": 1, "multiply": 2}
 

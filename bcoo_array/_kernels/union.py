@@ -14,6 +14,7 @@ from .._shapes import is_concrete, is_tracer, valid_rows
 from .cache import FACTS, PLANS, valid_entries
 from .csr import _csr_arrays_numpy, csr_arrays
 from .host import adopt, aligned_empty, to_device
+from .native import host_coo_lookup
 from .plan import group_batched, group_numpy
 
 
@@ -263,12 +264,16 @@ def _union_trivial(ix: np.ndarray, iy: np.ndarray, sizes):
     return None
 
 
-def lookup_np(data: np.ndarray, idx: np.ndarray, query: np.ndarray, sizes, fill) -> np.ndarray:
+def lookup_np(data: np.ndarray, idx: np.ndarray, query: np.ndarray, sizes, fill, *,
+              query_sorted: bool = False) -> np.ndarray:
     """Values of a canonical pattern ``(data, idx)`` at the stored-entry coordinates ``query`` (``(q, k)``).
 
-    ``fill`` where ``idx`` stores nothing: a binary search of the query's
-    row-major positions among the pattern's (sorted, as canonical form is).
-    The caller has checked that positions fit int64 (``union_np`` did).
+    ``fill`` where ``idx`` stores nothing. A query sorted row-major
+    (``query_sorted``, as a canonical pattern is) of a 2-D pattern is one
+    native galloping walk over the pattern (``host_coo_lookup``); otherwise
+    a binary search of the query's row-major positions among the pattern's
+    (sorted, as canonical form is). The caller has checked that positions
+    fit int64 (``union_np`` did).
     """
     sizes = tuple(int(s) for s in sizes)
     n = valid_prefix(idx, sizes)
@@ -279,6 +284,12 @@ def lookup_np(data: np.ndarray, idx: np.ndarray, query: np.ndarray, sizes, fill)
         return np.broadcast_to(fill, query.shape[:1] + data.shape[1:]).copy()
     if not sizes:  # a 0-d pattern stores at most its one position
         return np.broadcast_to(data[0], query.shape[:1] + data.shape[1:]).copy()
+
+    if query_sorted and len(sizes) == 2:
+        pos = host_coo_lookup(idx, n, query.astype(idx.dtype, copy=False))
+        if pos is not None:
+            found = (pos >= 0).reshape((-1,) + (1,) * (data.ndim - 1))
+            return np.where(found, data[np.maximum(pos, 0)], fill)
 
     def raveled(i):
         return np.ravel_multi_index(tuple(i[:, j].astype(np.int64) for j in range(len(sizes))), sizes)

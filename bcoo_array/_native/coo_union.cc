@@ -104,7 +104,37 @@ bool UnionApplyTyped(int dtype, const I* x, int64_t nx, const I* y, int64_t ny, 
   }
 }
 
+// pos[q] = the entry of pattern x (nx entries, canonical) equal to query entry q (nq entries, sorted
+// row-major), -1 where x stores nothing there. One forward walk over x: from the last match, a galloping
+// (exponential, then binary) search for each query, so a few queries against a long pattern cost
+// O(nq log(nx / nq)) and a dense query list O(nx + nq).
+template <typename I>
+void Lookup(const I* x, int64_t nx, const I* q, int64_t nq, int64_t* pos) {
+  int64_t lo = 0;  // every entry of x before lo sorts before the current query
+  for (int64_t k = 0; k < nq; ++k) {
+    int64_t step = 1, hi = lo;
+    while (hi < nx && Compare(x, hi, q, k) < 0) {  // gallop: x[hi] < q[k]
+      lo = hi + 1;
+      hi += step;
+      step *= 2;
+    }
+    if (hi > nx) hi = nx;
+    while (lo < hi) {  // the first entry in [lo, hi) not before q[k]
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (Compare(x, mid, q, k) < 0) lo = mid + 1; else hi = mid;
+    }
+    pos[k] = (lo < nx && Compare(x, lo, q, k) == 0) ? lo : -1;
+  }
+}
+
 }  // namespace
+
+void BcooArrayHostCooLookup(bool idx64, const void* x, int64_t nx, const void* q, int64_t nq, int64_t* pos) {
+  if (idx64)
+    Lookup(static_cast<const int64_t*>(x), nx, static_cast<const int64_t*>(q), nq, pos);
+  else
+    Lookup(static_cast<const int32_t*>(x), nx, static_cast<const int32_t*>(q), nq, pos);
+}
 
 int64_t BcooArrayHostCooUnionCount(bool idx64, const void* x, int64_t nx, const void* y, int64_t ny) {
   if (idx64)

@@ -24,6 +24,7 @@ void BcooArrayHostCsrSelectFill(bool idx64, bool out64, const void* indptr, cons
                                 int64_t* out_src);
 
 int64_t BcooArrayHostCooUnionCount(bool idx64, const void* x, int64_t nx, const void* y, int64_t ny);
+void BcooArrayHostCooLookup(bool idx64, const void* x, int64_t nx, const void* q, int64_t nq, int64_t* pos);
 bool BcooArrayHostCooUnionApply(int dtype, bool idx64, const void* x, int64_t nx, const void* y, int64_t ny,
                                 const void* dx, const void* dy, const double* fill, int op, void* out_idx,
                                 void* out);
@@ -219,6 +220,21 @@ static PyObject* host_coo_union_count(PyObject*, PyObject* args) {
   return PyLong_FromLongLong(n);
 }
 
+// host_coo_lookup(ix, nx, iq, nq, pos, idx64): pos[k] = the entry of the canonical 2-D pattern ix (its first
+// nx entries) at query entry k of iq (nq entries, sorted row-major, one index dtype), -1 where none.
+static PyObject* host_coo_lookup(PyObject*, PyObject* args) {
+  PyObject *ix, *iq, *pos;
+  long long nx, nq;
+  int idx64;
+  if (!PyArg_ParseTuple(args, "OLOLOp", &ix, &nx, &iq, &nq, &pos, &idx64)) return nullptr;
+  Buf bx(ix, false), bq(iq, false), bp(pos, true);
+  if (!(bx.ok && bq.ok && bp.ok)) return nullptr;
+  Py_BEGIN_ALLOW_THREADS
+  BcooArrayHostCooLookup(idx64, bx.view.buf, nx, bq.view.buf, nq, static_cast<int64_t*>(bp.view.buf));
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
 // host_coo_union_apply(ix, nx, iy, ny, dx, dy, fx_re, fx_im, fy_re, fy_im, op, dtype_code, idx64, out_idx,
 // out): the union's (row, col) pairs and op(x, y) values, unstored entries read as the fill values
 // (op: 0 add, 1 subtract, 2 multiply).
@@ -261,6 +277,8 @@ static PyMethodDef methods[] = {
      "Indices and source positions of an outer selection A[np.ix_(rows, cols)] of a CSR structure."},
     {"host_coo_union_count", host_coo_union_count, METH_VARARGS,
      "Size of the union of two canonical 2-D COO patterns."},
+    {"host_coo_lookup", host_coo_lookup, METH_VARARGS,
+     "Positions of sorted query entries in a canonical 2-D COO pattern (-1 where none)."},
     {"host_coo_union_apply", host_coo_union_apply, METH_VARARGS,
      "The union of two canonical 2-D COO patterns with add / subtract / multiply applied in the same pass."},
     {nullptr, nullptr, 0, nullptr}};
