@@ -593,7 +593,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         fill_is_zero = zero_fill(self._fill)
         data, indices = self._buffers()
         return _todense(data, indices, self.shape, self.n_batch, self.n_dense, self._fill, fill_is_zero,
-                        unique=self.unique_indices)
+                        unique=self.unique_indices, indices_sorted=self.indices_sorted)
 
     def _buffers(self):
         """``(data, indices)`` for a kernel: NumPy when the host engine can read them, else JAX (internal).

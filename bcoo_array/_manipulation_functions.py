@@ -25,8 +25,8 @@ from ._engine import Operation, host_enabled, host_view
 from ._fill import same_value_np, zero_fill
 from ._kernels import slicing
 from ._kernels.coalesce import broadcast_batch
-from ._kernels.cache import PLANS, has_padding
-from ._kernels.host import adopt
+from ._kernels.cache import PLANS, has_padding, record_no_padding
+from ._kernels.host import adopt, aligned_empty
 from ._kernels.matmul import host_rmatvec
 from ._shapes import (
     broadcast_shape,
@@ -526,26 +526,36 @@ _concat_coo = Operation("concat", operands=lambda coos, *args: coos)
 
 @_concat_coo.host
 def _concat_coo_host(coos, ax: int, out_shape, fill) -> BCOOArray:
+    # One output buffer per field, each operand's indices written once at its place (offset along ``ax``).
     idt = np.dtype(index_dtype_for(out_shape))
-    datas, idxs, offset = [], [], 0
+    buffers = [c._host_buffers() for c in coos]
+    total = sum(d.shape[0] for d, _ in buffers)
+    k = len(out_shape)
+    data = aligned_empty((total,), np.result_type(*(d.dtype for d, _ in buffers)))
+    indices = aligned_empty((total, k), idt)
     bound = np.asarray(out_shape, idt)
-    padded = []
-    for c in coos:
-        d, i0 = c._host_buffers()
-        i = i0.astype(idt)
-        padded.append(False)
-        if c.ndim:
-            valid = valid_rows(i, c.shape) if has_padding(i0, c.shape) else None
-            i[:, ax] += offset
-            if valid is not None:
-                i[~valid] = bound
-                padded[-1] = True
-        datas.append(d)
-        idxs.append(i)
+    start, offset, padded = 0, 0, []
+    for c, (d, i0) in zip(coos, buffers):
+        end = start + d.shape[0]
+        data[start:end] = d
+        if k:
+            out = indices[start:end]
+            out[...] = i0
+            has = has_padding(i0, c.shape)
+            if has:
+                valid = valid_rows(i0, c.shape)
+            if offset:
+                out[:, ax] += offset
+            if has:
+                out[~valid] = bound
+        padded.append(k > 0 and has)
+        start = end
         offset += c.shape[ax] if c.ndim else 0
+    if k and not any(padded):
+        record_no_padding(indices, out_shape)
     # Along axis 0, sorted operands in order give sorted entries (a padded one only may come last).
     in_order = ax == 0 and all(c.indices_sorted for c in coos) and not any(padded[:-1])
-    return BCOOArray._from_buffers(np.concatenate(datas), np.concatenate(idxs), out_shape, n_batch=0, n_dense=0,
+    return BCOOArray._from_buffers(data, indices, out_shape, n_batch=0, n_dense=0,
                                    fill_value=fill, indices_sorted=in_order,
                                    unique_indices=all(c.unique_indices for c in coos))
 

@@ -26,6 +26,8 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from .._shapes import valid_rows
+
 
 class IdentityCache:
     """An LRU map from ``(buffers..., static key)`` to a plan, weak in the buffers.
@@ -98,14 +100,21 @@ class IdentityCache:
         except TypeError:
             return
         with self._lock:
+            self._purge()
             self._entries[key] = (refs, value)
             while len(self._entries) > self.maxsize:
                 self._entries.popitem(last=False)
 
     def peek(self, buffers: tuple, static: Any):
-        """The cached value for ``buffers`` and ``static``, or None (nothing is computed)."""
-        hit = self._entries.get((*map(id, buffers), static))
+        """The cached value for ``buffers`` and ``static``, or None (nothing is computed); a hit counts as a use
+        (least recently used entries go first)."""
+        key = (*map(id, buffers), static)
+        hit = self._entries.get(key)
         if hit is not None and all(r() is b for r, b in zip(hit[0], buffers)):
+            try:
+                self._entries.move_to_end(key)
+            except KeyError:  # evicted by another thread meanwhile: still the right value
+                pass
             return hit[1]
         return None
 
@@ -137,16 +146,15 @@ def valid_entries(indices, sizes) -> tuple[int, bool]:
     """``(n_valid, first)`` of the NumPy index buffer ``indices`` (``(..., nse, k)``): how many entries are not
     padding (no coordinate past its size) and, for a 2-D buffer, whether they come first (canonical form).
     One pass over the buffer, cached in ``FACTS``: a warm call reads no index."""
-    from .._shapes import valid_rows
-
-    sizes = tuple(sizes)
-
-    def count():
-        valid = valid_rows(indices, sizes)
-        n = int(np.count_nonzero(valid))
-        return n, indices.ndim == 2 and bool(valid[:n].all())
-
-    return FACTS.get((indices,), ("valid", sizes), count)
+    static = ("valid", tuple(sizes))
+    got = FACTS.peek((indices,), static)  # the warm call: one dictionary read, no closure
+    if got is not None:
+        return got
+    valid = valid_rows(indices, static[1])
+    n = int(np.count_nonzero(valid))
+    got = (n, indices.ndim == 2 and bool(valid[:n].all()))
+    FACTS.put((indices,), static, got)
+    return got
 
 
 def record_no_padding(indices, sizes) -> None:

@@ -270,23 +270,27 @@ todense = Operation("todense", operands=lambda data, indices, *args, **kw: (data
 
 @todense.host
 def _todense_host(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool, *,
-                  unique: bool = False) -> np.ndarray:
+                  unique: bool = False, indices_sorted: bool = False) -> np.ndarray:
     data, indices = host_view(data), host_view(indices)
-    return todense_np(data, indices, tuple(shape), n_batch, n_dense, fill, unique=unique)
+    return todense_np(data, indices, tuple(shape), n_batch, n_dense, fill, unique=unique,
+                      indices_sorted=indices_sorted)
 
 
 def todense_np(data: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_dense: int, fill, *,
-               unique: bool = False) -> np.ndarray:
+               unique: bool = False, indices_sorted: bool = False) -> np.ndarray:
     """NumPy twin of the XLA ``todense``: a fresh C-contiguous array of ``shape``.
 
     ``unique`` promises duplicate-free entries: one scatter into the fill value, no count of the positions
     written (an all-sparse array without batch dimensions whose buffer holds no padding, cached per buffer,
-    is not even checked for it).
+    is not even checked for it). With ``indices_sorted`` too, such an array storing every position holds
+    its values in row-major order already: a copy of ``data``, no scatter (``xp.asarray`` of a row).
     """
     shape = tuple(shape)
     if unique and n_batch == 0 and n_dense == 0 and len(shape) and indices.ndim == 2 and data.ndim == 1:
         sizes = shape
         if not has_padding(indices, sizes):
+            if indices_sorted and data.shape[0] == prod(sizes):
+                return data.reshape(shape).copy()
             flat = indices[:, 0] if len(sizes) == 1 else np.ravel_multi_index(tuple(indices.T), sizes)
             out = np.full(prod(sizes), fill, data.dtype)
             out[flat] = data
@@ -329,7 +333,8 @@ def todense_np(data: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_den
 
 
 @todense.xla
-def _todense_xla(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool, *, unique: bool = False):
+def _todense_xla(data, indices, shape, n_batch: int, n_dense: int, fill, fill_is_zero: bool, *, unique: bool = False,
+                 indices_sorted: bool = False):
     """One compiled call per layout: ``fill`` travels as a 0-d array, so NaN fill values hit the
     compilation cache like any other."""
     return _todense(data, indices, np.asarray(fill, data.dtype), shape=tuple(shape), n_batch=n_batch,
