@@ -16,7 +16,11 @@ the dense values. A second fresh process first runs the call on a 300 x 48
 array, then times the first call on the 400 x 64 one ("first on a new
 shape"): the cost of a new shape without the process's first run of the
 code. It prints a Markdown table: first call, first / warm, first on a new
-shape / warm, warm / NumPy, stored fraction. The targets of the eager-engine
+shape / warm, warm / NumPy, warm / scipy.sparse and scipy.sparse / NumPy (the
+same call written for a ``scipy.sparse.csr_array`` of D, ``S.multiply(S > 0.5)``
+for ``where``: what a sparse library's per-call bookkeeping costs beside
+NumPy's one dense loop; ``-`` where scipy has no twin; its ``exp`` twin is
+``expm1``, the pattern-keeping one), stored fraction. The targets of the eager-engine
 issue are first <= 3x warm and warm <= 5x NumPy.
 
 ``outer`` is the broadcast ``(n, 1) + (1, n)`` of two sparse vectors with
@@ -32,18 +36,20 @@ import os
 import subprocess
 import sys
 
-#: name -> (label, the timed call on A (BCOOArray), its NumPy twin on D (dense NumPy))
+#: name -> (label, the timed call on A (BCOOArray), its NumPy twin on D (dense NumPy), its scipy.sparse twin on S
+#: (CSR array; None where scipy has none))
 PROBES = {
-    "exp": ("xp.exp(A)", "xp.exp(A)", "np.exp(D)"),
-    "mul_row": ("A * xp.asarray(v)", "A * xp.asarray(v)", "D * v"),
-    "sum0": ("xp.sum(A, axis=0)", "xp.sum(A, axis=0)", "np.sum(D, axis=0)"),
-    "where": ("xp.where(A > 0.5, A, 0.0)", "xp.where(A > 0.5, A, 0.0)", "np.where(D > 0.5, D, 0.0)"),
-    "astype": ("xp.astype(A, xp.float32)", "xp.astype(A, xp.float32)", "D.astype(np.float32)"),
-    "concat": ("xp.concat([A, A])", "xp.concat([A, A])", "np.concatenate([D, D])"),
-    "sort": ("xp.sort(A, axis=1)", "xp.sort(A, axis=1)", "np.sort(D, axis=1)"),
-    "mean1": ("xp.mean(A, axis=1)", "xp.mean(A, axis=1)", "np.mean(D, axis=1)"),
-    "matvec": ("A @ v (NumPy v)", "A @ v", "D @ v"),
-    "outer": ("(n, 1) + (1, n), sparse", "a + b", "Da + Db"),
+    "exp": ("xp.exp(A)", "xp.exp(A)", "np.exp(D)", "S.expm1()"),
+    "mul_row": ("A * xp.asarray(v)", "A * xp.asarray(v)", "D * v", "S.multiply(v)"),
+    "sum0": ("xp.sum(A, axis=0)", "xp.sum(A, axis=0)", "np.sum(D, axis=0)", "S.sum(axis=0)"),
+    "where": ("xp.where(A > 0.5, A, 0.0)", "xp.where(A > 0.5, A, 0.0)", "np.where(D > 0.5, D, 0.0)",
+              "S.multiply(S > 0.5)"),
+    "astype": ("xp.astype(A, xp.float32)", "xp.astype(A, xp.float32)", "D.astype(np.float32)", "S.astype(np.float32)"),
+    "concat": ("xp.concat([A, A])", "xp.concat([A, A])", "np.concatenate([D, D])", "sps.vstack([S, S])"),
+    "sort": ("xp.sort(A, axis=1)", "xp.sort(A, axis=1)", "np.sort(D, axis=1)", None),
+    "mean1": ("xp.mean(A, axis=1)", "xp.mean(A, axis=1)", "np.mean(D, axis=1)", "S.mean(axis=1)"),
+    "matvec": ("A @ v (NumPy v)", "A @ v", "D @ v", "S @ v"),
+    "outer": ("(n, 1) + (1, n), sparse", "a + b", "Da + Db", "Sa + Sb"),
 }
 
 _CHILD = r'''
@@ -53,8 +59,8 @@ import jax
 jax.config.update("jax_enable_x64", True)
 import bcoo_array as xp
 
-name, call, ref, repeat, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-warmup = sys.argv[6] == "1"
+name, call, ref, scipy_ref = sys.argv[1:5]
+repeat, n, warmup = int(sys.argv[5]), int(sys.argv[6]), sys.argv[7] == "1"
 rng = np.random.default_rng(0)
 if name == "outer":
     Da = rng.standard_normal((n, 1)) * (rng.random((n, 1)) < 0.1)
@@ -97,18 +103,35 @@ numpy_t = []
 for _ in range(repeat):
     t = time.perf_counter(); eval(code); numpy_t.append(time.perf_counter() - t)
 stored = (a.nse + b.nse) / (a.size + b.size) if name == "outer" else A.nse / A.size
-print(json.dumps({"first": first, "warm": min(warm), "numpy": min(numpy_t), "stored": stored}))
+scipy_t = [float("nan")]
+if scipy_ref != "None":
+    import scipy.sparse as sps
+    if name == "outer":
+        Sa, Sb = sps.csr_array(Da), sps.csr_array(Db)
+    else:
+        S = sps.csr_array(D)
+    code = compile(scipy_ref, "<scipy>", "eval")
+    scipy_t = []
+    for _ in range(repeat):
+        t = time.perf_counter(); eval(code); scipy_t.append(time.perf_counter() - t)
+print(json.dumps({"first": first, "warm": min(warm), "numpy": min(numpy_t), "scipy": min(scipy_t),
+                  "stored": stored}))
 '''
 
 
 def _run(name: str, repeat: int, n: int, env, warmup: bool) -> dict:
-    label, call, ref = PROBES[name]
-    proc = subprocess.run([sys.executable, "-c", _CHILD, name, call, ref, str(repeat), str(n), str(int(warmup))],
+    label, call, ref, scipy_ref = PROBES[name]
+    proc = subprocess.run([sys.executable, "-c", _CHILD, name, call, ref, str(scipy_ref), str(repeat), str(n),
+                           str(int(warmup))],
                           capture_output=True, text=True, env=env)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{name} failed:\n{proc.stderr[-3000:]}")
     return json.loads(lines[-1])
+
+
+def _ratio(a: float, b: float) -> str:
+    return "-" if b != b else f"{a / b:,.1f}x"  # b is NaN where scipy has no twin
 
 
 def _ms(seconds: float) -> str:
@@ -131,14 +154,16 @@ def main(argv=None) -> int:
         env["BCOO_ARRAY_HOST"] = "0"
     print(f"engine: {args.engine}; 400 x 64 float64 (D = normal * (uniform < 0.1), the issue's data); outer n = "
           f"{args.n}; each probe in a fresh process\n")
-    print("| call | first call | warm call | first / warm | first on a new shape / warm | warm / NumPy | stored |")
-    print("|---|---|---|---|---|---|---|")
+    print("| call | first call | warm call | first / warm | first on a new shape / warm | warm / NumPy | "
+          "warm / scipy.sparse | scipy.sparse / NumPy | stored |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in args.names or list(PROBES):
         r = _run(name, args.repeat, args.n, env, warmup=False)
         r2 = _run(name, args.repeat, args.n, env, warmup=True)
         label = PROBES[name][0] + (f" at n = {args.n:,}" if name == "outer" else "")
         print(f"| `{label}` | {_ms(r['first'])} | {_ms(r['warm'])} | {r['first'] / r['warm']:,.1f}x | "
-              f"{r2['first'] / r2['warm']:,.1f}x | {r['warm'] / r['numpy']:,.1f}x | {r['stored']:.0%} |", flush=True)
+              f"{r2['first'] / r2['warm']:,.1f}x | {r['warm'] / r['numpy']:,.1f}x | {_ratio(r['warm'], r['scipy'])} | "
+              f"{_ratio(r['scipy'], r['numpy'])} | {r['stored']:.0%} |", flush=True)
     return 0
 
 
