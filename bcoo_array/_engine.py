@@ -101,11 +101,23 @@ def on_host(x) -> bool:
 
 
 #: Stored entries (or dense elements) above which a bandwidth-bound operation (``Operation(..., large=True)``)
-#: runs on the XLA engine even on the host: XLA's fused, threaded loop makes one pass where the NumPy twin makes
-#: several (cage11, 2.6 million entries: ``A + B`` 2 ms against 14 ms), and its one compilation per shape is
-#: small beside such a call. ``BCOO_ARRAY_HOST_MAX`` (entries, read at every call) overrides it.
+#: runs on the XLA engine even on the host, once its signature is hot (``HOT_CALLS``): XLA's fused, threaded
+#: loop makes one pass where the NumPy twin makes several (cage11, 2.6 million entries: ``A + B`` 2 ms against
+#: 14 ms). ``BCOO_ARRAY_HOST_MAX`` (entries, read at every call) overrides it.
 HOST_MAX_ENTRIES = 1 << 18
 HOST_MAX_ENV = "BCOO_ARRAY_HOST_MAX"
+
+#: Calls of a large operation on one signature (operation, operands' shapes, dtypes and stored entries) that
+#: the host serves before XLA takes over: tiered execution, as a JIT compiler interprets a method before it
+#: compiles it once it is hot. XLA compiles per signature (50-150 ms on a fresh process), and a call that
+#: happens once (a scikit-learn fit on a large matrix: ``xp.exp(A)`` at 1.4 million entries 112 ms first,
+#: 1.1 ms warm) would pay that for a saving of a fraction of a millisecond; a loop pays it on its third
+#: iteration, after which every call takes the faster engine.
+HOT_CALLS = 3
+
+#: signature -> calls seen (bounded: the oldest signatures are forgotten first).
+_CALLS: dict = {}
+_CALLS_MAX = 4096
 
 
 def operand_entries(x) -> int:
@@ -123,6 +135,30 @@ def host_max_entries() -> int:
     """The size above which bandwidth-bound operations take the XLA engine (``HOST_MAX_ENTRIES``)."""
     got = os.environ.get(HOST_MAX_ENV)
     return int(got) if got else HOST_MAX_ENTRIES
+
+
+def _signature(x):
+    """What XLA compiles for operand ``x``: its shape, dtype and, for a BCOOArray, its stored entries."""
+    if isinstance(x, (list, tuple)):
+        return tuple(_signature(y) for y in x)
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        return type(x)
+    nse = getattr(x, "nse", None) if hasattr(x, "_host_buffers") else None
+    return (tuple(shape), str(getattr(x, "dtype", "")), nse)
+
+
+def _hot(name: str, operands) -> bool:
+    """Count a large call on its signature; whether it is at least the ``HOT_CALLS``-th."""
+    key = (name, _signature(operands))
+    n = _CALLS.pop(key, 0) + 1
+    _CALLS[key] = n  # re-inserted last: the dictionary's order is the order of last use
+    if len(_CALLS) > _CALLS_MAX:
+        try:
+            del _CALLS[next(iter(_CALLS))]
+        except (RuntimeError, StopIteration, KeyError):  # another thread changed it meanwhile: trim later
+            pass
+    return n >= HOT_CALLS
 
 
 def runs_on_host(*operands) -> bool:
@@ -167,8 +203,10 @@ class Operation:
     large : bool or callable
         The operation is bandwidth-bound: operands of more than
         ``host_max_entries()`` entries in all take the XLA engine (its fused
-        loop beats several NumPy passes there; see ``HOST_MAX_ENTRIES``). A
-        callable decides per call, from the call's arguments.
+        loop beats several NumPy passes there; see ``HOST_MAX_ENTRIES``)
+        from the ``HOT_CALLS``-th call on one signature (the first calls run
+        on the host and compile nothing). A callable decides per call, from
+        the call's arguments.
 
     Examples
     --------
@@ -209,7 +247,8 @@ class Operation:
         if self._host is not None:
             ops = args if self._operands is None else self._operands(*args, **kwargs)
             large = self._large(*args, **kwargs) if callable(self._large) else self._large
-            if runs_on_host(*ops) and not (large and operand_entries(ops) > host_max_entries()):
+            if runs_on_host(*ops) and not (large and operand_entries(ops) > host_max_entries()
+                                           and _hot(self.name, ops)):
                 out = self._host(*args, **kwargs)
                 _clear_fp_status()
                 if out is not NotImplemented:

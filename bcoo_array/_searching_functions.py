@@ -395,9 +395,9 @@ def where(condition, x1, x2, /) -> BCOOArray:
 
 def _where_merges_many(sp, *args) -> bool:
     """Whether ``where``'s union is large: the condition's pattern and the pattern of the operand its fill
-    selects are both non-empty and hold more than ``host_max_entries()`` entries together. The other operand is only looked up (the
-    host's galloping lookup beats XLA's: ``where(A > 0.5, A, 0.0)`` at 2 million entries 16 ms against 68 ms),
-    so only the union's size takes the XLA engine's threaded merge."""
+    selects are both non-empty and hold more than ``host_max_entries()`` entries together. The other operand
+    is only looked up (the host's galloping lookup beats XLA's: ``where(A > 0.5, A, 0.0)`` at 2 million
+    entries 16 ms against 68 ms), so only the union's size takes the XLA engine's threaded merge."""
     c, a, b = sp
     n_c, n_s = operand_entries(c), operand_entries(a if c.fill_value else b)
     return n_c > 0 and n_s > 0 and n_c + n_s > host_max_entries()

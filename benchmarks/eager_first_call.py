@@ -4,15 +4,16 @@
     python benchmarks/eager_first_call.py exp sum0 --repeat 20
     python benchmarks/eager_first_call.py --engine xla         # force the XLA engine (BCOO_ARRAY_HOST=0)
     python benchmarks/eager_first_call.py outer --n 8000       # the outer broadcast at n = 8,000
+    python benchmarks/eager_first_call.py --shape 4000 640     # bandwidth rather than per-call cost
 
-Each probe builds a 400 x 64 float64 array ``D = normal * (uniform < 0.1)``
+Each probe builds a 400 x 64 (``--shape``) float64 array ``D = normal * (uniform < 0.1)``
 in a fresh Python process (``JAX_ENABLE_X64=1``). That is the issue's data:
 10% non-zero values, and ``-0.0`` wherever a negative normal met a zero,
 which ``asarray`` stores (it compares bit-exactly), so about 55% of the
 positions are stored (the "stored" column). It times the first call of one
 operation (the process has run no other bcoo_array operation), then the best
 of ``--repeat`` warm calls, and NumPy's best time for the same operation on
-the dense values. A second fresh process first runs the call on a 300 x 48
+the dense values. A second fresh process first runs the call on a 300 x 48 (three quarters of ``--shape``)
 array, then times the first call on the 400 x 64 one ("first on a new
 shape"): the cost of a new shape without the process's first run of the
 code. It prints a Markdown table: first call, first / warm, first on a new
@@ -61,19 +62,20 @@ import bcoo_array as xp
 
 name, call, ref, scipy_ref = sys.argv[1:5]
 repeat, n, warmup = int(sys.argv[5]), int(sys.argv[6]), sys.argv[7] == "1"
+rows, cols = int(sys.argv[8]), int(sys.argv[9])
 rng = np.random.default_rng(0)
 if name == "outer":
     Da = rng.standard_normal((n, 1)) * (rng.random((n, 1)) < 0.1)
     Db = rng.standard_normal((1, n)) * (rng.random((1, n)) < 0.1)
     a, b = xp.asarray(Da), xp.asarray(Db)
 else:
-    D = rng.standard_normal((400, 64)) * (rng.random((400, 64)) < 0.1)
-    v = rng.standard_normal(64)
+    D = rng.standard_normal((rows, cols)) * (rng.random((rows, cols)) < 0.1)
+    v = rng.standard_normal(cols)
     A = xp.asarray(D)
     # The same call on another shape first ("new shape" column): what remains is the cost of a new shape,
     # not the process's first run of the code (Python's and NumPy's own warm-up).
-    D2 = rng.standard_normal((300, 48)) * (rng.random((300, 48)) < 0.1)
-    v2 = rng.standard_normal(48)
+    D2 = rng.standard_normal((rows * 3 // 4, cols * 3 // 4)) * (rng.random((rows * 3 // 4, cols * 3 // 4)) < 0.1)
+    v2 = rng.standard_normal(cols * 3 // 4)
 jax.devices()  # JAX's start-up (backend discovery) is once per process, not per operation: paid here
 
 def force(r):
@@ -93,7 +95,7 @@ if warmup:
     else:
         A, v = xp.asarray(D2), v2
         force(eval(code))
-        A, v = xp.asarray(D), rng.standard_normal(64)
+        A, v = xp.asarray(D), rng.standard_normal(cols)
 t = time.perf_counter(); force(eval(code)); first = time.perf_counter() - t
 warm = []
 for _ in range(repeat):
@@ -116,10 +118,10 @@ print(json.dumps({"first": first, "warm": min(warm), "numpy": min(numpy_t), "sci
 '''
 
 
-def _run(name: str, repeat: int, n: int, env, warmup: bool) -> dict:
+def _run(name: str, repeat: int, n: int, env, warmup: bool, shape=(400, 64)) -> dict:
     label, call, ref, scipy_ref = PROBES[name]
     proc = subprocess.run([sys.executable, "-c", _CHILD, name, call, ref, str(scipy_ref), str(repeat), str(n),
-                           str(int(warmup))],
+                           str(int(warmup)), str(shape[0]), str(shape[1])],
                           capture_output=True, text=True, env=env)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
@@ -140,6 +142,8 @@ def main(argv=None) -> int:
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"probes (default: all of {', '.join(PROBES)})")
     parser.add_argument("--repeat", type=int, default=10, help="warm calls and NumPy calls (best is kept)")
     parser.add_argument("--n", type=int, default=2000, help="length of the outer broadcast's vectors")
+    parser.add_argument("--shape", type=int, nargs=2, default=(400, 64), metavar=("M", "N"),
+                        help="shape of D (default: the issue's 400 x 64); e.g. 4000 640 for bandwidth")
     parser.add_argument("--engine", choices=("default", "xla"), default="default",
                         help="'xla' sets BCOO_ARRAY_HOST=0 (the XLA engine on the CPU)")
     args = parser.parse_args(argv)
@@ -149,14 +153,15 @@ def main(argv=None) -> int:
     env = {**os.environ, "JAX_ENABLE_X64": "1"}
     if args.engine == "xla":
         env["BCOO_ARRAY_HOST"] = "0"
-    print(f"engine: {args.engine}; 400 x 64 float64 (D = normal * (uniform < 0.1), the issue's data); outer n = "
+    print(f"engine: {args.engine}; {args.shape[0]} x {args.shape[1]} float64 (D = normal * (uniform < 0.1), the "
+          f"issue's data at 400 x 64); outer n = "
           f"{args.n}; each probe in a fresh process\n")
     print("| call | first call | warm call | first / warm | first on a new shape / warm | warm / NumPy | "
           "warm / scipy.sparse | scipy.sparse / NumPy | stored |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.names or list(PROBES):
-        r = _run(name, args.repeat, args.n, env, warmup=False)
-        r2 = _run(name, args.repeat, args.n, env, warmup=True)
+        r = _run(name, args.repeat, args.n, env, warmup=False, shape=args.shape)
+        r2 = _run(name, args.repeat, args.n, env, warmup=True, shape=args.shape)
         label = PROBES[name][0] + (f" at n = {args.n:,}" if name == "outer" else "")
         print(f"| `{label}` | {_ms(r['first'])} | {_ms(r['warm'])} | {r['first'] / r['warm']:,.1f}x | "
               f"{r2['first'] / r2['warm']:,.1f}x | {r['warm'] / r['numpy']:,.1f}x | {_ratio(r['warm'], r['scipy'])} | "

@@ -239,3 +239,32 @@ def test_host_constants_inside_a_trace():
     D = np.array([[1, 0, 2], [0, 3, 0]], np.int8)
     A = xp.asarray(D)
     np.testing.assert_array_equal(np.asarray((A @ A.T).todense()), D.astype(np.int8) @ D.T)
+
+
+def test_large_operations_run_on_the_host_until_their_signature_is_hot(monkeypatch):
+    """Past the size rule, the first calls of an operation on one signature run on the host (no XLA
+    compilation); from the ``HOT_CALLS``-th call on that signature the XLA engine takes over. Both give
+    NumPy's values; a new signature starts again on the host."""
+    from bcoo_array import _engine
+    from bcoo_array._fill_rule import unary
+
+    monkeypatch.setenv("BCOO_ARRAY_HOST_MAX", "10")
+    monkeypatch.setattr(_engine, "_CALLS", {})
+    engines = []
+    monkeypatch.setattr(unary, "_host", _spy(unary._host, engines, "host"))
+    monkeypatch.setattr(unary, "_xla", _spy(unary._xla, engines, "xla"))
+    D, A = _matrix()
+    for _ in range(_engine.HOT_CALLS + 1):
+        np.testing.assert_allclose(np.asarray(xp.exp(A).todense()), np.exp(D), rtol=1e-12)
+    assert engines == ["host"] * (_engine.HOT_CALLS - 1) + ["xla", "xla"]
+    engines.clear()
+    B = xp.asarray(D[:5])  # another signature
+    np.testing.assert_allclose(np.asarray(xp.exp(B).todense()), np.exp(D[:5]), rtol=1e-12)
+    assert engines == ["host"]
+
+
+def _spy(fn, log, name):
+    def wrapped(*args, **kwargs):
+        log.append(name)
+        return fn(*args, **kwargs)
+    return wrapped
