@@ -18,7 +18,7 @@ array, then times the first call on the 400 x 64 one ("first on a new
 shape"): the cost of a new shape without the process's first run of the
 code. It prints a Markdown table: first call, first / warm, first on a new
 shape / warm, warm / NumPy, warm / scipy.sparse and scipy.sparse / NumPy (the
-same call written for a ``scipy.sparse.csr_array`` of D, ``S.multiply(S > 0.5)``
+same call written for a ``scipy.sparse.csr_array`` storing A's entries, ``S.multiply(S > 0.5)``
 for ``where``: what a sparse library's per-call bookkeeping costs beside
 NumPy's one dense loop; ``-`` where scipy has no twin; its ``exp`` twin is
 ``expm1``, the pattern-keeping one), stored fraction. The targets of the eager-engine
@@ -108,7 +108,9 @@ stored = (a.nse + b.nse) / (a.size + b.size) if name == "outer" else A.nse / A.s
 scipy_t = [float("nan")]
 if scipy_ref != "None":
     import scipy.sparse as sps
-    S = sps.csr_array(D)
+    # the same stored entries as A (asarray stores -0.0; csr_array(D) would drop it): explicit entries
+    stored_at = (D != 0) | np.signbit(D)
+    S = sps.csr_array((D[stored_at], np.nonzero(stored_at)), shape=D.shape)
     code = compile(scipy_ref, "<scipy>", "eval")
     scipy_t = []
     for _ in range(repeat):
