@@ -501,3 +501,41 @@ def test_sorted_lookup_matches_binary_search(index_dtype, monkeypatch):
             np.testing.assert_array_equal(pos, expect)
     monkeypatch.setenv("BCOO_ARRAY_NATIVE", "0")
     np.testing.assert_array_equal(lookup_np(data, idx, q, (m, n), -1.5, query_sorted=True), want)
+
+
+def test_coo_to_csr_matches_the_numpy_structure(monkeypatch):
+    """The native CSR structure of 2-D COO indices (one pass) equals the NumPy one: row pointer, columns,
+    valid count, canonical flag and dtypes; None alike for rows out of order or a valid entry after padding;
+    negative and past-the-end indices count as padding."""
+    from bcoo_array._kernels import csr
+
+    rng = np.random.default_rng(11)
+    seen = set()
+    for trial in range(300):
+        m, n = (int(s) for s in rng.integers(1, 30, 2))
+        dtype = [np.int32, np.int64][trial % 2]
+        if trial % 3:
+            idx = np.ascontiguousarray(np.argwhere(rng.random((m, n)) < rng.random()), dtype=dtype)
+            pad = int(rng.integers(0, 3))
+            idx = np.concatenate([idx, np.full((pad, 2), [m, n], dtype)])
+            if trial % 5 == 0 and len(idx) > 2:
+                idx[[0, -1]] = idx[[-1, 0]]  # a valid entry after padding, or rows out of order
+            if trial % 7 == 0 and len(idx) > 1:
+                idx[-1, 1] = idx[-2, 1]  # a duplicate or a column step back: not canonical
+        else:  # random rows, sorted, some out of range both ways
+            nse = int(rng.integers(0, 60))
+            idx = np.stack([np.sort(rng.integers(-1, m + 1, nse)), rng.integers(-1, n + 1, nse)], 1).astype(dtype)
+        got = csr._csr_arrays_numpy(idx, m, n)
+        monkeypatch.setenv("BCOO_ARRAY_NATIVE", "0")
+        want = csr._csr_arrays_numpy(idx, m, n)
+        monkeypatch.delenv("BCOO_ARRAY_NATIVE")
+        assert (got is None) == (want is None)
+        if got is not None:
+            seen.add(got.canonical)
+            np.testing.assert_array_equal(got.indptr, want.indptr)
+            np.testing.assert_array_equal(got.cols, want.cols)
+            assert got.indptr.dtype == want.indptr.dtype and got.cols.dtype == want.cols.dtype
+            assert (got.n_valid, got.canonical) == (want.n_valid, want.canonical)
+        else:
+            seen.add(None)
+    assert seen == {True, False, None}

@@ -35,6 +35,7 @@ import numpy as np
 
 from .cache import PLANS, has_padding
 from .host import adopt
+from .native import host_coo_to_csr
 
 #: Fewest right-hand columns for which the native CSR kernel beats the segment sum
 #: (measured on CPU: the kernel's per-row setup dominates at one column).
@@ -107,6 +108,12 @@ class CSRArrays(NamedTuple):
 def _csr_arrays_numpy(idx: np.ndarray, m: int, n: int) -> CSRArrays | None:
     if m > 4 * idx.shape[0] + 2**22:
         return None  # row pointers would outweigh the entries (a huge, nearly empty matrix): the COO paths serve it
+    idt = _index_dtype(idx.shape[0], m + 1, n)
+    if idt == _index_dtype(m + 1, n):  # (the dtype does not depend on how many entries are valid)
+        got = host_coo_to_csr(idx, m, n, idt)  # one native pass: checks, row pointer, columns
+        if got is not None:
+            indptr, cols, nv, canonical = got
+            return CSRArrays(indptr, cols, nv, canonical)
     r = idx[:, 0]
     c = idx[:, 1]
     valid = (r < m) & (c < n) & (r >= 0) & (c >= 0)

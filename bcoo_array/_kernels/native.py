@@ -492,6 +492,43 @@ def host_csr_to_coo(indptr: np.ndarray, indices: np.ndarray, out: np.ndarray) ->
     return True
 
 
+def host_coo_to_csr(idx: np.ndarray, m: int, n: int, index_dtype) -> tuple | None:
+    """The CSR structure of 2-D COO indices, in one native pass: ``(indptr, cols, n_valid, canonical)``.
+
+    Parameters
+    ----------
+    idx : numpy.ndarray, shape ``(nse, 2)``, int32 or int64
+        Indices whose valid entries (``0 <= row < m``, ``0 <= col < n``)
+        come first, with non-decreasing rows (as canonical form has them).
+    m, n : int
+        The matrix's shape.
+    index_dtype : numpy dtype
+        int32 or int64, the dtype of ``indptr`` and ``cols``.
+
+    Returns
+    -------
+    tuple or None
+        ``indptr`` ``(m + 1,)``, ``cols`` ``(n_valid,)`` (a view of an
+        ``(nse,)`` buffer), the count of valid entries and whether columns
+        strictly increase within each row; None when the module is not
+        available, the dtypes do not fit, a valid entry follows an invalid
+        one or rows decrease (scipy's ``csr_has_sorted_indices`` and the
+        row pointer's count pass, fused with the checks).
+    """
+    index_dtype = np.dtype(index_dtype)
+    if (not available() or idx.dtype not in INDEX_DTYPES or index_dtype not in INDEX_DTYPES or idx.ndim != 2
+            or idx.shape[1] != 2):
+        return None
+    indptr = np.zeros(m + 1, index_dtype)
+    cols = aligned_empty((idx.shape[0],), index_dtype)
+    got = (_STATE.get("module") or _module()).host_coo_to_csr(
+        np.ascontiguousarray(idx), indptr, cols, m, n, idx.dtype == np.int64, index_dtype == np.int64)
+    if got is None:
+        return None
+    nv, canonical = got
+    return indptr, cols[:nv], nv, canonical
+
+
 def _csr_ok(indptr: np.ndarray, cols: np.ndarray) -> bool:
     return (indptr.dtype == cols.dtype and indptr.dtype in INDEX_DTYPES and indptr.ndim == 1 and cols.ndim == 1
             and indptr.size >= 1)

@@ -82,7 +82,72 @@ void CsrToCoo(const In* indptr, const In* indices, Out* out, int64_t m) {
   }
 }
 
+// The CSR structure of 2-D COO indices whose valid entries (0 <= row < m, 0 <= col < n) come first with
+// non-decreasing rows, in one pass: indptr (m + 1, zeroed by the caller) gets the row pointer, cols the
+// columns of the valid entries. Returns the count of valid entries, or -1 when a valid entry follows an
+// invalid one or rows decrease (the caller then has no CSR structure); *canonical tells whether the
+// columns also strictly increase within each row.
+template <typename In, typename Out>
+int64_t CooToCsr(const In* idx, int64_t nse, int64_t m, int64_t n, Out* indptr, Out* cols, bool* canonical) {
+  int64_t nv = 0, prev_r = -1, prev_c = -1, run = 0;  // run: entries of row prev_r so far (kept in a register)
+  bool canon = true;
+  const uint64_t um = static_cast<uint64_t>(m), un = static_cast<uint64_t>(n);
+  for (; nv < nse; ++nv) {
+    const int64_t r = static_cast<int64_t>(idx[2 * nv]), c = static_cast<int64_t>(idx[2 * nv + 1]);
+    if (static_cast<uint64_t>(r) >= um || static_cast<uint64_t>(c) >= un) break;  // the first invalid entry
+    if (r != prev_r) {
+      if (r < prev_r) return -1;
+      if (prev_r >= 0) indptr[prev_r + 1] = static_cast<Out>(run);
+      run = 0;
+    } else {
+      canon = canon && c > prev_c;
+    }
+    ++run;
+    cols[nv] = static_cast<Out>(c);
+    prev_r = r;
+    prev_c = c;
+  }
+  if (prev_r >= 0) indptr[prev_r + 1] = static_cast<Out>(run);
+  for (int64_t i = nv; i < nse; ++i) {
+    const int64_t r = static_cast<int64_t>(idx[2 * i]), c = static_cast<int64_t>(idx[2 * i + 1]);
+    if (static_cast<uint64_t>(r) < um && static_cast<uint64_t>(c) < un) return -1;  // a valid entry after padding
+  }
+  for (int64_t r = 0; r < m; ++r) indptr[r + 1] += indptr[r];
+  *canonical = canon;
+  return nv;
+}
+
 }  // namespace
+
+// host_coo_to_csr(indices, indptr, cols, m, n, in64, out64) -> (n_valid, canonical) or None: the CSR structure
+// of 2-D COO indices (see CooToCsr; indptr zeroed, both outputs sized by the caller).
+static PyObject* host_coo_to_csr(PyObject*, PyObject* args) {
+  PyObject *indices, *indptr, *cols;
+  long long m, n;
+  int in64, out64;
+  if (!PyArg_ParseTuple(args, "OOOLLpp", &indices, &indptr, &cols, &m, &n, &in64, &out64)) return nullptr;
+  Buf bi(indices, false), bp(indptr, true), bc(cols, true);
+  if (!(bi.ok && bp.ok && bc.ok)) return nullptr;
+  const int64_t nse = bi.view.len / (in64 ? 16 : 8);
+  int64_t nv;
+  bool canonical = false;
+  Py_BEGIN_ALLOW_THREADS
+  if (in64 && out64)
+    nv = CooToCsr(static_cast<const int64_t*>(bi.view.buf), nse, m, n, static_cast<int64_t*>(bp.view.buf),
+                  static_cast<int64_t*>(bc.view.buf), &canonical);
+  else if (in64)
+    nv = CooToCsr(static_cast<const int64_t*>(bi.view.buf), nse, m, n, static_cast<int32_t*>(bp.view.buf),
+                  static_cast<int32_t*>(bc.view.buf), &canonical);
+  else if (out64)
+    nv = CooToCsr(static_cast<const int32_t*>(bi.view.buf), nse, m, n, static_cast<int64_t*>(bp.view.buf),
+                  static_cast<int64_t*>(bc.view.buf), &canonical);
+  else
+    nv = CooToCsr(static_cast<const int32_t*>(bi.view.buf), nse, m, n, static_cast<int32_t*>(bp.view.buf),
+                  static_cast<int32_t*>(bc.view.buf), &canonical);
+  Py_END_ALLOW_THREADS
+  if (nv < 0) Py_RETURN_NONE;
+  return Py_BuildValue("(LO)", static_cast<long long>(nv), canonical ? Py_True : Py_False);
+}
 
 // host_csr_to_coo(indptr, indices, out, m, in64, out64): the (nnz, 2) COO index array of a CSR
 // structure written into ``out`` (the caller checks shapes, dtypes and that indptr is monotone
@@ -267,6 +332,8 @@ static PyMethodDef methods[] = {
      "out = A @ x for a COO matrix on C-contiguous host buffers (no XLA)."},
     {"host_csr_spmv", host_csr_spmv, METH_VARARGS,
      "out = A @ x for a CSR matrix on C-contiguous host buffers (no XLA)."},
+    {"host_coo_to_csr", host_coo_to_csr, METH_VARARGS,
+     "The CSR structure (row pointer, columns) of row-sorted 2-D COO indices, in one pass; None if not row-sorted."},
     {"host_csr_to_coo", host_csr_to_coo, METH_VARARGS,
      "out = the (nnz, 2) COO indices of a CSR structure, in one pass (no XLA)."},
     {"host_csr_diagonal", host_csr_diagonal, METH_VARARGS,
