@@ -21,7 +21,7 @@ from .._fill import zero_fill
 from .._shapes import is_concrete, prod
 from .coalesce import segment_reduce_np
 from .cache import PLANS
-from .csr import axis_plan_host, sum_axis
+from .csr import axis_plan_host, csr_arrays, sum_axis
 from .plan import group, group_numpy, segment_reduce
 
 _DENSE_REDUCE = {"sum": jnp.sum, "prod": jnp.prod, "max": jnp.max, "min": jnp.min}
@@ -144,7 +144,13 @@ def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], 
     shape = tuple(shape)
     if (op == "sum" and len(shape) == 2 and n_dense == 0 and len(axes) == 1 and shape[axes[0]] > 0
             and data.dtype.kind in "fc" and zero_fill(np.asarray(fill, data.dtype))):
-        # Row or column sums of a zero-filled matrix: one bincount over the plan cached on the index buffer.
+        # Row or column sums of a zero-filled matrix. Over the CSR structure (one native pass, cached and
+        # shared with the products): row sums are one reduceat over the non-empty rows' starts (scipy's own
+        # way), column sums one bincount over the contiguous columns. A new matrix pays no grouping plan
+        # (1.4 million entries: 9 ms for the plan, 1.3 ms for the structure).
+        got = _axis_sum_csr(buffer, data, indices.dtype, shape, axes[0])
+        if got is not None:
+            return got
         seg, out_idx, n_out, is_sorted = axis_plan_host(buffer, shape, axes[0])
         if is_sorted and n_out and data.dtype.kind == "f":
             # Row sums of a row-sorted matrix (scipy's own way): one reduceat over the row starts.
@@ -204,6 +210,32 @@ def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], 
         vals = np.ascontiguousarray(vals, dtype=data.dtype)
     out_shape = tuple(shape[a] for a in sp_keep) + tuple(shape[a] for a in de_keep)
     return vals, out_idx, out_shape, len(de_keep), np.asarray(out_fill, data.dtype)[()]
+
+
+def _axis_sum_csr(buffer, data: np.ndarray, index_dtype, shape: tuple, axis: int):
+    """``sum(axis)`` of a zero-filled, real, row-sorted matrix over its CSR structure, in the form of
+    ``_reduce_coo_host``; None where the structure does not apply (unsorted rows, a huge sparse dimension).
+
+    The same arithmetic as the grouping plan's paths: a sequential reduceat per row (as scipy's row sums),
+    a bincount (float64 accumulation, cast back) per column.
+    """
+    if data.dtype.kind != "f":
+        return None
+    st = csr_arrays(buffer, shape)
+    if st is None:
+        return None
+    m, n = shape
+    nv = st.n_valid
+    if axis == 1:
+        rows = PLANS.get((buffer,), ("nonempty-rows", m, n),
+                         lambda: np.flatnonzero(np.diff(st.indptr)).astype(index_dtype)[:, None])
+        vals = (np.add.reduceat(data[:nv], st.indptr[rows[:, 0]]) if rows.shape[0]
+                else np.zeros(0, data.dtype))
+        return vals + data.dtype.type(0.0), rows, (m,), 0, np.zeros((), data.dtype)[()]
+    cols = PLANS.get((buffer,), ("nonempty-cols", m, n),
+                     lambda: np.flatnonzero(np.bincount(st.cols, minlength=n)).astype(index_dtype)[:, None])
+    vals = np.bincount(st.cols, data[:nv], n)[cols[:, 0]].astype(data.dtype)
+    return vals, cols, (n,), 0, np.zeros((), data.dtype)[()]
 
 
 def _segment_starts(seg: np.ndarray, n_out: int):
