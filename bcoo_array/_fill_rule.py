@@ -239,7 +239,8 @@ def _stores_everywhere(v: BCOOArray) -> bool:
     """Whether ``v`` (concrete, on the host) stores an entry at every position (``xp.asarray`` of a row of
     means): read as the dense operand it is, so that a result stored everywhere takes dense layout, as with a
     NumPy operand, rather than a union with a full pattern. Both engines decide alike."""
-    if not v.unique_indices or v.n_batch or v.nse != v.size // max(1, prod(v.shape[v.ndim - v.n_dense:])):
+    if (not v.unique_indices or v.n_batch or v.size == 0
+            or v.nse != v.size // max(1, prod(v.shape[v.ndim - v.n_dense:]))):
         return False
     buffers = v._host_buffers() if v._concrete_indices() else None
     return buffers is not None and not has_padding(buffers[1], v.shape[:v.ndim - v.n_dense])

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .cache import PLANS, has_padding
+from .cache import PLANS
 from .host import adopt
 from .native import host_coo_to_csr
 
@@ -186,9 +186,9 @@ def _axis_plan_host(idx: np.ndarray, shape: tuple[int, int], axis: int) -> tuple
     m, n = shape
     keep = 1 - axis
     size = shape[keep]
+    valid = (idx[:, 0] < m) & (idx[:, 1] < n) & (idx[:, 0] >= 0) & (idx[:, 1] >= 0)
     key = idx[:, keep]
-    if has_padding(idx, shape):  # (a fact cached on the buffer: a buffer known to hold none is not read here)
-        valid = (idx[:, 0] < m) & (idx[:, 1] < n) & (idx[:, 0] >= 0) & (idx[:, 1] >= 0)
+    if not valid.all():
         key = np.where(valid, key, size)
     if size > 4 * key.size + 1024:
         # A long kept dimension (e.g. 3e9 rows): sort the keys instead of a
