@@ -28,7 +28,7 @@ from ._fill import eval_fill
 from ._kernels.coalesce import flatten_batch, sparse_sizes, unflatten_batch
 from ._kernels.reduce import arg_extreme_rows
 from ._kernels.sorting import count_before
-from ._kernels.union import lookup, lookup_np, take_or_fill, take_or_fill_np, union, union_np
+from ._kernels.union import lookup, lookup_np, take_or_fill, take_or_fill_np, union, union_np, valid_prefix
 from ._shapes import broadcast_shape, is_concrete, normalize_axis, prod, valid_rows
 from ._limits import check_dense
 from ._manipulation_functions import broadcast_to, permute_dims, reshape
@@ -419,6 +419,17 @@ def _where_sparse_host(sp, shape, n_batch: int, n_dense: int, dt):
     fc, fa, fb = (o.fill_value for o in sp)
     sizes = sparse_sizes(shape, n_batch, n_dense)
     (ds, is_, fs), (do, io, fo) = ((da, ia, fa), (db, ib, fb)) if fc else ((db, ib, fb), (da, ia, fa))
+    nc = valid_prefix(ic, sizes)
+    if nc is not None and is_.shape[-2] == 0:
+        # The operand the fill selects stores nothing (a scalar: ``where(A > 0.5, A, 0.0)``): the result's
+        # pattern is the condition's, with no union to plan and no values to take for that side.
+        idx = ic[:nc]
+        vo = lookup_np(do, io.astype(ic.dtype, copy=False), idx, sizes, fo, query_sorted=True)
+        vs = np.asarray(fs, ds.dtype)
+        va, vb = (vs, vo) if fc else (vo, vs)
+        fill = np.where(fc, fa, fb).astype(dt)[()]
+        return BCOOArray._from_buffers(np.where(dc[:nc], va, vb).astype(dt, copy=False), idx, shape, n_batch=0,
+                                       n_dense=n_dense, fill_value=fill, indices_sorted=True, unique_indices=True)
     plan = union_np(ic, is_.astype(ic.dtype, copy=False), sizes, canonical=True)
     if plan is None:
         return NotImplemented

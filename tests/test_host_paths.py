@@ -354,3 +354,30 @@ def test_sparse_and_a_fully_stored_vector_is_the_dense_operand(op):
         sparse_got = getattr(xp, op)(A, xp.asarray(few))
         assert sparse_got.n_sparse == 2
         np.testing.assert_allclose(np.asarray(sparse_got.todense()), getattr(np, op)(D, few))
+
+
+@pytest.mark.parametrize("n_dense", [0, 1])
+@pytest.mark.parametrize("cond_fill", [False, True])
+@pytest.mark.parametrize("scalar_first", [False, True])
+def test_where_with_a_scalar_operand_keeps_the_condition_pattern(n_dense, cond_fill, scalar_first, monkeypatch):
+    """where(C, A, s) / where(C, s, A) with the scalar on the side the condition's fill selects: the result's
+    pattern is the condition's (no union), values and fill equal NumPy's, on the host and the XLA engine;
+    conditions that store False entries, dense dimensions and a value array with its own fill included."""
+    rng = np.random.default_rng(5)
+    D = rng.standard_normal((9, 6)) * (rng.random((9, 6)) < 0.5)
+    A = xp.asarray(D) + 1.5  # fill 1.5
+    mask = rng.random((9, 6)) < 0.4
+    C = xp.BCOOArray.fromdense(mask, fill_value=cond_fill)  # stores the positions that differ from the fill
+    if n_dense:
+        A, C = xp.update_layout(A, n_dense=1), xp.update_layout(C, n_dense=1)
+    call = (lambda c, a: xp.where(c, -2.0, a)) if scalar_first else (lambda c, a: xp.where(c, a, -2.0))
+    want = np.where(mask, -2.0, D + 1.5) if scalar_first else np.where(mask, D + 1.5, -2.0)
+    host = call(C, A)
+    monkeypatch.setenv("BCOO_ARRAY_HOST", "0")
+    traced_engine = call(C, A)
+    monkeypatch.delenv("BCOO_ARRAY_HOST")
+    for got in (host, traced_engine):
+        np.testing.assert_array_equal(np.asarray(got.todense()), want)
+    assert host.fill_value == traced_engine.fill_value
+    if bool(cond_fill) == scalar_first and not n_dense:  # the fill selects the scalar: the condition's pattern
+        assert host.nse == C.nse
