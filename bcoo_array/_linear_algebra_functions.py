@@ -328,6 +328,12 @@ def matmul(x1, x2, /):
         bound = transposed_matvec(x2)
         if bound is not None and bound.serves(x1):
             return bound(x1)
+    if (isinstance(x1, jax.Array) and type(x2) is BCOOArray and x1.ndim == 1 and x2.ndim == 2 and x2.indices_sorted
+            and x2.n_batch == 0 and x2.n_dense == 0 and not is_tracer(x1)):
+        # the same with a concrete JAX row vector in host memory: the product on a view of it, one hand-off back
+        bound = transposed_matvec(x2)
+        if bound is not None and bound.serves_device(x1):
+            return bound.device(x1)
     if type(x1) is BCOOArray and _is_plain_matrix(x1):
         # The other common calls, with no operand normalisation: A @ x with a NumPy x (the host
         # kernel writes the NumPy result) and A @ x with a JAX x of A's dtype (one kernel

@@ -279,3 +279,25 @@ def test_transpose_products_read_the_matrix_without_a_transposed_copy(engine, la
     np.testing.assert_allclose(np.asarray(x @ F), x @ (S.toarray() + 1.0), rtol=1e-12)
     C = xp.asarray(S * (1 + 2j))
     np.testing.assert_allclose(C.T @ x.astype(complex), (S * (1 + 2j)).T @ x, rtol=1e-12)
+
+
+def test_transpose_products_with_a_jax_vector_read_the_matrix_on_the_host():
+    """A.T @ x and x @ A with a concrete JAX vector: scipy's values, a jax.Array result, computed on the host
+    from A's own buffers (the transpose's values are never gathered)."""
+    import scipy.sparse as sp
+
+    S = sp.random_array((50, 35), density=0.15, format="csr", rng=7)
+    S.sum_duplicates()
+    A = xp.asarray(S)
+    x = jnp.asarray(np.random.default_rng(1).standard_normal(50))
+    T = A.T
+    got = T @ x
+    assert isinstance(got, jax.Array)
+    np.testing.assert_allclose(np.asarray(got), S.T @ np.asarray(x), rtol=1e-12)
+    assert type(T._hdata).__name__ == "Deferred"
+    got = x @ A
+    assert isinstance(got, jax.Array)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(x) @ S, rtol=1e-12)
+    # under jit the same expressions trace (XLA kernels) and agree
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda a, v: a.T @ v)(A, x)), S.T @ np.asarray(x), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda a, v: v @ a)(A, x)), np.asarray(x) @ S, rtol=1e-12)

@@ -117,8 +117,8 @@ class TransposedMatvec:
     ``A``'s CSR arrays are the CSC arrays of ``A.T`` (what scipy's ``.T``
     returns), so the product is scipy's ``csc_matvec`` loop on zero-copy
     views, with no transposed copy of the values. Bound to a transpose by
-    ``permute_dims``, with the interface of ``native.CsrMatvec`` (the
-    device path declines: it takes the transpose's own buffers).
+    ``permute_dims``, with the interface of ``native.CsrMatvec`` (a JAX
+    vector in host memory takes the same product on a view of it).
     """
 
     __slots__ = ("_parts", "_csc", "dtype", "k")
@@ -141,8 +141,16 @@ class TransposedMatvec:
         return self._csc @ x
 
     def serves_device(self, x) -> bool:
-        """Never: a JAX vector takes the transpose's own buffers."""
-        return False
+        """Whether ``x`` is a concrete JAX vector in host memory that ``serves`` as a NumPy view."""
+        if is_tracer(x) or not isinstance(x, jax.Array) or x.ndim != 1 or x.dtype != self.dtype:
+            return False
+        return x.shape[0] == self.k and on_host(x)
+
+    def device(self, x: jax.Array) -> jax.Array:
+        """``A.T @ x`` for a JAX vector: the same host product on a zero-copy view of ``x``, its result handed
+        to JAX once (a transpose made for one product, ``A.T @ x`` in a loop, builds no structure of its
+        own and moves no buffer of ``A`` into JAX)."""
+        return to_device(self(host_buffers(x)[0]), owned=True)
 
 
 def host_rmatvec(data, indices, shape: tuple[int, int]) -> TransposedMatvec | None:
