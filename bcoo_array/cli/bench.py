@@ -55,6 +55,8 @@ OPERATIONS = (
     "row range A(i:i+100, :)",
     "A.T @ x, NumPy x",
     "x @ A, NumPy x",
+    "A.T @ x",
+    "x @ A",
     "2-D slice A(i:i+100, j:j+100)",
     "A[np.ix_(r, c)], 1,000 indices",
     "A.diagonal()",
@@ -92,6 +94,8 @@ TARGETS = {
     # the structural-operations issue (#20)
     "A.T @ x, NumPy x": (1.25, 1.25, 1.25),
     "x @ A, NumPy x": (1.25, 1.25, 1.25),
+    "A.T @ x": (1.25, 1.25, 1.25),  # a JAX x (a NumPy one for scipy), as "SpMV A @ x"
+    "x @ A": (1.25, 1.25, 1.25),
     "2-D slice A(i:i+100, j:j+100)": (2.0, 2.0, None),
     "A[np.ix_(r, c)], 1,000 indices": (2.0, 2.0, None),
     "A.diagonal()": (2.0, 2.0, 2.0),
@@ -356,6 +360,8 @@ def _ops_for(case: Case, lib: str):
         xm = rng.standard_normal(m)
         ops["A.T @ x, NumPy x"] = lambda: A.T @ xm
         ops["x @ A, NumPy x"] = lambda: xm @ A
+        ops["A.T @ x"] = lambda: A.T @ xm
+        ops["x @ A"] = lambda: xm @ A
         ops["2-D slice A(i:i+100, j:j+100)"] = lambda: A[i:i + 100, j:j + 100]
         ops["A[np.ix_(r, c)], 1,000 indices"] = lambda: A[np.ix_(r_ix, c_ix)]
         ops["A.diagonal()"] = lambda: A.diagonal()
@@ -393,6 +399,9 @@ def _ops_for(case: Case, lib: str):
         xm = rng.standard_normal(m)
         ops["A.T @ x, NumPy x"] = lambda: a.T @ xm
         ops["x @ A, NumPy x"] = lambda: xm @ a
+        xmj = jnp.asarray(xm)
+        ops["A.T @ x"] = lambda: a.T @ xmj
+        ops["x @ A"] = lambda: xmj @ a
         ops["2-D slice A(i:i+100, j:j+100)"] = lambda: a[i:i + 100, j:j + 100]
         ops["A[np.ix_(r, c)], 1,000 indices"] = lambda: a[np.ix_(r_ix, c_ix)]
         ops["A.diagonal()"] = lambda: a.diagonal()
