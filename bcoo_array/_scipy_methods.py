@@ -205,7 +205,9 @@ class ScipyMethodsMixin:
         ValueError
             If ``out`` has another shape or dtype.
         """
-        d = np.array(self.todense(), order=order or "C")  # a fresh writable array, as scipy's
+        d = self._dense()  # NumPy from the host engine (fresh: no hand-off to JAX and back), else a jax.Array
+        # a fresh writable array, as scipy's
+        d = np.asarray(d, order=order or "C") if isinstance(d, np.ndarray) else np.array(d, order=order or "C")
         if out is not None:
             if out.shape != d.shape or out.dtype != d.dtype:
                 raise ValueError(f"out must have shape {d.shape} and dtype {d.dtype}; got {out.shape}, {out.dtype}")

@@ -381,3 +381,23 @@ def test_where_with_a_scalar_operand_keeps_the_condition_pattern(n_dense, cond_f
     assert host.fill_value == traced_engine.fill_value
     if bool(cond_fill) == scalar_first and not n_dense:  # the fill selects the scalar: the condition's pattern
         assert host.nse == C.nse
+
+
+def test_toarray_is_fresh_and_writable_on_every_layout():
+    """toarray() on the host engine returns a fresh writable NumPy array: writing to it never reaches the
+    array (fully stored sorted vectors, dense layout, padded, batched and transposed layouts)."""
+    rng = np.random.default_rng(9)
+    D = rng.standard_normal((5, 4)) * (rng.random((5, 4)) < 0.5)
+    full = xp.asarray(np.arange(1.0, 7.0))
+    arrays = [full, xp.asarray(D), xp.asarray(D) + np.arange(4.0), xp.asarray(D).T,
+              xp.BCOOArray.fromdense(D, nse=20), xp.BCOOArray.fromdense(D, n_batch=1),
+              xp.BCOOArray.fromdense(D, n_dense=1), xp.asarray(D) + 2.0]
+    for A in arrays:
+        want = np.asarray(A.todense()).copy()
+        got = A.toarray()
+        assert isinstance(got, np.ndarray) and got.flags.writeable and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+        got[...] = 12345.0
+        np.testing.assert_array_equal(A.toarray(), want)
+        np.testing.assert_array_equal(np.asarray(A.todense()), want)
+    assert A.toarray(order="F").flags.f_contiguous
