@@ -191,16 +191,16 @@ def fromdense_host(x: np.ndarray, shape, n_batch: int, n_dense: int, fill, nse: 
     ValueError
         If ``nse`` is smaller than the number of entries to store.
     """
-    from .host import aligned_empty
+    from .host import aligned_empty, host_empty
 
     ndim = len(shape)
     if n_batch == 0 and n_dense == 0 and nse is None and ndim:
         # The common case (asarray of a NumPy array): the positions that differ, in row-major order, no padding.
         flat = x.reshape(-1)
         pos = np.flatnonzero(~same_value_host(flat, fill))
-        data = aligned_empty((pos.size,), x.dtype)
+        data = host_empty((pos.size,), x.dtype)
         np.take(flat, pos, out=data)
-        indices = aligned_empty((pos.size, ndim), index_dtype)
+        indices = host_empty((pos.size, ndim), index_dtype)
         if ndim == 1:
             indices[:, 0] = pos
         else:

@@ -60,6 +60,21 @@ def aligned_empty(shape, dtype) -> np.ndarray:
     return buf[off:off + nbytes].view(dtype).reshape(shape)
 
 
+#: Bytes below which ``host_empty`` takes NumPy's own allocation: copying such a buffer on its hand-off to JAX
+#: costs less than aligning it on every call (``aligned_empty`` 2.6 us against ``np.empty`` 0.2 us).
+SMALL_BUFFER = 4096
+
+
+def host_empty(shape, dtype) -> np.ndarray:
+    """An uninitialised buffer for a host result: ``aligned_empty`` when large (JAX adopts it without a copy),
+    ``np.empty`` when smaller than ``SMALL_BUFFER`` bytes (``to_device`` copies a misaligned one)."""
+    dtype = np.dtype(dtype)
+    nbytes = dtype.itemsize
+    for s in shape:
+        nbytes *= int(s)
+    return np.empty(shape, dtype) if nbytes < SMALL_BUFFER else aligned_empty(shape, dtype)
+
+
 def adopt(x: np.ndarray) -> jax.Array:
     """A NumPy array this package has just made, as a JAX array, with no XLA compilation.
 
