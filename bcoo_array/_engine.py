@@ -25,6 +25,7 @@ eager engine" in ``docs/design.md`` for those that still compile.)
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Callable
 
 import jax
@@ -109,7 +110,8 @@ HOST_MAX_ENV = "BCOO_ARRAY_HOST_MAX"
 
 #: Calls of a large operation on one signature (operation, operands' shapes, dtypes and stored entries) that
 #: the host serves before XLA takes over: tiered execution, as a JIT compiler interprets a method before it
-#: compiles it once it is hot. XLA compiles per signature (50-150 ms on a fresh process), and a call that
+#: compiles it once it is hot. Counted per new set of operands: the same operands keep the engine they took
+#: first (``_CHOSEN``), so repeating a call repeats its result bit for bit. XLA compiles per signature (50-150 ms on a fresh process), and a call that
 #: happens once (a scikit-learn fit on a large matrix: ``xp.exp(A)`` at 1.4 million entries 112 ms first,
 #: 1.1 ms warm) would pay that for a saving of a fraction of a millisecond; a loop pays it on its third
 #: iteration, after which every call takes the faster engine.
@@ -118,6 +120,11 @@ HOT_CALLS = 3
 #: signature -> calls seen (bounded: the oldest signatures are forgotten first).
 _CALLS: dict = {}
 _CALLS_MAX = 4096
+
+#: (operation, ids of the operands' buffers) -> (weak references to them, whether XLA runs): the same operands
+#: always take the engine they took first, so a repeated call gives bit-identical results (NumPy's and XLA's
+#: transcendental functions and summation orders differ in the last bits). An entry goes with its buffers.
+_CHOSEN: dict = {}
 
 
 def operand_entries(x) -> int:
@@ -159,6 +166,40 @@ def _hot(name: str, operands) -> bool:
         except (RuntimeError, StopIteration, KeyError):  # another thread changed it meanwhile: trim later
             pass
     return n >= HOT_CALLS
+
+
+def _buffers_of(operands) -> tuple:
+    """One buffer standing for each array operand (a BCOOArray's values or indices, a NumPy or JAX array)."""
+    out = []
+    for x in operands:
+        if isinstance(x, (list, tuple)):
+            out.extend(_buffers_of(x))
+        elif hasattr(x, "_host_buffers"):
+            for b in (x._data, x._hdata, x._indices, x._hindices):
+                if isinstance(b, (np.ndarray, jax.Array)):
+                    out.append(b)
+                    break
+        elif isinstance(x, (np.ndarray, jax.Array)):
+            out.append(x)
+    return tuple(out)
+
+
+def _takes_xla(name: str, operands) -> bool:
+    """Whether a large call runs on XLA: the engine these operands took before, else XLA once the signature is
+    hot (``_hot``), remembered for them."""
+    bufs = _buffers_of(operands)
+    key = (name, *map(id, bufs))
+    hit = _CHOSEN.get(key)
+    if hit is not None and all(r() is b for r, b in zip(hit[0], bufs)):
+        return hit[1]
+    xla = _hot(name, operands)
+    if bufs:
+        try:
+            refs = tuple(weakref.ref(b, lambda _ref, k=key: _CHOSEN.pop(k, None)) for b in bufs)
+        except TypeError:  # not weakly referenceable: not remembered
+            return xla
+        _CHOSEN[key] = (refs, xla)
+    return xla
 
 
 def runs_on_host(*operands) -> bool:
@@ -248,7 +289,7 @@ class Operation:
             ops = args if self._operands is None else self._operands(*args, **kwargs)
             large = self._large(*args, **kwargs) if callable(self._large) else self._large
             if runs_on_host(*ops) and not (large and operand_entries(ops) > host_max_entries()
-                                           and _hot(self.name, ops)):
+                                           and _takes_xla(self.name, ops)):
                 out = self._host(*args, **kwargs)
                 _clear_fp_status()
                 if out is not NotImplemented:

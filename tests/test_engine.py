@@ -242,24 +242,34 @@ def test_host_constants_inside_a_trace():
 
 
 def test_large_operations_run_on_the_host_until_their_signature_is_hot(monkeypatch):
-    """Past the size rule, the first calls of an operation on one signature run on the host (no XLA
-    compilation); from the ``HOT_CALLS``-th call on that signature the XLA engine takes over. Both give
-    NumPy's values; a new signature starts again on the host."""
+    """Past the size rule, the first operands of an operation's signature run on the host (no XLA
+    compilation); from the ``HOT_CALLS``-th new set of operands on that signature the XLA engine takes over.
+    The same operands keep the engine they took first, so a repeated call repeats its result bit for bit.
+    Both engines give NumPy's values; a new signature starts again on the host."""
     from bcoo_array import _engine
     from bcoo_array._fill_rule import unary
 
     monkeypatch.setenv("BCOO_ARRAY_HOST_MAX", "10")
     monkeypatch.setattr(_engine, "_CALLS", {})
+    monkeypatch.setattr(_engine, "_CHOSEN", {})
     engines = []
     monkeypatch.setattr(unary, "_host", _spy(unary._host, engines, "host"))
     monkeypatch.setattr(unary, "_xla", _spy(unary._xla, engines, "xla"))
-    D, A = _matrix()
-    for _ in range(_engine.HOT_CALLS + 1):
-        np.testing.assert_allclose(np.asarray(xp.exp(A).todense()), np.exp(D), rtol=1e-12)
-    assert engines == ["host"] * (_engine.HOT_CALLS - 1) + ["xla", "xla"]
+    D, A = _matrix(dtype=np.float32)
+    first = np.asarray(xp.sin(A).todense())
+    for _ in range(_engine.HOT_CALLS + 1):  # the same operand: the same engine, the same bits
+        np.testing.assert_array_equal(np.asarray(xp.sin(A).todense()), first)
+    assert engines == ["host"] * (_engine.HOT_CALLS + 2)
     engines.clear()
-    B = xp.asarray(D[:5])  # another signature
-    np.testing.assert_allclose(np.asarray(xp.exp(B).todense()), np.exp(D[:5]), rtol=1e-12)
+    copies = [xp.asarray(D) for _ in range(_engine.HOT_CALLS)]  # new operands of the same signature
+    for B in copies + copies[-1:]:
+        np.testing.assert_allclose(np.asarray(xp.sin(B).todense()), np.sin(D), rtol=1e-6)
+    # A took the signature's first count; the copies take the next ones: host below HOT_CALLS, then XLA (the
+    # last copy twice: the engine it took first)
+    assert engines == ["host"] * (_engine.HOT_CALLS - 2) + ["xla", "xla", "xla"]
+    engines.clear()
+    C = xp.asarray(D[:5])  # another signature
+    np.testing.assert_allclose(np.asarray(xp.sin(C).todense()), np.sin(D[:5]), rtol=1e-6)
     assert engines == ["host"]
 
 
