@@ -111,10 +111,10 @@ HOST_MAX_ENV = "BCOO_ARRAY_HOST_MAX"
 #: Calls of a large operation on one signature (operation, operands' shapes, dtypes and stored entries) that
 #: the host serves before XLA takes over: tiered execution, as a JIT compiler interprets a method before it
 #: compiles it once it is hot. Counted per new set of operands: the same operands keep the engine they took
-#: first (``_CHOSEN``), so repeating a call repeats its result bit for bit. XLA compiles per signature (50-150 ms on a fresh process), and a call that
-#: happens once (a scikit-learn fit on a large matrix: ``xp.exp(A)`` at 1.4 million entries 112 ms first,
-#: 1.1 ms warm) would pay that for a saving of a fraction of a millisecond; a loop pays it on its third
-#: iteration, after which every call takes the faster engine.
+#: first (``_CHOSEN``), so repeating a call repeats its result bit for bit. XLA compiles per signature (50-150
+#: ms on a fresh process), and a call that happens once (a scikit-learn fit on a large matrix: ``xp.exp(A)`` at
+#: 1.4 million entries 112 ms first, 1.1 ms warm) would pay that for a saving of a fraction of a millisecond; a
+#: loop over new arrays pays it on its third iteration, after which every such call takes the faster engine.
 HOT_CALLS = 3
 
 #: signature -> calls seen (bounded: the oldest signatures are forgotten first).
