@@ -115,7 +115,10 @@ HOST_MAX_ENV = "BCOO_ARRAY_HOST_MAX"
 #: ms on a fresh process), and a call that happens once (a scikit-learn fit on a large matrix: ``xp.exp(A)`` at
 #: 1.4 million entries 112 ms first, 1.1 ms warm) would pay that for a saving of a fraction of a millisecond; a
 #: loop over new arrays pays it on its third iteration, after which every such call takes the faster engine.
-HOT_CALLS = 3
+#: Off (1: XLA from the first large call, as before tiering) until the engines agree bit for bit on every
+#: input: a review found integer ``floor_divide`` by zero giving NumPy's 0 on the host and XLA's -1/-2, and
+#: last-bit differences of ``exp``/``sum`` for fresh operands of a hot signature. 3 turns tiering on.
+HOT_CALLS = 1
 
 #: signature -> calls seen (bounded: the oldest signatures are forgotten first).
 _CALLS: dict = {}

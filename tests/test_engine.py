@@ -250,6 +250,7 @@ def test_large_operations_run_on_the_host_until_their_signature_is_hot(monkeypat
     from bcoo_array._fill_rule import unary
 
     monkeypatch.setenv("BCOO_ARRAY_HOST_MAX", "10")
+    monkeypatch.setattr(_engine, "HOT_CALLS", 3)  # the mechanism, turned on (off by default)
     monkeypatch.setattr(_engine, "_CALLS", {})
     monkeypatch.setattr(_engine, "_CHOSEN", {})
     engines = []
