@@ -82,15 +82,8 @@ def _sort_lanes_host(data, indices, shape, axis: int, fill, descending: bool, *,
     starts = np.flatnonzero(start)
     counts = np.diff(np.append(starts, nse))
     rank = np.arange(nse) - starts[seg]
-    k = counts[seg]
-    n = shape[axis]
-    with np.errstate(invalid="ignore"):
-        before = lt_np(d, np.asarray(fill, data.dtype))
-    new_pos = np.where(before, rank, rank + (n - k))
-    if descending:
-        new_pos = n - 1 - new_pos
     out_idx = idx.copy()
-    out_idx[:, axis] = new_pos
+    out_idx[:, axis] = _lane_positions(d, fill, rank, counts[seg], shape[axis], descending)
     out_idx[~v] = sizes
     return d, out_idx
 
@@ -121,15 +114,18 @@ def _sort_contiguous_lanes(data, indices, shape, fill, descending: bool, *, cano
     block = block.reshape(n_lanes, width)
     block.sort(axis=1, kind="stable")
     d = block.reshape(-1)[at]
-    n = shape[-1]
-    with np.errstate(invalid="ignore"):
-        before = lt_np(d, np.asarray(fill, data.dtype))
-    new_pos = np.where(before, rank, rank + (n - k))
-    if descending:
-        new_pos = n - 1 - new_pos
     out_idx = indices.copy()
-    out_idx[:, -1] = new_pos
+    out_idx[:, -1] = _lane_positions(d, fill, rank, k, shape[-1], descending)
     return d, out_idx
+
+
+def _lane_positions(d, fill, rank, k, n: int, descending: bool):
+    """Where each sorted stored value goes in its lane of length ``n`` holding ``k`` stored values: values that
+    sort before the fill value keep their rank, the others follow the ``n - k`` unstored ones."""
+    with np.errstate(invalid="ignore"):
+        before = lt_np(d, np.asarray(fill, d.dtype))
+    new_pos = np.where(before, rank, rank + (n - k))
+    return n - 1 - new_pos if descending else new_pos
 
 
 def _lane_layout(indices, canonical: bool):
