@@ -341,6 +341,13 @@ def reduce_prepare(data, indices, sizes, n_sparse, de_red, sp_keep, op):
 def _reduce_segments(data, valid, order, segment, u, n_out: int, n_rs: int, op: str):
     """Segment-reduce the stored values in plan order and combine each output with its unstored fills."""
     nse = data.shape[0]
+    if order is None and op == "sum" and jnp.issubdtype(data.dtype, jnp.inexact):
+        # One output position: XLA's reduction sums as a tree (pairwise, as NumPy), where a segment sum
+        # (a scatter-add) is sequential and loses about log10(nse) digits in float32.
+        mask = valid.reshape(valid.shape + (1,) * (data.ndim - 1))
+        vals = jnp.sum(jnp.where(mask, data, jnp.zeros((), data.dtype)), axis=0, keepdims=True)[:n_out]
+        count = jnp.sum(valid, dtype=jnp.int32, keepdims=True)[:n_out]
+        return with_unstored(vals, count, u, n_rs, op)
     if order is None:
         # One output position; drop padding by sending it past the single segment.
         order = jnp.arange(nse)
@@ -418,9 +425,14 @@ def _reduce_scatter(data, indices, fill, shape, n_dense: int, axes, op: str, ski
     for a in sp_keep:
         lin = lin * shape[a] + indices[:, a].astype(jnp.int32)
     seg = jnp.where(valid, lin, P)
-    start = jnp.full((P + 1,) + data.shape[1:], _scatter_identity(op, data.dtype), data.dtype)
-    at = start.at[seg]
-    vals = {"sum": at.add, "prod": at.multiply, "max": at.max, "min": at.min}[op](data)[:P]
+    if P == 1 and op == "sum" and jnp.issubdtype(data.dtype, jnp.inexact):
+        # One output position: a tree reduction (pairwise, as NumPy), not a sequential scatter-add.
+        mask = valid.reshape(valid.shape + (1,) * (data.ndim - 1))
+        vals = jnp.sum(jnp.where(mask, data, jnp.zeros((), data.dtype)), axis=0, keepdims=True)
+    else:
+        start = jnp.full((P + 1,) + data.shape[1:], _scatter_identity(op, data.dtype), data.dtype)
+        at = start.at[seg]
+        vals = {"sum": at.add, "prod": at.multiply, "max": at.max, "min": at.min}[op](data)[:P]
     n_rs = prod(shape[a] for a in sp_red)
     u = repeat_reduce(fill, prod(shape[a] for a in de_red), op) if de_red else fill
     if skip_count:  # a sum with fill +0: the unstored entries add nothing
