@@ -875,7 +875,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """
         if self.unique_indices and self.indices_sorted and nse is None and (
                 not remove_padding or self._without_padding()):
-            return self
+            return self._replace()  # a new array (item assignment on one must not change the other)
         data, indices = _sum_duplicates(*self._buffers(), self.shape, self.n_batch, self.n_dense)
         out = self._replace(data=data, indices=indices, indices_sorted=True, unique_indices=True)
         if nse is not None:
@@ -918,14 +918,24 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             indices=jnp.concatenate([self.indices, ipad], axis=self.n_batch),
         )
 
-    def sort_indices(self) -> "BCOOArray":
-        """Return a copy with indices sorted lexicographically (duplicates kept merged)."""
-        return self._canonical()
+    def sort_indices(self) -> None:
+        """Sort the indices in place (scipy.sparse's ``sort_indices``), summing duplicates.
+
+        The values are unchanged; the array takes the canonical form's buffers
+        (``sum_duplicates()``). Returns None, as scipy does; ``sorted_indices()``
+        returns a sorted copy instead.
+        """
+        c = self._canonical()
+        if c is not self:
+            self._assign(c)
 
     # -- indexing and in-place operators (the others are in ArrayBase) --------------------
 
     def __getitem__(self, key):
-        return indexing().getitem(self, key)
+        out = indexing().getitem(self, key)
+        # ``A[:, :]`` and ``A[...]`` select everything: still a new array, so that item assignment on the
+        # result leaves ``A`` alone (as scipy's copy; the immutable buffers are shared).
+        return self._replace() if out is self else out
 
     def __matmul__(self, other):
         # scipy's ``A @ x`` with a NumPy vector, the commonest call: straight to the kernel that

@@ -587,7 +587,7 @@ def clip(x, /, min=None, max=None):
         out = op(out, b)
     if not isinstance(out, BCOOArray):
         out = dense_layout(out)
-    return out
+    return out._replace() if out is x else out  # clip(x) is a new array, as any other result
 
 
 __all__ = [

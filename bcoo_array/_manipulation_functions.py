@@ -148,7 +148,7 @@ def permute_dims(x, /, axes) -> BCOOArray:
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"axes={axes} is not a permutation of range({x.ndim})")
     if axes == tuple(range(x.ndim)):
-        return x
+        return x._replace()  # a new array: item assignment on the result must not change x
     if axes == (1, 0) and x.n_batch == 0 and x.n_dense == 0:
         got = slicing.transpose(*x._buffers(), x.shape)
         if got is not None:
@@ -222,7 +222,7 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> BCOOArray:
     if prod(shape) != x.size:
         raise ValueError(f"cannot reshape an array of size {x.size} into shape {shape}")
     if shape == x.shape:
-        return x
+        return x._replace()  # a new array (sharing the immutable buffers): item assignment on it leaves x alone
     if is_dense_layout(x):
         data = x._buffers()[0]
         return x._replace(data=data.reshape((1,) + shape), shape=shape, n_dense=len(shape))

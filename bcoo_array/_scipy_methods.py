@@ -322,8 +322,8 @@ class ScipyMethodsMixin:
         return bool(self.indices_sorted)
 
     def sorted_indices(self):
-        """A copy with sorted (and summed) indices (scipy's ``sorted_indices``)."""
-        return self.sort_indices()
+        """A new array with sorted (and summed) indices (scipy's ``sorted_indices``); ``self`` is unchanged."""
+        return self.sum_duplicates()
 
     @property
     def real(self):

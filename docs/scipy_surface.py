@@ -29,7 +29,6 @@ if _ROOT not in sys.path:  # run as a script from a source checkout
 NOTES = {
     "todense": "returns a dense `jax.Array` (the array API meaning); use `toarray()` for NumPy",
     "sum_duplicates": "returns the canonical array instead of changing it in place",
-    "sort_indices": "returns the sorted array instead of changing it in place",
     "astype": "the array API `astype(dtype, copy=True)`",
     "dot": "NumPy result for a dense operand (as scipy); BCOOArray for a sparse one",
     "max": "BCOOArray (sparse) along an axis, as scipy's sparse result",

@@ -73,8 +73,54 @@ def test_sum_duplicates_canonical(c):
         idx = idx.reshape((int(np.prod(idx.shape[:-2], dtype=np.int64)),) + idx.shape[-2:])
         counts = [len({tuple(r) for r in rows if np.all(r < sizes)}) for rows in idx]
         assert s.nse == (max(counts) if counts else 0)
-    assert_matches(c.arr.sort_indices(), c.dense)
-    assert _is_canonical(c.arr.sort_indices())
+    sorted_copy = c.arr.sorted_indices()
+    assert sorted_copy is not c.arr
+    assert_matches(sorted_copy, c.dense)
+    assert _is_canonical(sorted_copy)
+    assert c.arr.sort_indices() is None  # scipy's: in place
+    assert_matches(c.arr, c.dense)
+    assert _is_canonical(c.arr)
+
+
+_SAME_VALUE = {
+    "sorted_indices": lambda A: A.sorted_indices(),
+    "sum_duplicates": lambda A: A.sum_duplicates(),
+    "slice_all": lambda A: A[:, :],
+    "ellipsis": lambda A: A[...],
+    "reshape_same": lambda A: A.reshape(A.shape),
+    "xp_reshape_same": lambda A: xp.reshape(A, A.shape),
+    "permute_identity": lambda A: xp.permute_dims(A, (0, 1)),
+    "clip_no_bounds": lambda A: xp.clip(A),
+    "copy": lambda A: A.copy(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SAME_VALUE))
+def test_results_with_the_same_value_are_new_arrays(name):
+    """Issue 29: an operation whose result equals its input returns a new array, so item assignment on
+    the result leaves the input alone (scipy copies; NumPy's oracle: the untouched original)."""
+    import scipy.sparse as sps
+
+    dense = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])
+    A = xp.from_scipy(sps.csr_array(dense))
+    B = _SAME_VALUE[name](A)
+    assert B is not A
+    B[0, 0] = 5.0
+    B[1, 2] = 7.0
+    np.testing.assert_array_equal(A.toarray(), dense)
+    want = dense.copy()
+    want[0, 0], want[1, 2] = 5.0, 7.0
+    np.testing.assert_array_equal(B.toarray(), want)
+    A[0, 1] = -1.0  # and the other way round
+    np.testing.assert_array_equal(B.toarray(), want)
+
+
+def test_sort_indices_sorts_in_place():
+    """scipy's ``sort_indices``: sorts (and here sums duplicates) in place, returns None."""
+    A = BCOOArray((np.array([3.0, 1.0, 2.0]), np.array([[1, 0], [0, 1], [1, 0]])), shape=(2, 2))
+    assert A.sort_indices() is None
+    assert A.indices_sorted and A.unique_indices
+    np.testing.assert_array_equal(A.toarray(), [[0.0, 1.0], [5.0, 0.0]])
 
 
 @given(cases(max_ndim=3))

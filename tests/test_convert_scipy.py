@@ -326,3 +326,16 @@ def test_spmatrix_conversion_warns_about_array_semantics(convert):
         xp.asarray(sp.csr_array(M))  # an sparray has array semantics: no warning
         warnings.filterwarnings("ignore", category=xp.MatrixSemanticsWarning)
         xp.asarray(M)  # silenceable
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc"])
+def test_to_scipy_never_shares_a_buffer(fmt):
+    """Issue 29: the scipy array owns writable copies; writing to it leaves the BCOOArray alone."""
+    dense = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])
+    A = xp.from_scipy(sp.csr_array(dense))
+    A = A * 1.0  # host buffers of the engine's own
+    S = A.to_scipy(format=fmt)
+    S.data[:] = -9.0
+    if fmt == "coo":
+        S.coords[0][:] = 0
+    np.testing.assert_array_equal(A.toarray(), dense)

@@ -180,7 +180,9 @@ def to_scipy(x: BCOOArray, format: str = "coo", *, materialize_fill: bool = Fals
         valid &= idx[:, k] < c.shape[k]
     if not valid.all():
         idx, data = np.compress(valid, idx, axis=0), data[valid]
-    coo = sp.coo_array((data, tuple(idx[:, k] for k in range(x.ndim))), shape=x.shape)
+    else:
+        data = np.array(data)  # scipy arrays are mutable: never a view of this array's buffers
+    coo = sp.coo_array((data, tuple(np.array(idx[:, k]) for k in range(x.ndim))), shape=x.shape, copy=False)
     if c.indices_sorted and c.unique_indices:
         coo.has_canonical_format = True
     if format == "coo":
