@@ -39,6 +39,46 @@ from ._shapes import index_dtype_for, is_concrete, prod, valid_rows
 from ._namespace import namespace
 
 
+def _has_nonfinite(v) -> bool:
+    """Whether a concrete scalar or dense operand holds ``inf`` or ``nan``; False for a traced or a sparse one
+    (scipy multiplies two sparse operands over the union of their patterns, IEEE at every stored position)."""
+    if isinstance(v, jax.core.Tracer) or hasattr(v, "_host_buffers") or foreign_kind(v) is not None:
+        return False
+    try:
+        arr = np.asarray(v)
+    except Exception:  # anything NumPy cannot read: the product has raised already
+        return False
+    return arr.dtype.kind in "fc" and not np.isfinite(arr).all()
+
+
+def _on_pattern(out, pattern):
+    """``out``'s values at the stored positions of ``pattern`` (zero-filled, ``out``'s shape), 0 elsewhere:
+    scipy's ``multiply`` of a sparse operand (its unstored entries are structural zeros). Eager only."""
+    xp = namespace()
+    shape = tuple(out.shape)
+    if out.size == 0 or prod(shape) >= 2**62:
+        return out
+
+    def buffers(a):
+        a = xp.update_layout(a, 0, 0)._canonical()
+        host = a._host_buffers()
+        data, idx = (np.asarray(a.data), np.asarray(a.indices)) if host is None else host
+        ok = valid_rows(idx, shape)
+        return data[ok], idx[ok], np.ravel_multi_index(tuple(idx[ok].T.astype(np.int64)), shape)
+
+    _, p_idx, lin_p = buffers(pattern)
+    o_data, _, lin_o = buffers(out)
+    fill = np.asarray(out.fill_value, out.dtype)
+    if lin_o.size:
+        pos = np.minimum(np.searchsorted(lin_o, lin_p), lin_o.size - 1)
+        vals = np.where(lin_o[pos] == lin_p, o_data[pos], fill)
+    else:
+        vals = np.broadcast_to(fill, lin_p.shape)
+    return type(out)._from_buffers(np.array(vals, out.dtype), np.array(p_idx, order="C"), shape, n_batch=0,
+                                   n_dense=0, fill_value=np.zeros((), out.dtype)[()], indices_sorted=True,
+                                   unique_indices=True)
+
+
 def _host(x):
     """NumPy value (a fresh, writable array, as scipy returns) of a jax array; the jax array while tracing."""
     if isinstance(x, jax.core.Tracer):
@@ -482,8 +522,23 @@ class ScipyMethodsMixin:
         sparse array. Returns a BCOOArray of the broadcast shape and promoted
         dtype ([`bcoo_array.multiply`][]: sparse wherever the fill-value
         rule allows). Raises ValueError for shapes that do not broadcast.
+
+        As in scipy, an unstored entry of a zero-filled ``self`` is a
+        structural zero: the product is 0 there even where ``other`` holds
+        ``inf`` or ``nan`` (``A.multiply(1 / row_sums[:, None])`` with empty
+        rows stays sparse, with zero rows), while stored entries follow IEEE
+        arithmetic. The array API's ``bcoo_array.multiply`` (and ``*``)
+        multiplies every position instead (``0 * inf`` is ``nan``), as NumPy
+        does. With a sparse ``other`` both give scipy's result (the union of
+        the patterns, IEEE at every stored position). A traced ``other``
+        (under ``jax.jit``) is taken as finite.
         """
-        return namespace().multiply(self, other)
+        xp = namespace()
+        out = xp.multiply(self, other)
+        if (not isinstance(out, type(self)) or not zero_fill(self.fill_value) or out.ndim == 0
+                or not self._concrete() or not out._concrete() or not _has_nonfinite(other)):
+            return out
+        return _on_pattern(out, xp.broadcast_to(self, out.shape))
 
     def maximum(self, other):
         """Elementwise maximum with a scalar, dense or sparse array (scipy's ``maximum``).
