@@ -41,7 +41,7 @@ from ._kernels.fromdense import same_value_host
 from ._kernels.union import lookup_np, take_or_fill, take_or_fill_np, union, union_np
 from ._shapes import index_dtype_for, is_concrete, is_tracer, normalize_axes, prod, valid_rows
 from ._limits import check_dense, check_entries
-from ._manipulation_functions import expand_dims, reshape
+from ._manipulation_functions import expand_dims, permute_dims, reshape
 from ._operands import PY_SCALARS, as_operand, as_sparse
 from ._relayout import dense_layout, update_layout
 from ._routing import routed
@@ -373,12 +373,19 @@ def getitem(x: BCOOArray, key) -> BCOOArray:
         y = _basic(x, before)
         ax_after = sum(1 for k in before[:pos] if k is not None and not isinstance(k, (int, np.integer)))
         ax_after += sum(1 for k in before[:pos] if k is None)
+        # NumPy's rule: integers count as advanced indices next to an array; advanced indices separated by a
+        # slice or None put their result dimensions first (``a[0, :, [0, 1]]`` has shape (2, n)).
+        adv = [i for i, k in enumerate(key) if i == pos or isinstance(k, (int, np.integer))]
 
         idx = _as_dense_key(arrays[0])
         flat = jnp.reshape(idx, (-1,))
         out = take(y, flat, axis=ax_after)
         if idx.ndim != 1:
             out = reshape(out, out.shape[:ax_after] + tuple(idx.shape) + out.shape[ax_after + 1:])
+        if adv[-1] - adv[0] + 1 != len(adv) and ax_after:
+            moved = tuple(range(ax_after, ax_after + idx.ndim))
+            rest = tuple(a for a in range(out.ndim) if a not in moved)
+            out = permute_dims(out, moved + rest)
         return out
     outer = _outer_keys(key, x.ndim)
     if outer is not None:

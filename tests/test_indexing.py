@@ -415,3 +415,31 @@ def test_outer_selection_and_diagonal_native_and_numpy(native, keys, monkeypatch
         np.testing.assert_array_equal(order, np.arange(got.nse))
     for k in (0, 1, -2, 29, -39, 30):
         np.testing.assert_array_equal(A.diagonal(k), S.diagonal(k))
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (3, 4, 5)])
+@pytest.mark.parametrize("key", [
+    (0, None, [0, 2]),
+    (Ellipsis, 0, None, [1, 2]),
+    ([0, 1], None, 0),
+    (None, 0, [1, 2]),
+    (0, [1, 2]),
+    (slice(None), 0, [0, 1]),
+    (0, slice(None), [0, 1]),
+    (1, slice(1, 3), [[0], [1]]),
+    (slice(None), [0, 1], 0),
+])
+def test_separated_advanced_indices_go_first_as_numpy(shape, key):
+    """Issue 29: integers next to one integer array are advanced indices; separated by a slice or None,
+    their result dimensions come first (NumPy's rule). The oracle is NumPy."""
+    rng = np.random.default_rng(4)
+    d = rng.random(shape) * (rng.random(shape) > 0.5)
+    try:
+        want = d[key]
+    except IndexError:
+        pytest.skip("NumPy refuses this key for this shape")
+    got = xp.asarray(d)[key]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.toarray(), want)
+    got_jit = jax.jit(lambda a: a[key].todense())(xp.asarray(d))
+    np.testing.assert_array_equal(np.asarray(got_jit), want)
