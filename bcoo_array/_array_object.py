@@ -1045,3 +1045,71 @@ def _stack_np(cols, ndim):
     if not cols:
         return np.zeros((0, ndim), np.int64)
     return np.stack([np.asarray(c).astype(np.int64) for c in cols], axis=1)
+
+
+# -- jax.vmap: a BCOOArray maps along a batch dimension (any in_axes / out_axes among them) -----------------
+#
+# As jax.experimental.sparse's BCOO, the class is registered with vmap (jax.interpreters.batching's public
+# ``register_vmappable``): vmap hands it whole to ``_vmap_to_elt`` / ``_vmap_from_elt`` with its axis, so
+# ``in_axes`` / ``out_axes`` other than 0 select the right batch dimension instead of being applied to the
+# leaves blindly (which read the nse axis, or a later batch axis, as the mapped one).
+
+def _vmap_leaves(x: BCOOArray):
+    indices = x._indices.placeholder if type(x._indices) is NoPattern else x.indices
+    return x.data, indices
+
+
+def _vmap_to_elt(cont, _, x, axis):
+    if axis is None:
+        return x
+    given = axis
+    if isinstance(axis, int) and -x.ndim <= axis < 0:
+        axis += x.ndim  # counted from the end of the shape, as vmap measures the axis size
+    if not isinstance(axis, int) or not 0 <= axis < x.n_batch:
+        raise ValueError(
+            f"jax.vmap: in_axes={given!r} for a BCOOArray of shape {x.shape} with n_batch={x.n_batch}: vmap maps a "
+            f"BCOOArray along its batch dimensions only (in_axes in range({x.n_batch})). Give the array batch "
+            f"dimensions first, e.g. bcoo_array.update_layout(x, n_batch={max(x.n_batch, 1)}) (its leading "
+            f"dimensions), moving the mapped axis to the front with bcoo_array.permute_dims if needed")
+
+    def mapped(leaf):
+        if leaf.shape[axis] == 1 and x.shape[axis] != 1:  # a leaf shared by the batch (size 1, broadcast)
+            return jnp.squeeze(leaf, axis)
+        return cont(leaf, axis)
+
+    data, indices = _vmap_leaves(x)
+    obj = object.__new__(BCOOArray)
+    obj._set(mapped(data), mapped(indices), x.shape[:axis] + x.shape[axis + 1:], x.n_batch - 1,
+             x.n_dense, x._fill, x.indices_sorted, x.unique_indices)
+    return obj
+
+
+def _vmap_from_elt(cont, axis_size, x, axis):
+    if axis is None:
+        return x
+    data, indices = _vmap_leaves(x)
+    if getattr(indices, "dtype", None) == jax.dtypes.float0:
+        raise ValueError(
+            "jax.jacfwd / jax.jacrev cannot differentiate a function returning a BCOOArray (its indices take no "
+            "derivative): use bcoo_array.autodiff.jacfwd / jacrev (the Jacobian as a BCOOArray on the output's "
+            "pattern), or return .todense()")
+    if not isinstance(axis, int) or not 0 <= axis <= x.n_batch:
+        raise ValueError(
+            f"jax.vmap: out_axes={axis!r} for a BCOOArray result of shape {x.shape} with n_batch={x.n_batch}: the "
+            f"mapped axis of a BCOOArray must be a batch dimension, out_axes in range({x.n_batch + 1}) (its "
+            f"leaves are (*batch, nse, ...)). Use out_axes=0 and move the axis afterwards with "
+            f"bcoo_array.permute_dims, or return .todense()")
+    obj = object.__new__(BCOOArray)
+    obj._set(cont(axis_size, data, axis), cont(axis_size, indices, axis),
+             x.shape[:axis] + (axis_size,) + x.shape[axis:], x.n_batch + 1, x.n_dense, x._fill,
+             x.indices_sorted, x.unique_indices)
+    return obj
+
+
+def _register_vmappable() -> None:
+    from jax.interpreters import batching  # public module (jax.experimental.sparse registers BCOO the same way)
+
+    batching.register_vmappable(BCOOArray, int, int, _vmap_to_elt, _vmap_from_elt, None)
+
+
+_register_vmappable()

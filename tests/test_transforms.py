@@ -430,3 +430,36 @@ def test_autodiff_errors_name_the_fix():
     # after the 2 columns of the indices)
     with pytest.raises(ValueError, match="out_axes=0"):
         jax.vmap(lambda d: A.with_data(d) * 2.0, out_axes=-1)(jnp.stack([A.data, A.data, A.data]))
+
+
+@pytest.mark.parametrize("in_axis", [0, 1, -3, -4, None])
+@pytest.mark.parametrize("out_axis", [0, 1])
+def test_vmap_in_and_out_axes_over_batch_dimensions(in_axis, out_axis):
+    """Issue 29: vmap maps the batch dimension ``in_axes`` names and puts the result's along ``out_axes``
+    (as jax.experimental.sparse's BCOO); square batch sizes, so a wrong axis could not hide behind a shape
+    error. The oracle is NumPy's moveaxis of the dense values."""
+    rng = np.random.default_rng(29)
+    d = np.where(rng.random((3, 3, 4, 5)) < 0.4, rng.standard_normal((3, 3, 4, 5)), 0.0)
+    A = xp.update_layout(xp.asarray(d), n_batch=2)
+    x = rng.standard_normal(5)
+    if in_axis is None:
+        got = jax.vmap(lambda M, v: M * v, in_axes=(None, 0), out_axes=out_axis)(A, jnp.stack([x, x, x]))
+        want = np.moveaxis(np.stack([d * x] * 3), 0, out_axis)
+    else:
+        got = jax.vmap(lambda M: xp.exp(M) * 2.0, in_axes=in_axis, out_axes=out_axis)(A)
+        want = np.moveaxis(np.moveaxis(np.exp(d) * 2.0, in_axis, 0), 0, out_axis)
+    assert isinstance(got, BCOOArray) and got.shape == want.shape
+    np.testing.assert_allclose(to_np(got), want, rtol=1e-12)
+    if in_axis is not None:  # a dense result of a mapped BCOOArray argument
+        sums = jax.vmap(lambda M: xp.sum(M, axis=-1).todense(), in_axes=in_axis)(A)
+        np.testing.assert_allclose(np.asarray(sums), np.moveaxis(d, in_axis, 0).sum(axis=-1), rtol=1e-12)
+
+
+def test_vmap_axes_outside_the_batch_dimensions_raise():
+    d = np.arange(60.0).reshape(3, 4, 5) % 4
+    A = xp.update_layout(xp.asarray(d), n_batch=1)
+    for axis in (1, -1, -2):  # a sparse dimension (negative axes count from the end of the shape)
+        with pytest.raises(ValueError, match=rf"in_axes={axis} .*update_layout"):
+            jax.vmap(lambda M: M * 2.0, in_axes=axis)(A)
+    with pytest.raises(ValueError, match=r"out_axes=2 .*permute_dims"):
+        jax.vmap(lambda M: M * 2.0, out_axes=2)(A)
