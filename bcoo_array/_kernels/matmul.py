@@ -21,6 +21,12 @@ number of right-hand columns) and call one named kernel:
 * traced indices: ``.coo.coo_matmat``, a gather of the dense rows and a
   segment sum over the output rows (no nse x nse temporaries).
 
+On an accelerator (``data`` on a TPU or GPU) with concrete indices, the
+first choice is the matrix's accelerator layout (``.layouts``: diagonal,
+tiles, sliced ELL, dense), chosen once per index buffer and cached beside it,
+its values placed once per data buffer, and the product compiled once per
+layout (``_accelerator_product``); traced indices take ``coo_matmat``.
+
 ``spgemm`` runs scipy's SMMP (Bank & Douglas) on the host when
 everything is concrete, on CPU and of a floating dtype scipy supports, and
 otherwise the expand-sort-compress plan of ``spgemm_plan`` (Gustavson's
@@ -37,11 +43,14 @@ A new kernel for these operations (a native one, say) is added here.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
+from .._engine import cpu_only
 from .._shapes import is_concrete, is_tracer
 from . import csr, ell, native
 from .cache import PLANS
@@ -205,6 +214,9 @@ def spmm(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = False,
         dense-layout BCOOArray. Duplicate entries add up.
     """
     m, k = shape
+    out = _accelerator_product(data, indices, shape, x)
+    if out is not None:
+        return out[None]
     out = _native_product(data, indices, shape, x, rows_sorted=rows_sorted, traced_native=traced_native,
                           leading_axis=True)
     if out is not None:
@@ -234,10 +246,100 @@ def spmm_dense(data, indices, shape: tuple[int, int], x, *, rows_sorted: bool = 
     rule): the native kernel's eager call gives that shape in its one
     dispatch; other kernels drop the leading axis of ``spmm``'s result.
     """
+    out = _accelerator_product(data, indices, shape, x)
+    if out is not None:
+        return out
     out = _native_product(data, indices, shape, x, rows_sorted=rows_sorted, traced_native=False, leading_axis=False)
     if out is not None:
         return out
     return spmm(data, indices, shape, x, rows_sorted=rows_sorted)[0]
+
+
+def _accelerator_platform(data, indices) -> str | None:
+    """The accelerator platform (``"tpu"``, ``"gpu"``) ``data`` lives on, or None (a CPU, traced indices)."""
+    if cpu_only() or is_tracer(indices) or isinstance(indices, np.ndarray):
+        return None
+    if is_tracer(data):
+        platform = jax.default_backend()
+    else:
+        try:
+            devices = data.devices()
+        except AttributeError:  # NumPy data
+            return None
+        platform = next(iter(devices)).platform if len(devices) == 1 else None
+    if platform in (None, "cpu"):
+        return None
+    return "gpu" if platform in ("cuda", "rocm") else platform
+
+
+def _accelerator_product(data, indices, shape, x):
+    """``A @ x`` in the matrix's accelerator layout (``.layouts``), or None where that does not apply.
+
+    Applies to concrete indices with ``data`` on an accelerator and ``x``
+    of one or two dimensions. The layout is chosen once per index buffer
+    (``PLANS``, beside the buffer); the values are placed once per data
+    buffer when ``data`` is concrete (a scatter-add per product when it is
+    traced); the product is one compiled program per layout and shapes.
+    """
+    platform = _accelerator_platform(data, indices)
+    if platform is None or x.ndim not in (1, 2) or np.dtype(data.dtype).kind not in "fc":
+        return None
+    from . import layouts
+
+    m, k = shape
+    itemsize = np.dtype(data.dtype).itemsize
+
+    def build():
+        lay = layouts.choose(np.asarray(indices).reshape(-1, 2), (m, k), itemsize, platform)
+        slot_dtype = np.int32 if lay.n_slots < 2**31 - 1 else np.int64
+        perm = inverse = None
+        if lay.perm is not None:
+            inv = np.empty_like(lay.perm)
+            inv[lay.perm] = np.arange(len(lay.perm))
+            perm, inverse = jnp.asarray(lay.perm.astype(np.int32)), jnp.asarray(inv.astype(np.int32))
+        arrays = {name: jnp.asarray(a) for name, a in lay.arrays.items()}
+        static = tuple(sorted((name, _hashable(v)) for name, v in lay.static.items()))
+        return (lay.kind, static, lay.n_slots, jnp.asarray(lay.slot.astype(slot_dtype)), arrays, perm, inverse)
+
+    kind, static, n_slots, slot, arrays, perm, inverse = PLANS.get((indices,), ("accel-layout", m, k, itemsize,
+                                                                                  platform), build)
+    if is_tracer(data):
+        values = _place_values(data, slot, n_slots)
+    else:
+        values = PLANS.get((data, indices), ("accel-values", m, k), lambda: _place_values(data, slot, n_slots))
+    dtype = jnp.result_type(data.dtype, x.dtype)
+    return _accelerator_apply(values, arrays, perm, inverse, jnp.asarray(x, dtype), kind=kind, static=static,
+                              shape=(m, k), lanes=platform == "tpu")
+
+
+def _hashable(v):
+    if isinstance(v, (list, tuple)):
+        return tuple(_hashable(e) for e in v)
+    return v
+
+
+def _place_values(data, slot, n_slots: int):
+    """The layout's value buffer from ``data`` (one compiled scatter-add per size)."""
+    return _place_values_jit(data, slot, n_slots=n_slots)
+
+
+@partial(jax.jit, static_argnames=("n_slots",))
+def _place_values_jit(data, slot, *, n_slots: int):
+    from .accel import place_values
+
+    return place_values(data, slot, n_slots)
+
+
+@partial(jax.jit, static_argnames=("kind", "static", "shape", "lanes"))
+def _accelerator_apply(values, arrays, perm, inverse, x, *, kind, static, shape, lanes):
+    from .accel import permute, product
+
+    if perm is not None:
+        x = permute(x, perm, lanes)
+    y = product(kind, dict(static), shape, values, arrays, x, lanes=lanes)
+    if inverse is not None:
+        y = permute(y, inverse, lanes)
+    return y
 
 
 def _native_product(data, indices, shape, x, *, rows_sorted: bool, traced_native: bool, leading_axis: bool):

@@ -1,0 +1,226 @@
+"""Products on the accelerator layouts of ``.layouts``, in plain XLA (``jax.numpy``).
+
+Each function takes the layout's flat value buffer (a JAX array, possibly
+traced), its index arrays (JAX arrays) and its static parameters, and a
+dense ``x`` of shape ``(k,)`` or ``(k, n)``; it returns ``A @ x`` of shape
+``(m,)`` or ``(m, n)``. Every step (slices, row gathers, dense reductions,
+``where``) has JAX's JVP, transpose and batching rules, so ``grad`` with
+respect to the values or ``x`` and ``vmap`` over ``x`` work unchanged;
+``transpose_product`` gives ``A.T @ y``.
+
+Float32 products and reductions are written as element-wise products and
+sums (or matrix products at ``Precision.HIGHEST``), so a TPU's default
+bf16-pass matrix unit does not change the result beyond float32 rounding.
+
+``product`` is the one place that chooses the kernel of a layout.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: Largest temporary (bytes) one lane gather materialises before it is split into chunks.
+LANE_GATHER_CHUNK_BYTES = 1 << 28
+
+_HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def place_values(data, slot, n_slots: int, dtype=None):
+    """The flat value buffer of a layout: ``data`` scatter-added at ``slot`` (padding dropped).
+
+    ``data`` (nse,) is the BCOO ``data`` of a zero-filled 2-D matrix and
+    ``slot`` (nse,) ``Layout.slot``. Duplicates add up. Differentiable in
+    ``data`` (the cotangent is a gather at ``slot``).
+    """
+    dtype = data.dtype if dtype is None else dtype
+    return jnp.zeros((n_slots,), dtype).at[slot].add(data.astype(dtype), mode="drop")
+
+
+def gather(x, idx, lanes: bool):
+    """``x[idx]`` along axis 0 of ``x`` (shape ``(k,)`` or ``(k, n)``).
+
+    With ``lanes`` and a 1-D ``x``, a *lane gather*: ``x`` viewed as rows of
+    128 lanes, one row gathered per index (XLA's row gather streams on a TPU
+    where its element gather does not) and the lane picked with a one-hot
+    select and a sum of the picked value with zeros: exact, and an ``inf``
+    or NaN elsewhere in the row never leaks in (only a picked ``-0.0``
+    reads as ``+0.0``).
+    """
+    if not lanes or x.ndim != 1:
+        return jnp.take(x, idx, axis=0, mode="clip")
+    k = x.shape[0]
+    lanes_n = 128
+    rows = -(-max(k, 1) // lanes_n)
+    x2 = jnp.pad(x, (0, rows * lanes_n - k)).reshape(rows, lanes_n)
+    flat = idx.reshape(-1)
+    per = lanes_n * x.dtype.itemsize
+    chunk = max(1, LANE_GATHER_CHUNK_BYTES // per)
+    if flat.shape[0] <= chunk:
+        return _lane_pick(x2, flat).reshape(idx.shape)
+    n_chunks = -(-flat.shape[0] // chunk)
+    padded = jnp.pad(flat, (0, n_chunks * chunk - flat.shape[0]))
+    out = jax.lax.map(lambda c: _lane_pick(x2, c), padded.reshape(n_chunks, chunk))
+    return out.reshape(-1)[:flat.shape[0]].reshape(idx.shape)
+
+
+def _lane_pick(x2, flat):
+    row = jnp.take(x2, flat // 128, axis=0, mode="clip")
+    lane = (flat % 128)[:, None]
+    hit = lane == jnp.arange(128, dtype=flat.dtype)[None, :]
+    return jnp.sum(jnp.where(hit, row, jnp.zeros((), row.dtype)), axis=1)
+
+
+def _shift(v, off: int, out_len: int):
+    """``u[i] = v[i + off]`` for ``0 <= i + off < len(v)``, else 0; ``u`` has ``out_len`` rows."""
+    n = v.shape[0]
+    left = max(0, -off)
+    right = max(0, off + out_len - n)
+    pad = [(left, right)] + [(0, 0)] * (v.ndim - 1)
+    vp = jnp.pad(v, pad) if (left or right) else v
+    start = left + off
+    return jax.lax.slice_in_dim(vp, start, start + out_len, axis=0)
+
+
+def dia_product(values, static, shape, x):
+    """``A @ x`` in diagonal storage: a sum of shifted slices, no gather."""
+    m, k = shape
+    offsets = static["offsets"]
+    vals = values.reshape(len(offsets), m)
+    y = None
+    for d, off in enumerate(offsets):
+        v = vals[d] if x.ndim == 1 else vals[d][:, None]
+        term = v * _shift(x, off, m)
+        y = term if y is None else y + term
+    if y is None:
+        return jnp.zeros((m,) + x.shape[1:], jnp.result_type(values, x))
+    return y
+
+
+def dia_transpose_product(values, static, shape, y):
+    """``A.T @ y`` in diagonal storage: ``z[j] = sum_d values[d, j - off] * y[j - off]``."""
+    m, k = shape
+    offsets = static["offsets"]
+    vals = values.reshape(len(offsets), m)
+    z = None
+    for d, off in enumerate(offsets):
+        v = vals[d] if y.ndim == 1 else vals[d][:, None]
+        term = _shift(v * y, -off, k)
+        z = term if z is None else z + term
+    if z is None:
+        return jnp.zeros((k,) + y.shape[1:], jnp.result_type(values, y))
+    return z
+
+
+def _bucket_values(values, static, unit_shape):
+    off = 0
+    for nb, w in static["buckets"]:
+        size = nb * w * int(np.prod(unit_shape))
+        yield values[off:off + size].reshape((nb, w) + unit_shape)
+        off += size
+
+
+def _finish_rows(outs, arrays, n_block_rows: int, tail_shape, dtype):
+    """Concatenate bucket outputs and put block rows back in order (empty rows zero)."""
+    if outs:
+        y = outs[0] if len(outs) == 1 else jnp.concatenate(outs, axis=0)
+    else:
+        y = jnp.zeros((0,) + tail_shape, dtype)
+    inverse = arrays.get("inverse")
+    if inverse is not None:
+        y = jnp.concatenate([y, jnp.zeros((1,) + tail_shape, y.dtype)], axis=0)
+        y = jnp.take(y, inverse, axis=0)  # a row gather of whole block rows
+    return y
+
+
+def tiles_product(values, arrays, static, shape, x):
+    """``A @ x`` in the tile layout (sliced block ELL of dense ``(bm, bk)`` tiles), XLA."""
+    m, k = shape
+    bm, bk = static["tile"]
+    nmb, nkb = static["n_block_rows"], static["n_block_cols"]
+    dtype = jnp.result_type(values, x)
+    xs = (x if x.ndim == 2 else x[:, None]).astype(dtype)
+    n = xs.shape[1]
+    panels = jnp.pad(xs, ((0, nkb * bk - k), (0, 0))).reshape(nkb, bk, n)
+    if n == 1:
+        panels = panels[..., 0]  # (nkb, bk): one 128-lane row per panel
+    outs = []
+    for i, v in enumerate(_bucket_values(values.astype(dtype), static, (bm, bk))):
+        xg = jnp.take(panels, arrays[f"cols{i}"], axis=0, mode="clip")  # (nb, w, bk[, n])
+        if n == 1:
+            outs.append(jnp.sum(v * xg[:, :, None, :], axis=(1, 3)))  # (nb, bm)
+        else:
+            outs.append(jnp.einsum("rtij,rtjn->rin", v, xg, precision=_HIGHEST))  # (nb, bm, n)
+    tail = (bm,) if n == 1 else (bm, n)
+    y = _finish_rows(outs, arrays, nmb, tail, dtype)
+    y = y.reshape((nmb * bm,) + tail[1:])[:m]
+    return y if x.ndim == 2 else y.reshape(m)
+
+
+def ell_product(values, arrays, static, shape, x, lanes: bool):
+    """``A @ x`` in the scalar sliced ELL layout: a gather of ``x`` per slot, a dense row sum."""
+    m, k = shape
+    dtype = jnp.result_type(values, x)
+    xs = x.astype(dtype)
+    outs = []
+    for i, v in enumerate(_bucket_values(values.astype(dtype), static, ())):
+        xg = gather(xs, arrays[f"cols{i}"], lanes)  # (nb, w[, n])
+        if x.ndim == 1:
+            outs.append(jnp.sum(v * xg, axis=1))
+        else:
+            outs.append(jnp.sum(v[..., None] * xg, axis=1))
+    y = _finish_rows(outs, arrays, m, tuple(x.shape[1:]), dtype)
+    return y[:m]
+
+
+def coo_product(values, arrays, shape, x):
+    """``A @ x`` from the layout's row-sorted COO entries (the fallback)."""
+    from .coo import coo_matmat
+
+    m, k = shape
+    dtype = jnp.result_type(values, x)
+    return coo_matmat(values.astype(dtype), arrays["rows"], arrays["cols"], x.astype(dtype), m, True)
+
+
+def dense_product(values, shape, x):
+    """``A @ x`` with ``A`` stored dense: one matrix product at ``Precision.HIGHEST``."""
+    m, k = shape
+    dtype = jnp.result_type(values, x)
+    return jnp.matmul(values.reshape(m, k).astype(dtype), x.astype(dtype), precision=_HIGHEST)
+
+
+def permute(x, perm, lanes: bool):
+    """``x[perm]`` along axis 0 (a lane gather on a TPU)."""
+    return gather(x, perm, lanes)
+
+
+def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, transpose: bool = False):
+    """``A @ x`` (or ``A.T @ x`` with ``transpose``) for a layout: the one place that picks its kernel.
+
+    ``static`` and ``arrays`` are the layout's (``.layouts.Layout``), with a
+    permutation already undone by the caller. ``transpose``
+    uses a closed form for ``dense`` and ``dia`` and JAX's transpose of the
+    forward product (row gathers become scatter-adds) for the others.
+    """
+    m, k = shape
+    if transpose:
+        if kind == "dense":
+            dtype = jnp.result_type(values, x)
+            return jnp.matmul(values.reshape(m, k).T.astype(dtype), x.astype(dtype), precision=_HIGHEST)
+        if kind == "dia":
+            return dia_transpose_product(values, static, shape, x)
+        dtype = jnp.result_type(values, x)
+        fwd = lambda v: product(kind, static, shape, values, arrays, v, lanes=lanes)  # noqa: E731
+        probe = jax.ShapeDtypeStruct((k,) + tuple(x.shape[1:]), dtype)
+        (z,) = jax.linear_transpose(fwd, probe)(x.astype(dtype))
+        return z
+    if kind == "dense":
+        return dense_product(values, shape, x)
+    if kind == "dia":
+        return dia_product(values, static, shape, x)
+    if kind == "tiles":
+        return tiles_product(values, arrays, static, shape, x)
+    if kind == "ell":
+        return ell_product(values, arrays, static, shape, x, lanes)
+    return coo_product(values, arrays, shape, x)

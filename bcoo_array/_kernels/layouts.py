@@ -1,0 +1,448 @@
+"""Accelerator layouts of a 2-D sparse matrix, built on the host from concrete indices.
+
+On a TPU, XLA's element gathers and scatters run at about 0.14 G elements/s
+whatever the pattern (measured on a v5e: 0.15% of the 418 GB/s a jitted
+``v * 2`` streams), so the COO product of ``.coo`` (one gather of ``x`` and
+one scatter-add per stored entry) is 100-1000x slower than the chip's
+bandwidth allows. The layouts here replace per-entry gathers and scatters by
+what the chip streams at speed: shifted slices, gathers of whole 128-lane
+rows, and dense reductions.
+
+* ``dense``: the matrix as a dense ``(m, k)`` block (small matrices, or dense
+  enough that dense bytes are the fewest); the product runs on the MXU.
+* ``dia``: diagonal storage (Saad, *Iterative Methods for Sparse Linear
+  Systems*, 2nd ed., section 3.4): ``values[d, i] = A[i, i + offsets[d]]``;
+  the product is a sum of shifted slices of ``x``, no gather at all. For
+  stencils and banded matrices.
+* ``tiles``: block-sparse with dense ``(bm, bk)`` tiles (bk = 128, a TPU lane
+  row), arranged as a *sliced block ELL*: block rows sorted by their number of
+  tiles and cut into buckets of one padded width each (SELL-C-sigma applied to
+  tiles: Kreutzer et al., SIAM J. Sci. Comput. 36(5), 2014). A product
+  gathers one ``bk``-long panel of ``x`` per tile (a row gather), multiplies
+  and reduces densely, and writes each block row once (no scatter-add). The
+  tile shape is chosen per matrix among ``TILE_SHAPES``.
+* ``ell``: the same sliced ELL with scalar entries (``bm = bk = 1``), for
+  patterns without dense tiles; the gather of ``x`` is a two-level lane
+  gather on a TPU (``.accel.gather``).
+* ``coo``: the fallback, ``.coo.coo_matmat``.
+
+A reordering (reverse Cuthill-McKee, ``scipy.sparse.csgraph``: Cuthill &
+McKee, Proc. 24th ACM National Conference, 1969; George & Liu, 1981) is
+tried for square matrices when the tile layout is chosen: it gathers the
+entries towards the diagonal and so raises tile fill. It is applied and
+undone inside the product (``x`` permuted in, ``y`` permuted out) and
+solvers run in the permuted space (``bcoo_array.accelerator``).
+
+The choice is made by ``choose``, from the bytes each layout moves with an
+element gather priced at what it costs on the target backend (``GATHER_COST``).
+Every layout keeps ``slot``, the position of each stored BCOO entry in the
+layout's flat value buffer, so values are placed (and their gradient taken)
+by one scatter-add from the BCOO ``data``, and ``with_data`` needs no new
+analysis. Built once per matrix with NumPy and scipy; nothing here runs
+under a trace.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+#: Tile shapes tried for the ``tiles`` layout: (bm, bk), bk a TPU lane row.
+TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128, 128))
+
+#: Bytes-equivalent cost of one element gather (or scatter) per backend: the
+#: bytes the chip would stream in the time XLA takes to gather one element.
+#: TPU v5e: 418 GB/s streamed, 0.14 G gathers/s measured (issue 28). CPUs and
+#: GPUs gather at a few times their streaming cost per element.
+GATHER_COST: dict[str, float] = {"tpu": 2800.0, "gpu": 32.0, "cpu": 16.0}
+
+#: Bytes-equivalent cost of one 128-lane row gather (the x panel of a tile, or
+#: the first level of a lane gather) beyond the row's own bytes.
+ROW_GATHER_COST: dict[str, float] = {"tpu": 64.0, "gpu": 32.0, "cpu": 16.0}
+
+#: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
+DENSE_MAX_ELEMENTS = 1 << 26
+
+#: Widths of the sliced ELL buckets: each bucket pads its rows to the next
+#: width of this list (at most 50% padding between consecutive widths).
+_WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+
+LAYOUT_KINDS = ("dense", "dia", "tiles", "ell", "coo")
+
+
+@dataclass
+class Bucket:
+    """Block rows of one padded width in a sliced (block) ELL layout.
+
+    ``rows`` (nb,) block-row ids, ``cols`` (nb, width) block-column ids of
+    each slot (padding slots point at block column 0 and hold zeros).
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+
+    @property
+    def width(self) -> int:
+        return int(self.cols.shape[1])
+
+
+@dataclass
+class Layout:
+    """A 2-D matrix's accelerator layout: index structure (NumPy) and where each value goes.
+
+    Attributes
+    ----------
+    kind : str
+        One of ``LAYOUT_KINDS``.
+    shape : (m, k)
+        The matrix's shape (of the original, unpermuted matrix).
+    n_slots : int
+        Size of the flat value buffer.
+    slot : numpy.ndarray, shape ``(nse,)``
+        Position in the value buffer of each stored BCOO entry; ``n_slots``
+        for padding entries (dropped). Duplicates share a slot and add up.
+    static : dict
+        Hashable parameters of the layout (offsets, tile shape, bucket shapes).
+    arrays : dict of numpy.ndarray
+        Index arrays the product reads (bucket rows and columns, the COO
+        indices, the inverse block-row order).
+    perm : numpy.ndarray or None, shape ``(m,)``
+        Symmetric reordering: the layout stores ``A[perm][:, perm]``.
+    estimate : dict
+        Estimated bytes-equivalent cost of each layout considered (for ``info``).
+    """
+
+    kind: str
+    shape: tuple[int, int]
+    n_slots: int
+    slot: np.ndarray
+    static: dict = field(default_factory=dict)
+    arrays: dict = field(default_factory=dict)
+    perm: np.ndarray | None = None
+    estimate: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """A one-line account of the layout (kind, tile shape, fill, reordering)."""
+        parts = [self.kind]
+        if self.kind == "tiles":
+            parts.append("tile {}x{}".format(*self.static["tile"]))
+        if self.kind == "dia":
+            parts.append(f"{len(self.static['offsets'])} diagonals")
+        if self.kind in ("tiles", "ell"):
+            parts.append(f"{len(self.static['buckets'])} buckets")
+        nnz = int(np.count_nonzero(self.slot < self.n_slots))
+        if self.n_slots:
+            parts.append(f"fill {nnz / self.n_slots:.2f}")
+        if self.perm is not None:
+            parts.append("RCM")
+        return ", ".join(parts)
+
+
+def _coo(indices: np.ndarray, shape: tuple[int, int]):
+    """Row, column and the valid mask of 2-D ``indices`` (padding rows excluded)."""
+    idx = np.asarray(indices).reshape(-1, 2).astype(np.int64, copy=False)
+    rows, cols = idx[:, 0], idx[:, 1]
+    valid = (rows >= 0) & (rows < shape[0]) & (cols >= 0) & (cols < shape[1])
+    return rows, cols, valid
+
+
+def _width_class(counts: np.ndarray) -> np.ndarray:
+    widths = np.asarray(_WIDTHS)
+    cls = np.searchsorted(widths, counts, side="left")
+    over = cls >= len(widths)
+    out = np.where(over, 0, widths[np.minimum(cls, len(widths) - 1)])
+    # Past the table: round up to a multiple of its last width.
+    last = widths[-1]
+    return np.where(over, -(-counts // last) * last, out)
+
+
+def _sliced_ell(block_rows: np.ndarray, block_cols: np.ndarray, n_block_rows: int, unit: int):
+    """Sliced ELL of the units (tiles or entries) at ``(block_rows, block_cols)`` (unique pairs).
+
+    Returns ``(buckets, unit_slot, inverse, n_units_padded)``: ``unit_slot``
+    is each unit's position in the concatenated padded unit buffer (bucket
+    after bucket, row-major), ``inverse`` (n_block_rows,) the position of
+    each block row in the concatenated bucket outputs, or the count of
+    filled rows for a block row with no unit (its output row is zero).
+    With one bucket holding every block row in order, ``inverse`` is None.
+    """
+    order = np.lexsort((block_cols, block_rows))
+    br, bc = block_rows[order], block_cols[order]
+    counts = np.bincount(br, minlength=n_block_rows)
+    nonempty = np.flatnonzero(counts)
+    total = int(counts.sum())
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    max_count = int(counts.max()) if len(counts) else 0
+    # One bucket over every block row (no reordering of the output) when padding stays small.
+    if max_count and n_block_rows * max_count <= 1.25 * total + n_block_rows:
+        groups = [(np.arange(n_block_rows), max_count)]
+    else:
+        cls = _width_class(counts[nonempty])
+        by = np.argsort(-cls, kind="stable")
+        rows_sorted = nonempty[by]
+        cls_sorted = cls[by]
+        groups = []
+        for w in np.unique(cls_sorted)[::-1]:
+            groups.append((rows_sorted[cls_sorted == w], int(w)))
+    buckets = []
+    unit_slot = np.empty(total, np.int64)
+    offset = 0
+    out_pos = 0
+    inverse = np.full(n_block_rows, -1, np.int64)
+    for rows_g, w in groups:
+        nb = len(rows_g)
+        cols = np.zeros((nb, w), np.int32)
+        cnt = counts[rows_g]
+        # Positions (in the sorted unit list) of each row's units, and their slots in this bucket.
+        r_rep = np.repeat(np.arange(nb), cnt)
+        j = np.arange(len(r_rep)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        src = np.repeat(starts[rows_g], cnt) + j
+        cols[r_rep, j] = bc[src]
+        unit_slot[order[src]] = offset + (r_rep * w + j) * unit
+        offset += nb * w * unit
+        inverse[rows_g] = out_pos + np.arange(nb)
+        out_pos += nb
+        buckets.append(Bucket(rows=rows_g.astype(np.int32), cols=cols))
+    if len(groups) == 1 and len(groups[0][0]) == n_block_rows:
+        inverse_out = None
+    else:
+        inverse_out = np.where(inverse < 0, out_pos, inverse).astype(np.int32)
+    return buckets, unit_slot, inverse_out, offset
+
+
+def _tile_count(rows: np.ndarray, cols: np.ndarray, tile: tuple[int, int], k: int) -> int:
+    bm, bk = tile
+    nkb = -(-k // bk)
+    return int(np.unique((rows // bm) * nkb + cols // bk).size)
+
+
+def build_tiles(rows, cols, valid, shape, tile) -> Layout:
+    """The ``tiles`` layout of the valid entries (rows, cols) with tile shape ``tile``."""
+    m, k = shape
+    bm, bk = tile
+    nmb, nkb = -(-m // bm), -(-k // bk)
+    r, c = rows[valid], cols[valid]
+    key = (r // bm) * nkb + c // bk
+    ukey, inv_entry = np.unique(key, return_inverse=True)
+    buckets, unit_slot, inverse, n_units = _sliced_ell(ukey // nkb, ukey % nkb, nmb, bm * bk)
+    slot = np.full(len(rows), n_units, np.int64)
+    slot[valid] = unit_slot[inv_entry] + (r % bm) * bk + (c % bk)
+    lay = Layout("tiles", (m, k), n_units, slot)
+    lay.static = {"tile": (bm, bk), "n_block_rows": nmb, "n_block_cols": nkb,
+                  "buckets": tuple((len(b.rows), b.width) for b in buckets)}
+    for i, b in enumerate(buckets):
+        lay.arrays[f"cols{i}"] = b.cols
+    if inverse is not None:
+        lay.arrays["inverse"] = inverse
+    return lay
+
+
+def build_ell(rows, cols, valid, shape) -> Layout:
+    """The scalar sliced ELL layout (``bm = bk = 1``) of the valid entries."""
+    m, k = shape
+    r, c = rows[valid], cols[valid]
+    key = r * k + c
+    ukey, inv_entry = np.unique(key, return_inverse=True)
+    buckets, unit_slot, inverse, n_units = _sliced_ell(ukey // k, ukey % k, m, 1)
+    slot = np.full(len(rows), n_units, np.int64)
+    slot[valid] = unit_slot[inv_entry]
+    lay = Layout("ell", (m, k), n_units, slot)
+    lay.static = {"buckets": tuple((len(b.rows), b.width) for b in buckets)}
+    for i, b in enumerate(buckets):
+        lay.arrays[f"cols{i}"] = b.cols
+    if inverse is not None:
+        lay.arrays["inverse"] = inverse
+    return lay
+
+
+def build_dia(rows, cols, valid, shape, offsets=None) -> Layout:
+    """Diagonal storage: ``values[d, i] = A[i, i + offsets[d]]``."""
+    m, k = shape
+    r, c = rows[valid], cols[valid]
+    off = c - r
+    if offsets is None:
+        offsets = np.unique(off)
+    offsets = np.asarray(offsets, np.int64)
+    d = np.searchsorted(offsets, off)
+    slot = np.full(len(rows), len(offsets) * m, np.int64)
+    slot[valid] = d * m + r
+    lay = Layout("dia", (m, k), len(offsets) * m, slot)
+    lay.static = {"offsets": tuple(int(o) for o in offsets)}
+    return lay
+
+
+def build_dense(rows, cols, valid, shape) -> Layout:
+    """The whole matrix as a dense block."""
+    m, k = shape
+    slot = np.full(len(rows), m * k, np.int64)
+    slot[valid] = rows[valid] * k + cols[valid]
+    return Layout("dense", (m, k), m * k, slot)
+
+
+def build_coo(rows, cols, valid, shape) -> Layout:
+    """The fallback: the valid entries as COO, in row order."""
+    order = np.lexsort((cols[valid], rows[valid]))
+    src = np.flatnonzero(valid)[order]
+    slot = np.full(len(rows), len(src), np.int64)
+    slot[src] = np.arange(len(src))
+    lay = Layout("coo", tuple(shape), len(src), slot)
+    lay.arrays["rows"] = rows[src].astype(np.int32)
+    lay.arrays["cols"] = cols[src].astype(np.int32)
+    return lay
+
+
+def _cost_tiles(n_tiles_padded: int, tile, s: int, backend: str) -> float:
+    bm, bk = tile
+    return n_tiles_padded * (bm * bk * s + bk * s + ROW_GATHER_COST.get(backend, 16.0))
+
+
+def _padded_units(block_rows: np.ndarray, n_block_rows: int) -> int:
+    """Units (tiles or entries) a sliced ELL of these block rows stores, padding included."""
+    counts = np.bincount(block_rows, minlength=n_block_rows)
+    total = int(counts.sum())
+    mx = int(counts.max()) if len(counts) else 0
+    if mx and n_block_rows * mx <= 1.25 * total + n_block_rows:
+        return n_block_rows * mx
+    return int(_width_class(counts[counts > 0]).sum())
+
+
+def _gather_cost(backend: str) -> float:
+    return GATHER_COST.get(backend, GATHER_COST["gpu"])
+
+
+def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str, Any]:
+    """Bytes-equivalent cost of one product in each layout, and the best tile shape.
+
+    Returns a dict ``{kind: cost}`` plus ``"tile"`` (the cheapest tile shape)
+    and ``"dia_offsets"`` (number of diagonals).
+    """
+    m, k = shape
+    s = itemsize
+    r, c = rows[valid], cols[valid]
+    nnz = len(r)
+    g = _gather_cost(backend)
+    vec = (m + k) * s
+    out: dict[str, Any] = {}
+    out["coo"] = nnz * (s + 8) + 2 * nnz * g + vec
+    # Scalar ELL: the lane gather on a TPU reads a 128-lane row per entry.
+    ell_units = _padded_units(r, m) if nnz else 0
+    ell_gather = (128 * s + ROW_GATHER_COST["tpu"]) if backend == "tpu" else g
+    out["ell"] = ell_units * (s + 4 + ell_gather) + vec
+    if m * k <= DENSE_MAX_ELEMENTS:
+        out["dense"] = m * k * s + vec
+    n_diag = int(np.unique(c - r).size) if nnz else 0
+    out["dia_offsets"] = n_diag
+    if n_diag and n_diag * m <= 4 * nnz + m:
+        out["dia"] = n_diag * m * s + n_diag * (m * s) // 8 + vec
+    best = None
+    for tile in TILE_SHAPES:
+        bm, bk = tile
+        if nnz == 0:
+            break
+        nkb = -(-k // bk)
+        key = np.unique((r // bm) * nkb + c // bk)
+        if len(key) * bm * bk > 8 * nnz * 4 + bm * bk:  # tiles far emptier than the entries: skip quickly
+            continue
+        units = _padded_units(key // nkb, -(-m // bm))
+        cost = _cost_tiles(units, tile, s, backend) + vec
+        if best is None or cost < best[0]:
+            best = (cost, tile)
+    if best is not None:
+        out["tiles"] = best[0]
+        out["tile"] = best[1]
+    return out
+
+
+def _rcm(rows, cols, valid, n: int) -> np.ndarray | None:
+    """Reverse Cuthill-McKee order of the symmetrised pattern of a square matrix, or None."""
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    r, c = rows[valid], cols[valid]
+    pat = sp.csr_matrix((np.ones(len(r), np.int8), (r, c)), shape=(n, n))
+    pat = (pat + pat.T).tocsr()
+    pat.sum_duplicates()
+    perm = np.asarray(reverse_cuthill_mckee(pat, symmetric_mode=True), np.int64)
+    if np.array_equal(perm, np.arange(n)):
+        return None
+    return perm
+
+
+def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = None,
+           tile: tuple[int, int] | None = None, reorder: bool | None = None) -> Layout:
+    """Build the cheapest layout of a 2-D matrix for ``backend`` (or the one asked for).
+
+    Parameters
+    ----------
+    indices : numpy.ndarray, shape ``(nse, 2)``
+        Concrete BCOO indices (padding allowed).
+    shape : (m, k)
+    itemsize : int
+        Bytes per stored value.
+    backend : str
+        ``"tpu"``, ``"gpu"`` or ``"cpu"``: prices the gathers (``GATHER_COST``).
+    kind : str, optional
+        Force one of ``LAYOUT_KINDS``.
+    tile : (bm, bk), optional
+        Force the tile shape of the ``tiles`` layout.
+    reorder : bool, optional
+        Force (True) or forbid (False) the RCM reordering; by default it is
+        tried for square matrices in the ``tiles`` and ``ell`` layouts and
+        kept when it lowers the estimated cost by a quarter or more.
+
+    Returns
+    -------
+    Layout
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is not one of ``LAYOUT_KINDS``, or ``reorder=True`` for a
+        non-square matrix.
+    """
+    m, k = (int(shape[0]), int(shape[1]))
+    if kind is not None and kind not in LAYOUT_KINDS:
+        raise ValueError(f"layout={kind!r} is not one of {LAYOUT_KINDS}; pass one of them or None to choose")
+    if reorder and m != k:
+        raise ValueError(f"reorder=True needs a square matrix (a symmetric permutation); shape is {(m, k)}")
+    rows, cols, valid = _coo(indices, (m, k))
+    est = estimate(rows, cols, valid, (m, k), itemsize, backend)
+    if kind is None:
+        costs = {name: est[name] for name in LAYOUT_KINDS if name in est}
+        kind = min(costs, key=costs.get)
+    perm = None
+    if kind in ("tiles", "ell") and m == k and m > 1 and reorder is not False and valid.any():
+        cand = _rcm(rows, cols, valid, m)
+        if cand is not None:
+            inv = np.empty(m, np.int64)
+            inv[cand] = np.arange(m)
+            prow, pcol = inv[np.minimum(rows, m - 1)], inv[np.minimum(cols, k - 1)]
+            prow = np.where(valid, prow, m)
+            pcol = np.where(valid, pcol, k)
+            est_p = estimate(prow, pcol, valid, (m, k), itemsize, backend)
+            # The permutation costs two lane gathers of a vector per product.
+            perm_cost = 2 * m * ((128 * itemsize + ROW_GATHER_COST["tpu"]) if backend == "tpu"
+                                 else _gather_cost(backend))
+            before = est.get(kind, math.inf)
+            after = est_p.get(kind, math.inf) + perm_cost
+            if reorder or after <= 0.75 * before:
+                perm, rows, cols, est = cand, prow, pcol, est_p
+                est["reordered_from"] = before
+    if kind == "tiles" and tile is None and "tile" not in est:
+        tile = TILE_SHAPES[0]
+    if kind == "dense":
+        lay = build_dense(rows, cols, valid, (m, k))
+    elif kind == "dia":
+        lay = build_dia(rows, cols, valid, (m, k))
+    elif kind == "tiles":
+        lay = build_tiles(rows, cols, valid, (m, k), tuple(tile or est["tile"]))
+    elif kind == "ell":
+        lay = build_ell(rows, cols, valid, (m, k))
+    else:
+        lay = build_coo(rows, cols, valid, (m, k))
+    lay.perm = perm
+    lay.estimate = {n: v for n, v in est.items() if n in LAYOUT_KINDS}
+    return lay

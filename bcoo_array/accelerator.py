@@ -1,0 +1,459 @@
+"""Sparse products on accelerators: a matrix prepared once in the layout its chip streams.
+
+On a TPU, the COO product of a BCOO matrix (one gather of ``x`` and one
+scatter-add per stored entry) runs at XLA's element gather speed, about
+0.14 G entries/s on a v5e: 0.15% of the chip's bandwidth (issue 28). A
+*prepared operator* stores the matrix in the layout that suits its pattern
+and the backend, chosen by the library from the indices while they are
+concrete (``bcoo_array._kernels.layouts``): diagonal storage for stencils
+and banded matrices, dense ``(bm, 128)`` tiles for block-structured ones
+(after a reverse Cuthill-McKee reordering where that packs tiles fuller),
+sliced ELL for the rest, dense storage for small matrices, and the BCOO
+buffers with the native kernels on a CPU.
+
+```python
+import jax
+import bcoo_array as xp
+from bcoo_array import accelerator
+
+A = xp.mmread("cage11.mtx.gz", dtype=xp.float32)
+op = accelerator.prepare(A, device=jax.devices()[0])   # analysed once, placed on the chip
+y = op @ x                                             # or op(x), op.matvec(x)
+x, info = accelerator.cg(op, b)                        # solvers run in the reordered space
+jax.jit(lambda op, b: accelerator.cg(op, b)[0])(op, b) # the operator is a pytree
+```
+
+The operator is a pytree whose leaves are the layout's values and index
+arrays; its layout is static aux data, so ``jax.jit`` compiles one program
+per layout and passes a prepared operator as an argument with no analysis
+under the trace. Products are differentiable in ``x`` and in the values
+(``op.with_data(d)`` rebuilds the values from BCOO ``data`` ``d``, traced
+or not) and batch under ``jax.vmap`` over ``x``.
+
+Eager products of a ``BCOOArray`` on an accelerator (``A @ x`` with ``A``
+placed there by ``A.to_device``) take the same layouts automatically
+(``bcoo_array._kernels.matmul``); under ``jax.jit`` with the matrix an
+argument its indices are traced, no layout can be chosen, and the product
+falls back to the COO kernel (correct, at gather speed): prepare the
+operator outside ``jit`` and pass it instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._array_object import BCOOArray
+from ._fill import zero_fill
+from ._kernels import accel, layouts
+from ._kernels.matmul import spmm_dense
+from ._shapes import is_tracer
+
+__all__ = ["SparseOperator", "prepare", "cg", "bicgstab", "backend_of"]
+
+#: Layouts of a prepared operator: the accelerator layouts, and ``bcoo`` (the
+#: BCOO buffers with the library's own kernels, the choice on a CPU).
+OPERATOR_LAYOUTS = layouts.LAYOUT_KINDS + ("bcoo",)
+
+
+def _freeze(obj):
+    if isinstance(obj, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in obj.items()))
+    if isinstance(obj, (list, tuple)):
+        return tuple(_freeze(v) for v in obj)
+    return obj
+
+
+@jax.tree_util.register_pytree_node_class
+class SparseOperator:
+    """A 2-D sparse matrix in an accelerator layout, made by [`prepare`][bcoo_array.accelerator.prepare].
+
+    Attributes
+    ----------
+    shape : (m, k)
+        The matrix's shape.
+    dtype : numpy.dtype
+        The values' dtype.
+    layout : str
+        One of ``OPERATOR_LAYOUTS``.
+    values : jax.Array
+        The layout's flat value buffer (a pytree leaf).
+    arrays : dict of jax.Array
+        The layout's index arrays (pytree leaves).
+    perm : jax.Array or None, shape ``(m,)``
+        The symmetric reordering the layout stores (``A[perm][:, perm]``),
+        undone inside every product.
+
+    Notes
+    -----
+    ``op @ x``, ``op(x)`` and ``op.matvec(x)`` take ``x`` of shape ``(k,)``
+    or ``(k, n)`` (NumPy or JAX) and return a ``jax.Array`` of shape
+    ``(m,)`` or ``(m, n)`` of ``result_type(values, x)``. ``op.T`` is the
+    transposed operator (``op.T @ y`` is ``A.T @ y``), ``x @ op`` is
+    ``(op.T @ x.T).T``.
+    """
+
+    __slots__ = ("values", "arrays", "perm", "inverse", "slot", "layout", "static", "shape",
+                 "transposed", "lanes", "description")
+
+    def __init__(self, values, arrays: dict, perm, inverse, slot, *, layout: str, static: tuple,
+                 shape: tuple[int, int], transposed: bool = False, lanes: bool = False, description: str = ""):
+        self.values = values
+        self.arrays = dict(arrays)
+        self.perm = perm
+        self.inverse = inverse
+        self.slot = slot
+        self.layout = layout
+        self.static = static
+        self.shape = tuple(int(s) for s in shape)
+        self.transposed = bool(transposed)
+        self.lanes = bool(lanes)
+        self.description = description
+
+    # -- pytree ------------------------------------------------------------------------
+
+    def tree_flatten(self):
+        """Leaves ``(values, arrays, perm, inverse, slot)``; the layout is static aux data."""
+        keys = tuple(sorted(self.arrays))
+        leaves = (self.values, tuple(self.arrays[k] for k in keys), self.perm, self.inverse, self.slot)
+        aux = (keys, self.layout, self.static, self.shape, self.transposed, self.lanes, self.description)
+        return leaves, aux
+
+    @classmethod
+    def tree_unflatten(cls, aux, leaves):
+        """Rebuild an operator from ``tree_flatten``'s output."""
+        keys, layout, static, shape, transposed, lanes, description = aux
+        values, arrs, perm, inverse, slot = leaves
+        return cls(values, dict(zip(keys, arrs)), perm, inverse, slot, layout=layout, static=static,
+                   shape=shape, transposed=transposed, lanes=lanes, description=description)
+
+    # -- metadata ----------------------------------------------------------------------
+
+    @property
+    def dtype(self):
+        """The dtype of the stored values."""
+        return np.dtype(self.values.dtype)
+
+    @property
+    def ndim(self) -> int:
+        """2."""
+        return 2
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held on the device by the values and index arrays."""
+        leaves = jax.tree_util.tree_leaves((self.values, self.arrays, self.perm, self.inverse, self.slot))
+        return int(sum(np.dtype(a.dtype).itemsize * int(np.prod(a.shape)) for a in leaves))
+
+    @property
+    def T(self) -> "SparseOperator":
+        """The transposed operator (the same buffers; products take the transposed kernel)."""
+        m, k = self.shape
+        return SparseOperator(self.values, self.arrays, self.perm, self.inverse, self.slot, layout=self.layout,
+                              static=self.static, shape=(k, m), transposed=not self.transposed, lanes=self.lanes,
+                              description=self.description)
+
+    def __repr__(self) -> str:
+        return (f"SparseOperator(shape={self.shape}, dtype={self.dtype}, layout={self.layout!r}"
+                f"{', transposed' if self.transposed else ''}; {self.description})")
+
+    # -- products ----------------------------------------------------------------------
+
+    def _stored_shape(self) -> tuple[int, int]:
+        m, k = self.shape
+        return (k, m) if self.transposed else (m, k)
+
+    def _check(self, x, name: str = "x"):
+        if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+            x = jnp.asarray(x)
+        if isinstance(x, BCOOArray):
+            raise TypeError(f"{name} is a BCOOArray; a prepared operator multiplies dense operands: pass "
+                            f"{name}.todense()")
+        if x.ndim not in (1, 2) or x.shape[0] != self.shape[1]:
+            raise ValueError(f"{name} has shape {tuple(x.shape)}; a product with an operator of shape "
+                             f"{self.shape} needs ({self.shape[1]},) or ({self.shape[1]}, n)")
+        if not isinstance(x, jax.Array):
+            x = jnp.asarray(x)
+        return x
+
+    def permuted_matvec(self, x):
+        """The product in the reordered space: ``B @ x`` for the stored ``B = A[perm][:, perm]``.
+
+        What solvers iterate (``cg`` permutes ``b`` once and the solution
+        back once). Without a reordering it is ``self @ x``.
+        """
+        x = self._check(x)
+        if self.layout == "bcoo":
+            idx = self.arrays["indices"]
+            data, indices = self.values, idx
+            if self.transposed:
+                indices = idx[:, ::-1]
+            return spmm_dense(data, indices, self.shape, x, rows_sorted=not self.transposed)
+        dict_static = dict(self.static)
+        return accel.product(self.layout, dict_static, self._stored_shape(), self.values, self.arrays, x,
+                             lanes=self.lanes, transpose=self.transposed)
+
+    def matvec(self, x):
+        """``A @ x`` for ``x`` of shape ``(k,)`` or ``(k, n)``: a ``jax.Array`` of shape ``(m,)`` or ``(m, n)``.
+
+        Raises
+        ------
+        ValueError
+            If ``x``'s first dimension is not ``k`` or ``x`` is not 1-D or 2-D.
+        """
+        x = self._check(x)
+        if self.perm is None:
+            return self.permuted_matvec(x)
+        xp_ = accel.permute(x, self.perm, self.lanes)
+        y = self.permuted_matvec(xp_)
+        return accel.permute(y, self.inverse, self.lanes)
+
+    matmat = matvec
+
+    def rmatvec(self, y):
+        """``A.T @ y`` (``scipy.sparse.linalg.LinearOperator``'s name)."""
+        return self.T.matvec(y)
+
+    def __call__(self, x):
+        return self.matvec(x)
+
+    def __matmul__(self, x):
+        if isinstance(x, (SparseOperator, BCOOArray)):
+            return NotImplemented
+        return self.matvec(x)
+
+    def __rmatmul__(self, x):
+        x = jnp.asarray(x)
+        if x.ndim == 1:
+            return self.T.matvec(x)
+        return self.T.matvec(x.T).T
+
+    # -- values ------------------------------------------------------------------------
+
+    def with_data(self, data) -> "SparseOperator":
+        """The same pattern and layout with new BCOO ``data`` (shape ``(nse,)`` of the prepared matrix).
+
+        ``data`` may be traced: ``jax.grad(lambda d: loss(op.with_data(d) @ x))(A.data)``
+        differentiates with respect to the stored values.
+
+        Raises
+        ------
+        ValueError
+            If ``data`` does not have the prepared matrix's ``nse`` entries.
+        """
+        data = jnp.asarray(data)
+        if data.shape != self.slot.shape:
+            raise ValueError(f"data has shape {tuple(data.shape)}; this operator was prepared from a matrix with "
+                             f"nse={self.slot.shape[0]}: pass data of shape {tuple(self.slot.shape)}")
+        values = accel.place_values(data, self.slot, int(self.values.shape[0]))
+        return SparseOperator(values, self.arrays, self.perm, self.inverse, self.slot, layout=self.layout,
+                              static=self.static, shape=self.shape, transposed=self.transposed, lanes=self.lanes,
+                              description=self.description)
+
+    def todense(self) -> jax.Array:
+        """The operator's dense matrix (``m * k`` memory): ``op @ eye(k)``."""
+        m, k = self.shape
+        return self.matvec(jnp.eye(k, dtype=self.values.dtype))
+
+
+def backend_of(device=None) -> str:
+    """The platform (``"cpu"``, ``"tpu"``, ``"gpu"``) of ``device``, or of JAX's default backend."""
+    if device is None:
+        return jax.default_backend()
+    platform = getattr(device, "platform", None)
+    if platform is None:  # a sharding
+        devs = getattr(device, "device_set", None)
+        platform = next(iter(devs)).platform if devs else jax.default_backend()
+    return "gpu" if platform in ("cuda", "rocm") else platform
+
+
+def _as_bcoo(A) -> BCOOArray:
+    if isinstance(A, BCOOArray):
+        return A
+    import scipy.sparse as sp
+
+    if sp.issparse(A):
+        from ._convert.scipy import from_scipy
+
+        return from_scipy(A)
+    module = type(A).__module__ or ""
+    if module.startswith("jax.experimental.sparse"):
+        from ._convert.jax_sparse import from_jax_sparse
+
+        return from_jax_sparse(A)
+    raise TypeError(f"prepare() takes a 2-D BCOOArray, a scipy.sparse matrix or a jax.experimental.sparse "
+                    f"matrix; got {type(A).__name__}")
+
+
+def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] | None = None,
+            reorder: bool | None = None) -> SparseOperator:
+    """Analyse a sparse matrix once and store it in the layout its device streams fastest.
+
+    Parameters
+    ----------
+    A : BCOOArray, scipy.sparse matrix or jax.experimental.sparse matrix
+        A 2-D matrix with fill value 0, ``n_batch = n_dense = 0``, concrete
+        indices (its ``data`` may be traced).
+    device : jax.Device or jax.sharding.Sharding, optional
+        Where the operator's buffers go (``jax.device_put``); its platform
+        prices the layouts. Default: JAX's default device.
+    layout : str, optional
+        Force one of ``OPERATOR_LAYOUTS`` (``"dense"``, ``"dia"``,
+        ``"tiles"``, ``"ell"``, ``"coo"``, ``"bcoo"``). By default the
+        cheapest layout for the device's platform by
+        ``bcoo_array._kernels.layouts.estimate`` (on a CPU: ``"bcoo"``, the
+        native kernels).
+    tile : (bm, bk), optional
+        Force the tile shape of the ``"tiles"`` layout.
+    reorder : bool, optional
+        Force (True) or forbid (False) the reverse Cuthill-McKee reordering
+        of a square matrix (tiles and ELL layouts); by default kept when it
+        lowers the estimated cost by a quarter.
+
+    Returns
+    -------
+    SparseOperator
+
+    Raises
+    ------
+    TypeError
+        If ``A`` is not a sparse matrix of a supported type.
+    ValueError
+        If ``A`` is not 2-D, has batch or dense dimensions, a non-zero fill
+        value, traced indices (call ``prepare`` outside ``jax.jit`` and pass
+        the operator as an argument), or ``layout`` / ``reorder`` are invalid.
+
+    Notes
+    -----
+    The analysis runs on the host with NumPy and scipy, about as long as a
+    ``tocsr()`` (plus an RCM ordering when tried); see ``docs/accelerator.md``
+    for the layouts, the cost model and the measured speed on a TPU v5e.
+    """
+    A = _as_bcoo(A)
+    if A.ndim != 2 or A.n_batch or A.n_dense:
+        raise ValueError(f"prepare() needs a 2-D matrix with n_batch = n_dense = 0; got shape {A.shape} with "
+                         f"n_batch={A.n_batch}, n_dense={A.n_dense}: use bcoo_array.update_layout(A, n_batch=0, "
+                         f"n_dense=0)")
+    if not zero_fill(A.fill_value):
+        raise ValueError(f"prepare() needs a fill value of 0 (products skip unstored entries); A has fill value "
+                         f"{A.fill_value!r}: prepare A - fill_value and add fill_value * x.sum(0) to its products")
+    if layout is not None and layout not in OPERATOR_LAYOUTS:
+        raise ValueError(f"layout={layout!r} is not one of {OPERATOR_LAYOUTS}; pass one of them or None to choose")
+    indices = A.indices
+    if is_tracer(indices):
+        raise ValueError("prepare() needs concrete indices to choose a layout; A's indices are traced (A is an "
+                         "argument of a jitted function): call prepare() outside jax.jit and pass the operator "
+                         "as the argument")
+    data = A.data
+    backend = backend_of(device)
+    if layout == "bcoo" or (layout is None and backend == "cpu"):
+        canon = A if (A.indices_sorted and A.unique_indices) else A.sum_duplicates()
+        idx = jnp.asarray(canon.indices)
+        values = canon.data
+        op = SparseOperator(values, {"indices": idx}, None, None, jnp.arange(canon.nse, dtype=jnp.int32),
+                            layout="bcoo", static=(), shape=A.shape, description="bcoo (native kernels)")
+        if canon is not A:  # with_data maps the original entries onto the canonical ones
+            op = _bcoo_with_slots(A, canon, op)
+        return _place(op, device)
+    lay = layouts.choose(np.asarray(indices), A.shape, np.dtype(A.dtype).itemsize, backend, kind=layout,
+                         tile=tile, reorder=reorder)
+    slot = jnp.asarray(lay.slot.astype(np.int32 if lay.n_slots < 2**31 - 1 else np.int64))
+    values = accel.place_values(jnp.asarray(data), slot, lay.n_slots)
+    arrays = {k: jnp.asarray(v) for k, v in lay.arrays.items()}
+    perm = inverse = None
+    if lay.perm is not None:
+        inv = np.empty_like(lay.perm)
+        inv[lay.perm] = np.arange(len(lay.perm))
+        perm, inverse = jnp.asarray(lay.perm.astype(np.int32)), jnp.asarray(inv.astype(np.int32))
+    op = SparseOperator(values, arrays, perm, inverse, slot, layout=lay.kind, static=_freeze(lay.static),
+                        shape=A.shape, lanes=(backend == "tpu"), description=lay.describe())
+    return _place(op, device)
+
+
+def _bcoo_with_slots(A: BCOOArray, canon: BCOOArray, op: SparseOperator) -> SparseOperator:
+    """A ``bcoo`` operator whose ``slot`` maps A's entries onto the canonical entries (duplicates add)."""
+    m, k = A.shape
+    idx = np.asarray(A.indices).astype(np.int64)
+    cidx = np.asarray(canon.indices).astype(np.int64)
+    keys = idx[:, 0] * (k + 1) + idx[:, 1]
+    ckeys = cidx[:, 0] * (k + 1) + cidx[:, 1]
+    pos = np.searchsorted(ckeys, keys)
+    pos = np.minimum(pos, len(ckeys) - 1) if len(ckeys) else pos
+    valid = (idx[:, 0] < m) & (idx[:, 1] < k)
+    ok = valid & (len(ckeys) > 0) & (ckeys[pos] == keys if len(ckeys) else False)
+    slot = np.where(ok, pos, canon.nse).astype(np.int32)
+    values = accel.place_values(jnp.asarray(A.data), jnp.asarray(slot), canon.nse)
+    return SparseOperator(values, op.arrays, None, None, jnp.asarray(slot), layout="bcoo", static=(),
+                          shape=A.shape, description=op.description)
+
+
+def _place(op: SparseOperator, device) -> SparseOperator:
+    if device is None:
+        return op
+    return jax.device_put(op, device)
+
+
+def _solver(name: str, op: SparseOperator, b, x0, kwargs: dict[str, Any]):
+    from jax.scipy.sparse import linalg as jsl
+
+    if not isinstance(op, SparseOperator):
+        raise TypeError(f"{name}() takes a SparseOperator from bcoo_array.accelerator.prepare; got "
+                        f"{type(op).__name__}")
+    b = op._check(b, "b")
+    if b.ndim != 1 or op.shape[0] != op.shape[1]:
+        raise ValueError(f"{name}() needs a square operator and a vector b; got {op.shape} and b of shape "
+                         f"{tuple(b.shape)}")
+    dtype = jnp.result_type(op.values, b)
+    if np.dtype(b.dtype) != np.dtype(dtype):
+        raise ValueError(f"{name}(): b is {np.dtype(b.dtype)} and the operator {op.dtype}; pass "
+                         f"b.astype({np.dtype(dtype).name}) (a solve keeps one precision)")
+    perm_in = (lambda v: v) if op.perm is None else (lambda v: accel.permute(v, op.perm, op.lanes))  # noqa: E731
+    perm_out = (lambda v: v) if op.perm is None else (lambda v: accel.permute(v, op.inverse, op.lanes))  # noqa: E731
+    bp = perm_in(b)
+    x0p = None if x0 is None else perm_in(jnp.asarray(x0, dtype))
+    solve = getattr(jsl, name)
+    xp_, info = solve(op.permuted_matvec, bp, x0=x0p, **kwargs)
+    return perm_out(xp_), info
+
+
+def cg(op: SparseOperator, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | None = None,
+       M=None):
+    """Conjugate gradients on a prepared operator (``jax.scipy.sparse.linalg.cg``), in its reordered space.
+
+    Parameters
+    ----------
+    op : SparseOperator
+        A symmetric positive definite matrix, from ``prepare``.
+    b : array, shape ``(n,)``
+        Right-hand side of the operator's dtype.
+    x0, tol, atol, maxiter, M
+        As in ``jax.scipy.sparse.linalg.cg`` (``M`` acts in the reordered
+        space when the operator is reordered).
+
+    Returns
+    -------
+    x : jax.Array, shape ``(n,)``
+    info : None
+        As ``jax.scipy.sparse.linalg.cg`` returns (JAX's solvers report no
+        convergence flag).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``op`` is not a square ``SparseOperator``, ``b`` not a vector of
+        its size, or ``b``'s dtype differs from the operator's.
+    """
+    return _solver("cg", op, b, x0, {"tol": tol, "atol": atol, "maxiter": maxiter, "M": M})
+
+
+def bicgstab(op: SparseOperator, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0,
+             maxiter: int | None = None, M=None):
+    """BiCGSTAB on a prepared operator (``jax.scipy.sparse.linalg.bicgstab``), in its reordered space.
+
+    Parameters, returns and errors as [`cg`][bcoo_array.accelerator.cg], for
+    any square non-singular operator.
+    """
+    return _solver("bicgstab", op, b, x0, {"tol": tol, "atol": atol, "maxiter": maxiter, "M": M})
