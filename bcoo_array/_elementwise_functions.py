@@ -309,6 +309,7 @@ TABLE: dict[str, Spec] = {
     "remainder": Spec(_remainder, 2, "real numeric", "remainder with the sign of x2"),
     "subtract": Spec(jnp.subtract, 2, "numeric", "difference"),
 }
+_fill_rule.PUBLIC_NAMES.update({spec.fn: name for name, spec in TABLE.items()})
 
 
 

@@ -164,9 +164,30 @@ def _sparse_dense_host(fn, a: BCOOArray, d: np.ndarray, out_shape, *, or_none: b
     return src._replace(data=values, fill_value=_plus_zero(g[0]))
 
 
+#: The public name of each element-wise function of the namespace (``bcoo_array.<name>``), by its kernel
+#: function: ``_elementwise_functions`` fills it from its ``TABLE``, so that errors name ``divide``, not the
+#: private ``_divide`` it runs.
+PUBLIC_NAMES: dict = {}
+
+
+def public_name(fn) -> str:
+    """The name an error message gives ``fn``: its namespace name, else ``"element-wise function"``."""
+    for key in (fn, getattr(fn, "jax_fn", None)):
+        try:
+            name = PUBLIC_NAMES.get(key)
+        except TypeError:  # an unhashable callable
+            name = None
+        if name is not None:
+            return f"bcoo_array.{name}"
+    name = getattr(fn, "__name__", None)
+    if not name or not name.isidentifier() or name.startswith("_") or name == "wrapped":
+        return "element-wise function"
+    return name
+
+
 def _check_dense_result(fn, a: BCOOArray, d, out_shape) -> None:
     """The guard before a sparse-dense function whose result is dense: ``fn(fill, d)`` is not one value."""
-    name = getattr(fn, "__name__", None) or "element-wise function"
+    name = public_name(fn)
     check_dense(name, out_shape, a.dtype, d.dtype,
                 what="the densified sparse operand and the result: fn(fill_value, y) takes several values over the "
                 "dense operand y, so every position of the result is stored",
@@ -194,7 +215,7 @@ def _outer_host(fn, x: BCOOArray, y: BCOOArray):
     sx, sy = stored(x, n), stored(y, m)
     cols_y = np.flatnonzero(sy)
     full, part = np.flatnonzero(sx), np.flatnonzero(~sx)
-    check_entries(getattr(fn, "__name__", None) or "element-wise function",
+    check_entries(public_name(fn),
                   full.size * m + part.size * cols_y.size, np.result_type(x.dtype, y.dtype), index_dtype_for((n, m)), 2,
                   what=f"the outer broadcast of a ({n}, 1) and a (1, {m}) operand: every column of each row the "
                   "first stores")

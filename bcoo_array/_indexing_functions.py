@@ -363,6 +363,10 @@ def getitem(x: BCOOArray, key) -> BCOOArray:
     arrays = [k for k in key if _is_int_array(k) or (_is_bool_array(k) and not isinstance(k, bool))]
     if any(isinstance(k, bool) for k in key):
         raise IndexError("Python bool keys are not supported; use a boolean array mask")
+    if len(arrays) > 1 and any(_is_bool_array(k) for k in arrays):
+        # A mask among other arrays is its nonzero() coordinates, as NumPy reads it (``A[m0, m1]``).
+        key = _masks_as_int_arrays(key)
+        arrays = [k for k in key if _is_int_array(k) or (_is_bool_array(k) and not isinstance(k, bool))]
     if not arrays:
         return _basic(x, key)
     if len(arrays) == 1 and _is_bool_array(arrays[0]):
@@ -402,6 +406,23 @@ def getitem(x: BCOOArray, key) -> BCOOArray:
         "this mix of integer arrays with slices or None is not supported; index with integer arrays on "
         "every axis, or one integer array with basic indices"
     )
+
+
+def _masks_as_int_arrays(key) -> tuple:
+    """Each boolean mask (1-D or more) of ``key`` replaced by its ``nonzero()`` integer arrays (eager only)."""
+    out = []
+    for k in key:
+        if _is_bool_array(k) and not isinstance(k, bool):
+            m = _as_dense_key(k)
+            if is_tracer(m):
+                raise ValueError("a boolean mask key under jax.jit has a shape that depends on its values; index "
+                                 "with integer arrays of static size (jnp.nonzero(mask, size=n)) instead")
+            m = np.asarray(m)
+            if m.ndim:
+                out.extend(np.nonzero(m))
+                continue
+        out.append(k)
+    return tuple(out)
 
 
 def _outer_keys(key, ndim: int):
@@ -732,6 +753,20 @@ def _mask_index(x: BCOOArray, key) -> BCOOArray:
     raise IndexError("a multi-dimensional boolean mask must cover all indexed dimensions with no slice after it")
 
 
+def _refuse_traced_key(key) -> None:
+    """Item assignment needs concrete positions: the stored pattern (and its size) depends on them."""
+    parts = key if isinstance(key, tuple) else (key,)
+    for k in parts:
+        items = (k.start, k.stop, k.step) if isinstance(k, slice) else \
+            (k.data, k.indices) if isinstance(k, BCOOArray) else tuple(k) if isinstance(k, list) else (k,)
+        if any(is_tracer(i) for i in items):
+            raise TypeError(
+                "item assignment A[key] = value with a traced key (an index computed under jax.jit, vmap or "
+                "grad): which entries are stored depends on the positions, so they must be concrete. Pass the "
+                "positions as static arguments (jax.jit(f, static_argnums=...)) or as NumPy arrays closed over, "
+                "assign outside jax.jit, or write the values with bcoo_array.where(mask, value, A)")
+
+
 def setitem(x: BCOOArray, key, value) -> BCOOArray:
     """Return ``x`` with the positions selected by ``key`` set to ``value``.
 
@@ -750,6 +785,7 @@ def setitem(x: BCOOArray, key, value) -> BCOOArray:
     TypeError
         If ``value`` would need a lossy cast of kind (float into int, ...).
     """
+    _refuse_traced_key(key)
     if isinstance(value, PY_SCALARS):
         val = np.asarray(value, x.dtype)
     else:
@@ -986,7 +1022,7 @@ def _selected_coords(shape, key, dtype=np.float64):
     Raises ``MemoryError`` (``check_entries``) before allocating a selection past the densification limit.
     """
     key = _expand(key, len(shape))
-    if any(_is_bool_array(k) and not isinstance(k, bool) for k in key):
+    while any(_is_bool_array(k) and not isinstance(k, bool) for k in key):  # each mask in turn (A[m0, m1])
         pos = [i for i, k in enumerate(key) if _is_bool_array(k) and not isinstance(k, bool)][0]
         m = _as_dense_key(key[pos])
         if is_tracer(m):

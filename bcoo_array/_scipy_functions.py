@@ -568,35 +568,61 @@ def block_diag(mats, format=None, dtype=None) -> BCOOArray:
 
 @routed
 def kron(A, B, format=None) -> BCOOArray:
-    """Kronecker product of two 2-D zero-filled arrays (scipy's ``kron``).
+    """Kronecker product of two zero-filled arrays (scipy's ``kron``; NumPy's ``kron`` for n-D operands).
 
-    Entry ``(i*p + k, j*q + l)`` of the result is ``A[i, j] * B[k, l]`` for
-    ``B`` of shape ``(p, q)``; stored entries are the products of stored
-    entries (explicit zeros kept, as scipy).
+    For 2-D operands, entry ``(i*p + k, j*q + l)`` of the result is
+    ``A[i, j] * B[k, l]`` for ``B`` of shape ``(p, q)``. Operands of any
+    number of dimensions follow ``numpy.kron``: the one with fewer
+    dimensions gets leading size-1 dimensions, and along each axis the
+    index is ``i * B.shape[axis] + k``. Stored entries are the products of
+    stored entries (explicit zeros kept, as scipy).
 
     Returns
     -------
-    BCOOArray of shape ``(m*p, n*q)``, fill value 0, promoted dtype.
+    BCOOArray of shape ``A.shape * B.shape`` (element-wise, after the
+    padding), fill value 0, promoted dtype.
 
     Raises
     ------
     ValueError
-        If an operand is not 2-D or has a non-zero fill value.
+        If an operand has a non-zero fill value (subtract it first, or
+        densify: ``numpy.kron(A.toarray(), B.toarray())``).
     """
     _check_format(format, "kron")
     a = _operand(A, "kron(A)")
     b = _operand(B, "kron(B)")
     for nm, x in (("A", a), ("B", b)):
         if not reads_as_zero(x.fill_value):
-            raise ValueError(f"kron(): {nm} has fill value {x.fill_value!r}; kron needs zero-filled operands")
+            raise ValueError(f"kron(): {nm} has fill value {x.fill_value!r}; kron needs zero-filled operands: "
+                             f"subtract the fill value first, or densify with numpy.kron(A.toarray(), B.toarray())")
     dt = _result_dtype([a, b], None)
-    ra, ca, va = _triplets(a, "kron")
-    rb, cb, vb = _triplets(b, "kron")
-    p, q = b.shape
-    rows = (ra[:, None] * p + rb[None, :]).ravel()
-    cols = (ca[:, None] * q + cb[None, :]).ravel()
-    vals = (va.astype(dt)[:, None] * vb.astype(dt)[None, :]).ravel()
-    return _build(rows, cols, vals, (a.shape[0] * p, a.shape[1] * q), dt)
+    if a.ndim == 2 and b.ndim == 2:
+        ra, ca, va = _triplets(a, "kron")
+        rb, cb, vb = _triplets(b, "kron")
+        p, q = b.shape
+        rows = (ra[:, None] * p + rb[None, :]).ravel()
+        cols = (ca[:, None] * q + cb[None, :]).ravel()
+        vals = (va.astype(dt)[:, None] * vb.astype(dt)[None, :]).ravel()
+        return _build(rows, cols, vals, (a.shape[0] * p, a.shape[1] * q), dt)
+    nd = max(a.ndim, b.ndim)
+    shapes, parts = [], []
+    for x in (a, b):
+        vals, coords = coo_triplets(x, "kron()")
+        pad = nd - x.ndim
+        shapes.append((1,) * pad + tuple(x.shape))
+        coords = np.concatenate([np.zeros((pad, vals.shape[0]), np.int64), np.asarray(coords, np.int64)]) \
+            if pad else np.asarray(coords, np.int64).reshape(nd, vals.shape[0])
+        parts.append((np.asarray(vals).astype(dt), coords))
+    (va, ca), (vb, cb) = parts
+    shape = tuple(sa * sb for sa, sb in zip(*shapes))
+    coords = [(ca[k][:, None] * shapes[1][k] + cb[k][None, :]).ravel() for k in range(nd)]
+    vals = (va[:, None] * vb[None, :]).ravel()
+    idt = index_dtype_for(shape)
+    order = np.lexsort(coords[::-1]) if nd else np.arange(vals.shape[0])
+    idx = np.stack([c[order] for c in coords], axis=1).astype(idt) if nd else np.zeros((vals.shape[0], 0), idt)
+    return BCOOArray._from_buffers(adopt(np.ascontiguousarray(vals[order])), adopt(np.ascontiguousarray(idx)),
+                                   shape, n_batch=0, n_dense=0, fill_value=np.zeros((), dt)[()],
+                                   indices_sorted=True, unique_indices=True)
 
 
 @routed

@@ -339,3 +339,16 @@ def test_to_scipy_never_shares_a_buffer(fmt):
     if fmt == "coo":
         S.coords[0][:] = 0
     np.testing.assert_array_equal(A.toarray(), dense)
+
+
+@pytest.mark.parametrize("fmt", ["csc", "csr", "bsr", "coo"])
+def test_from_scipy_narrow_index_dtypes_upcast(fmt):
+    """Issue 29: int16 indices (scipy's own tocoo() refuses them for CSC) are upcast; scipy is the oracle."""
+    M = sp.csr_array(sp.random(20, 20, density=0.2, format="csr", random_state=0))
+    C = M.asformat(fmt, copy=True)
+    if fmt == "coo":
+        C.coords = tuple(c.astype(np.int16) for c in C.coords)
+    else:
+        C.indices = C.indices.astype(np.int16)
+        C.indptr = C.indptr.astype(np.int16)
+    np.testing.assert_array_equal(xp.from_scipy(C).toarray(), M.toarray())

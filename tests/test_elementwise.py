@@ -279,3 +279,23 @@ def test_outer_broadcast_of_a_column_and_a_row(density, fills):
             assert got.indices_sorted and got.unique_indices
             keys = np.asarray(got.indices).astype(np.int64) @ np.array([m, 1])
             assert np.all(np.diff(keys) > 0)
+
+
+def test_dense_result_guard_names_the_public_function():
+    """Issue 29: the densification guard of ``A / d`` (traced ``d`` under jit) names ``bcoo_array.divide``,
+    never the private kernel function it runs."""
+    import scipy.sparse as sps
+
+    A = xp.from_scipy(sps.csr_array(sps.random(40, 40, density=0.1, format="csr", random_state=0)))
+    d = np.arange(1.0, 41.0)
+    old = xp.set_max_dense_bytes(1000)
+    try:
+        for fn, name in ((lambda A, d: A / d, "divide"), (lambda A, d: A ** d, "pow"),
+                         (lambda A, d: A + d, "add")):
+            with pytest.raises(MemoryError) as err:
+                jax.jit(fn)(A, d)
+            msg = str(err.value)
+            assert msg.startswith(f"bcoo_array.{name}()"), msg
+            assert "_divide" not in msg and "_pow" not in msg
+    finally:
+        xp.set_max_dense_bytes(old)

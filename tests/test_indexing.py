@@ -443,3 +443,35 @@ def test_separated_advanced_indices_go_first_as_numpy(shape, key):
     np.testing.assert_array_equal(got.toarray(), want)
     got_jit = jax.jit(lambda a: a[key].todense())(xp.asarray(d))
     np.testing.assert_array_equal(np.asarray(got_jit), want)
+
+
+def test_item_assignment_with_a_traced_key_names_the_fix():
+    """Issue 29: a traced key raises a TypeError naming the key and the ways out, not a tracer error."""
+    A = xp.asarray(np.eye(4))
+
+    def f(A, i):
+        B = A.copy()
+        B[i, 0] = 5.0
+        return B.todense()
+
+    with pytest.raises(TypeError, match=r"traced key .*static_argnums"):
+        jax.jit(f)(A, 1)
+    with pytest.raises(TypeError, match=r"traced key"):
+        jax.jit(lambda A, i: f(A, slice(i, None)))(A, 1)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f, static_argnums=1)(A, 1)),
+                                  np.eye(4) + 5.0 * (np.arange(4)[:, None] == 1) * (np.arange(4) == 0))
+
+
+@pytest.mark.parametrize("key", ["mask_mask", "mask_list", "list_mask"])
+@pytest.mark.parametrize("value", [0.0, 7.0])
+def test_several_masks_and_arrays_as_numpy(key, value):
+    """Issue 29: ``B[mask0, mask1] = v`` (and reading it): each mask is its nonzero() arrays, as NumPy."""
+    d = np.arange(20.0).reshape(4, 5) % 3
+    m0, m1 = np.array([1, 0, 1, 1], bool), np.array([0, 1, 1, 0, 1], bool)
+    k = {"mask_mask": (m0, m1), "mask_list": (m0, [0, 1, 2]), "list_mask": ([1, 2, 3], m1)}[key]
+    A = xp.asarray(d)
+    np.testing.assert_array_equal(A[k].toarray(), d[k])
+    want = d.copy()
+    want[k] = value
+    A[k] = value
+    np.testing.assert_array_equal(A.toarray(), want)

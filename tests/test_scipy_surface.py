@@ -507,3 +507,22 @@ def test_normalize_rows_with_an_empty_row_as_scipy():
     S = sp.csr_array(np.array([[1.0, 0.0, 3.0], [0.0, 0.0, 0.0], [0.0, 2.0, 0.0]]))
     A = xp.from_scipy(S)
     np.testing.assert_allclose(normalize_rows(A).toarray(), normalize_rows(S).toarray())
+
+
+@pytest.mark.parametrize("shapes", [((3,), (2,)), ((2, 1, 2), (1, 2, 2)), ((3, 4), (2,)), ((2,), (3, 2)),
+                                    ((2, 3, 2), (2, 2)), ((), (3,)), ((3, 2), (2, 3))])
+def test_kron_of_any_dimensions_as_numpy(shapes):
+    """Issue 29: ``kron`` of n-D operands follows ``numpy.kron`` (the oracle); 2-D stays scipy's."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.random(s) * (rng.random(s) > 0.5) for s in shapes)
+    got = xp.kron(xp.asarray(a), xp.asarray(b))
+    want = np.kron(a, b)
+    assert got.shape == want.shape and got.fill_value == 0
+    np.testing.assert_array_equal(got.toarray(), want)
+    if len(shapes[0]) == len(shapes[1]) == 2:
+        np.testing.assert_array_equal(got.toarray(), sp.kron(sp.csr_array(a), sp.csr_array(b)).toarray())
+
+
+def test_kron_non_zero_fill_names_the_fix():
+    with pytest.raises(ValueError, match=r"A has fill value .*numpy\.kron\(A\.toarray\(\), B\.toarray\(\)\)"):
+        xp.kron(xp.asarray(np.eye(2)) + 1.0, xp.asarray(np.eye(2)))

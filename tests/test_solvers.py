@@ -204,3 +204,28 @@ def test_eigsh_errors():
         xla.eigsh(xp.add(A, 1.0), k=2, sigma=0)
     with pytest.raises(RuntimeError, match="singular"):
         xla.eigsh(xp.asarray(sp.diags_array(np.arange(10.0)).tocsr()), k=2, sigma=0)
+
+
+@pytest.mark.parametrize("solver", ["cg", "bicgstab"])
+def test_krylov_info_as_scipy(solver):
+    """Issue 29: info is 0 when converged, else the iterations run (scipy's convention; scipy is the oracle)."""
+    import scipy.sparse.linalg as sla
+
+    S = spd(40).tocsr()
+    A = xp.from_scipy(S)
+    b = np.ones(40)
+    for maxiter in (2, None):
+        x, info = getattr(xla, solver)(A, b, maxiter=maxiter)
+        _, want = getattr(sla, solver)(S, b, maxiter=maxiter)
+        assert int(info) == int(want), (maxiter, int(info), want)
+    assert int(jax.jit(lambda A, b: getattr(xla, solver)(A, b, maxiter=3)[1])(A, b)) == 3
+
+
+def test_krylov_refuses_mixed_precision():
+    A = xp.from_scipy(spd(10))
+    with pytest.raises(TypeError, match=r"b has dtype float32 .*b\.astype\(float64\)"):
+        xla.cg(A, np.ones(10, np.float32))
+    with pytest.raises(TypeError, match=r"x0 has dtype float32 .*x0\.astype\(float64\)"):
+        xla.cg(A, np.ones(10), x0=np.zeros(10, np.float32))
+    x, info = xla.cg(A, np.ones(10, np.int64))  # integers take A's dtype
+    assert x.dtype == np.float64 and int(info) == 0

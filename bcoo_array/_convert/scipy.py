@@ -95,6 +95,12 @@ def from_scipy(mat, *, drop_zeros: bool = False, dtype=None) -> BCOOArray:
         cols = np.asarray(mat.indices).astype(idt, copy=False)
         coords = (rows, cols)
     else:
+        if hasattr(mat, "indptr") and (np.dtype(mat.indices.dtype).itemsize < 4
+                                       or np.dtype(mat.indptr.dtype).itemsize < 4):
+            # scipy's own tocoo() refuses index arrays narrower than int32 (int16 from a file or a user):
+            # the same array with int32 indices, sharing the values.
+            mat = type(mat)((mat.data, mat.indices.astype(np.int32), mat.indptr.astype(np.int32)),
+                            shape=mat.shape, copy=False)
         coo = mat.tocoo()
         canonical = bool(getattr(coo, "has_canonical_format", False))
         coords = tuple(np.asarray(c).astype(idt, copy=False) for c in coo.coords)

@@ -69,8 +69,20 @@ def _precond(M, n, name):
     raise TypeError(f"{name}(): M must be a BCOOArray, a callable or None, got {type(M).__name__}")
 
 
+def _same_precision(A, v, argname: str, name: str):
+    """``v`` (``b`` or ``x0``) as a JAX array of ``A``'s precision: integers and bools take ``A``'s dtype;
+    a floating ``v`` of another precision raises (the Krylov loops need one dtype throughout)."""
+    dt = np.dtype(getattr(v, "dtype", None) or np.asarray(v).dtype)
+    if dt.kind in "fc" and np.finfo(dt).bits != np.finfo(A.dtype).bits:
+        raise TypeError(
+            f"{name}(): {argname} has dtype {dt} but A has dtype {A.dtype}; the solvers do not mix precisions. "
+            f"Pass {argname}.astype({A.dtype}) (or convert A with A.astype({dt}))")
+    v = jnp.asarray(v)
+    return v.astype(A.dtype) if dt.kind not in "fc" else v
+
+
 def _rhs(A, b, name):
-    b = jnp.asarray(b)
+    b = _same_precision(A, b, "b", name)
     if b.shape[:1] != (A.shape[0],) or b.ndim > 2:
         raise ValueError(f"{name}(): b has shape {b.shape}; expected ({A.shape[0]},) or ({A.shape[0]}, k)")
     return b
@@ -79,10 +91,22 @@ def _rhs(A, b, name):
 def _krylov(fn, name, A, b, x0, tol, atol, maxiter, M, *, symmetric: bool = False, **extra):
     A = _square(A, name)
     b = _rhs(A, b, name)
+    if x0 is not None:
+        x0 = _same_precision(A, x0, "x0", name)
     # JAX's cg solves real systems as symmetric: it never transposes the operator then.
     op = _operator(A, transposed_never=symmetric and A.dtype.kind == "f" and jnp.result_type(b) == A.dtype)
-    return fn(op, b, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=_precond(M, A.shape[0], name),
-              **extra)
+    x, info = fn(op, b, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=_precond(M, A.shape[0], name), **extra)
+    if info is None:
+        # JAX's cg and bicgstab report nothing; scipy's info: 0 when converged, else the iterations run (the
+        # loop stops at maxiter only when the tolerance is not met). Read from the true residual.
+        n_iter = 10 * A.shape[0] if maxiter is None else int(maxiter)
+        bnorm = jnp.linalg.norm(b)
+        rnorm = jnp.linalg.norm(b - op(x))
+        bound = jnp.maximum(tol * bnorm, atol)
+        # (the recurrence's residual, which the loop tests, drifts from the true one in the last bits)
+        slack = 1 + 16 * jnp.finfo(b.dtype).eps ** 0.5
+        info = jnp.where(rnorm <= bound * slack, 0, n_iter).astype(jnp.int32)
+    return x, info
 
 
 @routed
@@ -108,15 +132,18 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | No
     Returns
     -------
     x : jax.Array, shape of ``b``
-    info : None or jax.Array
-        What JAX reports: None for ``cg`` and ``bicgstab`` (no convergence
-        flag; check ``norm(A @ x - b)``); for ``gmres`` 0, or -1 when the
-        solution holds NaN.
+    info : jax.Array (int)
+        scipy's convention: 0 when converged, else the number of iterations
+        run (``maxiter``) without reaching the tolerance. For ``cg`` and
+        ``bicgstab`` it is read from the true residual ``norm(b - A @ x)``
+        (JAX reports nothing); for ``gmres`` it is JAX's (0, or -1 when the
+        solution holds NaN).
 
     Raises
     ------
     TypeError
-        If ``A`` is not a floating BCOOArray.
+        If ``A`` is not a floating BCOOArray, or ``b`` / ``x0`` is floating
+        point of another precision (cast with ``b.astype(A.dtype)``).
     ValueError
         If ``A`` is not square or ``b`` does not match.
     """
