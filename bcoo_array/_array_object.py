@@ -345,7 +345,9 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
                 hd = self._resolve_data()
                 if type(hd) is not np.ndarray:
                     return hd
-            d = self._data = to_device(hd, owned=True)
+            d = to_device(hd, owned=True)
+            if not isinstance(d, jax.core.Tracer):  # never keep a value made under a trace (a loop body's)
+                self._data = d
         return d
 
     def _resolve_data(self):
@@ -353,7 +355,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         value = self._hdata.resolve()
         if type(value) is np.ndarray:
             self._hdata = value
-        else:
+        elif not isinstance(value, jax.core.Tracer):  # computed under a trace: used there, not kept
             self._data, self._hdata = value, None
         return value
 
@@ -367,7 +369,9 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """The sparse coordinates of each stored value, a ``jax.Array`` of shape ``(*batch, nse, n_sparse)``."""
         i = self._indices
         if i is None:
-            i = self._indices = to_device(self._hindices, owned=True)
+            i = to_device(self._hindices, owned=True)
+            if not isinstance(i, jax.core.Tracer):  # never keep a value made under a trace
+                self._indices = i
         elif type(i) is NoPattern:
             i.refuse()
         return i

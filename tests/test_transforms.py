@@ -463,3 +463,55 @@ def test_vmap_axes_outside_the_batch_dimensions_raise():
             jax.vmap(lambda M: M * 2.0, in_axes=axis)(A)
     with pytest.raises(ValueError, match=r"out_axes=2 .*permute_dims"):
         jax.vmap(lambda M: M * 2.0, out_axes=2)(A)
+
+
+_CLOSURE_SCRIPT = r"""
+import sys
+import numpy as np
+import jax
+import jax.numpy as jnp
+jax.config.update("jax_enable_x64", sys.argv[1] == "1")
+assert len(jax.devices()) == 2
+import bcoo_array as xp
+from bcoo_array import BCOOArray
+
+d = np.diag(np.arange(1.0, 5.0, dtype=np.float32))
+d[0, 3] = 1.0
+v0 = jnp.ones(4, jnp.float32)
+want3 = np.linalg.matrix_power(d.astype(np.float64), 3) @ np.ones(4)
+loops = {
+    "fori_loop": lambda A: jax.lax.fori_loop(0, 3, lambda i, v: xp.matmul(A, v), v0),
+    "scan": lambda A: jax.lax.scan(lambda v, _: (xp.matmul(A, v), None), v0, None, length=3)[0],
+    "cond": lambda A: jax.lax.cond(True, lambda v: xp.matmul(A, xp.matmul(A, xp.matmul(A, v))),
+                                   lambda v: v, v0),
+    "transpose_fori": lambda A: jax.lax.fori_loop(0, 3, lambda i, v: xp.matmul(A.T.T, v), v0),
+}
+for name, loop in loops.items():
+    A = BCOOArray.fromdense(d)
+    np.testing.assert_allclose(np.asarray(loop(A)), want3, rtol=1e-6, err_msg=name)
+    # the array is still usable afterwards: no tracer from the loop body was kept on it
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda A, v: A @ v)(A, v0)), d @ np.ones(4), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(A @ v0), d @ np.ones(4), rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(A.data), np.asarray(A.todense())[np.nonzero(d)])
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("x64", [True, False])
+def test_array_closed_over_in_a_traced_loop_keeps_no_tracer(x64):
+    """Issue 29: with two devices, reading ``data`` of an array built from NumPy inside a loop body
+    (fori_loop, scan, cond) hands its host buffer to JAX under the trace; that value must not be cached,
+    or the next use raises UnexpectedTracerError. The oracle is NumPy's matrix power."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    env["JAX_PLATFORMS"] = "cpu"
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-c", _CLOSURE_SCRIPT, "1" if x64 else "0"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.strip().endswith("ok")

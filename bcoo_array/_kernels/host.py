@@ -121,4 +121,7 @@ def to_device(x: np.ndarray, *, owned: bool = False) -> jax.Array:
         x = y
     if single_cpu() and x.dtype != np.bool_:
         return jax.dlpack.from_dlpack(x)
-    return jax.device_put(x)  # uncommitted: free to join arrays on any device of a mesh
+    # Uncommitted: free to join arrays on any device of a mesh. Evaluated now even inside a trace (a loop body
+    # closing over the array): the buffer is concrete, and a tracer cached on an array would escape its trace.
+    with jax.ensure_compile_time_eval():
+        return jax.device_put(x)
