@@ -357,10 +357,12 @@ def run(path=None, *, repeat: int = 5, progress=None, seed: int = 0,
     bench("SpMM  A @ X, 16 cols", lambda: spmv(A, Xj), lambda: S @ X, _rel_diff, note="JAX X")
 
     def rowsum(a):
-        return xp.sum(a, axis=1).toarray()  # NumPy, as scipy's sum gives
+        # NumPy, as scipy's sum gives; through todense() (a jax.Array), which a sharded result has too (its
+        # toarray() is scipy's surface, for one BCOOArray only)
+        return np.asarray(_dense(xp.sum(a, axis=1)))
 
     def colsum(a):
-        return xp.sum(a, axis=0).toarray()
+        return np.asarray(_dense(xp.sum(a, axis=0)))
 
     bench("row sums  sum(A, 1)", lambda: rowsum(A), lambda: S.sum(axis=1), _rel_diff)
     bench("column sums  sum(A, 0)", lambda: colsum(A), lambda: S.sum(axis=0), _rel_diff)
