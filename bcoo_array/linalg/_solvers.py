@@ -96,17 +96,22 @@ def _krylov(fn, name, A, b, x0, tol, atol, maxiter, M, *, symmetric: bool = Fals
     # JAX's cg solves real systems as symmetric: it never transposes the operator then.
     op = _operator(A, transposed_never=symmetric and A.dtype.kind == "f" and jnp.result_type(b) == A.dtype)
     x, info = fn(op, b, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=_precond(M, A.shape[0], name), **extra)
-    if info is None:
-        # JAX's cg and bicgstab report nothing; scipy's info: 0 when converged, else the iterations run (the
-        # loop stops at maxiter only when the tolerance is not met). Read from the true residual.
-        n_iter = 10 * A.shape[0] if maxiter is None else int(maxiter)
-        bnorm = jnp.linalg.norm(b)
-        rnorm = jnp.linalg.norm(b - op(x))
-        bound = jnp.maximum(tol * bnorm, atol)
-        # (the recurrence's residual, which the loop tests, drifts from the true one in the last bits)
-        slack = 1 + 16 * jnp.finfo(b.dtype).eps ** 0.5
-        info = jnp.where(rnorm <= bound * slack, 0, n_iter).astype(jnp.int32)
-    return x, info
+    return x, krylov_info(op, b, x, info, tol, atol, maxiter, A.shape[0])
+
+
+def krylov_info(op, b, x, info, tol, atol, maxiter, n: int):
+    """scipy's ``info`` where JAX reports None (``cg``, ``bicgstab``): 0 when converged, else the iterations
+    run (the loop stops at ``maxiter``, default ``10 * n``, only when the tolerance is not met), read from the
+    true residual ``norm(b - op(x))``. JAX's own ``info`` (``gmres``) passes through."""
+    if info is not None:
+        return info
+    n_iter = 10 * n if maxiter is None else int(maxiter)
+    bnorm = jnp.linalg.norm(b)
+    rnorm = jnp.linalg.norm(b - op(x))
+    bound = jnp.maximum(tol * bnorm, atol)
+    # (the recurrence's residual, which the loop tests, drifts from the true one in the last bits)
+    slack = 1 + 16 * jnp.finfo(b.dtype).eps ** 0.5
+    return jnp.where(rnorm <= bound * slack, 0, n_iter).astype(jnp.int32)
 
 
 @routed

@@ -138,7 +138,6 @@ def _solver_operator(X, what: str, name: str, n: int):
 def _krylov(method: str):
     """``bcoo_array.linalg.<method>`` with a sharded operand: ``jax.scipy.sparse.linalg.<method>``
     with the sharded product as the operator (each product a shard_map on the mesh, the result replicated)."""
-    import jax.numpy as jnp
     import jax.scipy.sparse.linalg as jsla
 
     name = f"bcoo_array.linalg.{method}"
@@ -146,13 +145,18 @@ def _krylov(method: str):
     def solve(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None, **extra):
         if getattr(A, "ndim", None) != 2 or A.shape[0] != A.shape[1]:
             raise ValueError(f"{name}(): A must be a square 2-D array, got shape {getattr(A, 'shape', None)}")
+        from bcoo_array.linalg._solvers import _same_precision, krylov_info  # deferred, as _solver_operator's
+
         n = A.shape[0]
         op = _solver_operator(A, "A", name, n)
-        b = jnp.asarray(b)
+        b = _same_precision(A, b, "b", method)
+        if x0 is not None:
+            x0 = _same_precision(A, x0, "x0", method)
         if b.shape[:1] != (n,) or b.ndim > 2:
             raise ValueError(f"{name}(): b has shape {b.shape}; expected ({n},) or ({n}, k)")
         pre = None if M is None else _solver_operator(M, "the preconditioner M", name, n)
-        return getattr(jsla, method)(op, b, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=pre, **extra)
+        x, info = getattr(jsla, method)(op, b, x0=x0, tol=tol, atol=atol, maxiter=maxiter, M=pre, **extra)
+        return x, krylov_info(op, b, x, info, tol, atol, maxiter, n)
 
     return solve
 

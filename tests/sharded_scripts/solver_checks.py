@@ -173,9 +173,17 @@ def linalg_solvers_on_sharded():
     v0 = np.linspace(1.0, 2.0, n)
     for mesh in meshes():
         A = shard(single, mesh, P("x", None))
-        x, _ = xp.linalg.cg(A, b, tol=1e-13)
+        x, info = xp.linalg.cg(A, b, tol=1e-13)
         assert isinstance(x, jax.Array) and x.shape == (n,)
         close(x, want, 1e-10, "linalg.cg")
+        # scipy's info (issue 29): 0 when converged, else the iterations run; mixed precision names the fix
+        assert int(info) == 0, info
+        assert int(xp.linalg.cg(A, b, maxiter=2)[1]) == int(sla.cg(S, b, maxiter=2)[1]) == 2
+        try:
+            xp.linalg.cg(A, b.astype(np.float32))
+            raise AssertionError("cg(float64 A, float32 b) did not raise")
+        except TypeError as err:
+            assert "b.astype(float64)" in str(err), err
         x1, _ = xp.linalg.cg(single, b, tol=1e-13)
         close(x, x1, 1e-10, "linalg.cg vs single device")
         # the same as jax.scipy.sparse.linalg.cg with the sharded array as the operator
