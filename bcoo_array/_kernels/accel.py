@@ -165,13 +165,55 @@ def ell_product(values, arrays, static, shape, x, lanes: bool):
     xs = x.astype(dtype)
     outs = []
     for i, v in enumerate(_bucket_values(values.astype(dtype), static, ())):
-        xg = gather(xs, arrays[f"cols{i}"], lanes)  # (nb, w[, n])
+        cols = arrays[f"cols{i}"]
+        xg = gather(xs, cols, lanes)  # (nb, w[, n]); padding slots (column k) masked: never 0 * inf
+        ok = cols < k
+        xg = jnp.where(ok if x.ndim == 1 else ok[..., None], xg, jnp.zeros((), dtype))
         if x.ndim == 1:
             outs.append(jnp.sum(v * xg, axis=1))
         else:
             outs.append(jnp.sum(v[..., None] * xg, axis=1))
     y = _finish_rows(outs, arrays, m, tuple(x.shape[1:]), dtype)
     return y[:m]
+
+
+def blocks_product(values, arrays, static, shape, x):
+    """``A @ x`` in the ``blocks`` layout: per chunk one panel gather and one-hot selects, no per-entry gather.
+
+    A vector ``x`` takes element-wise selects and sums (the vector unit);
+    several columns take one-hot matrix products at ``Precision.HIGHEST``
+    (the matrix unit; one-hot factors are exact).
+    """
+    m, k = shape
+    R, P = static["block"]
+    E = static["chunk"]
+    nrp, ncp = static["n_block_rows"], static["n_block_cols"]
+    dtype = jnp.result_type(values, x)
+    xs = (x if x.ndim == 2 else x[:, None]).astype(dtype)
+    n = xs.shape[1]
+    panels = jnp.pad(xs, ((0, ncp * P - k), (0, 0))).reshape(ncp, P, n)
+    iota_p = jnp.arange(P, dtype=jnp.int32)
+    iota_r = jnp.arange(R, dtype=jnp.int32)
+    zero = jnp.zeros((), dtype)
+    outs = []
+    for i, v in enumerate(_bucket_values(values.astype(dtype), static, (E,))):
+        lr, lc = arrays[f"lr{i}"], arrays[f"lc{i}"]  # (nb, w, E)
+        xb = jnp.take(panels, arrays[f"cols{i}"], axis=0, mode="clip")  # (nb, w, P, n): one row gather per chunk
+        if n == 1:
+            xb = xb[..., 0]
+            xg = jnp.sum(jnp.where(lc[..., None] == iota_p, xb[:, :, None, :], zero), axis=-1)  # (nb, w, E)
+            prod = v * xg
+            outs.append(jnp.sum(jnp.where(lr[..., None] == iota_r, prod[..., None], zero), axis=(1, 2)))  # (nb, R)
+        else:
+            oh_c = (lc[..., None] == iota_p).astype(dtype)  # (nb, w, E, P)
+            xg = jnp.einsum("rtep,rtpn->rten", oh_c, xb, precision=_HIGHEST)
+            prod = v[..., None] * xg
+            oh_r = (lr[..., None] == iota_r).astype(dtype)  # (nb, w, E, R)
+            outs.append(jnp.einsum("rteq,rten->rqn", oh_r, prod, precision=_HIGHEST))  # (nb, R, n)
+    tail = (R,) if n == 1 else (R, n)
+    y = _finish_rows(outs, arrays, nrp, tail, dtype)
+    y = y.reshape((nrp * R,) + tail[1:])[:m]
+    return y if x.ndim == 2 else y.reshape(m)
 
 
 def coo_product(values, arrays, shape, x):
@@ -195,14 +237,7 @@ def permute(x, perm, lanes: bool):
     return gather(x, perm, lanes)
 
 
-def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, transpose: bool = False):
-    """``A @ x`` (or ``A.T @ x`` with ``transpose``) for a layout: the one place that picks its kernel.
-
-    ``static`` and ``arrays`` are the layout's (``.layouts.Layout``), with a
-    permutation already undone by the caller. ``transpose``
-    uses a closed form for ``dense`` and ``dia`` and JAX's transpose of the
-    forward product (row gathers become scatter-adds) for the others.
-    """
+def _kernel(kind, static, shape, values, arrays, x, lanes, transpose):
     m, k = shape
     if transpose:
         if kind == "dense":
@@ -211,7 +246,7 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
         if kind == "dia":
             return dia_transpose_product(values, static, shape, x)
         dtype = jnp.result_type(values, x)
-        fwd = lambda v: product(kind, static, shape, values, arrays, v, lanes=lanes)  # noqa: E731
+        fwd = lambda v: _kernel(kind, static, shape, values, arrays, v, lanes, False)  # noqa: E731
         probe = jax.ShapeDtypeStruct((k,) + tuple(x.shape[1:]), dtype)
         (z,) = jax.linear_transpose(fwd, probe)(x.astype(dtype))
         return z
@@ -221,6 +256,43 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
         return dia_product(values, static, shape, x)
     if kind == "tiles":
         return tiles_product(values, arrays, static, shape, x)
+    if kind == "blocks":
+        return blocks_product(values, arrays, static, shape, x)
     if kind == "ell":
         return ell_product(values, arrays, static, shape, x, lanes)
     return coo_product(values, arrays, shape, x)
+
+
+def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, transpose: bool = False):
+    """``A @ x`` (or ``A.T @ x`` with ``transpose``) for a layout: the one place that picks its kernel.
+
+    ``static`` and ``arrays`` are the layout's (``.layouts.Layout``), with a
+    permutation already undone by the caller. ``transpose`` uses a closed
+    form for ``dense`` and ``dia`` and JAX's transpose of the forward product
+    for the others (row gathers become scatter-adds).
+
+    Layouts that store zeros (``.layouts.STORES_ZEROS``) multiply them by
+    ``x``: an ``inf`` or NaN of ``x`` at an unstored position would give NaN
+    where a sparse product gives 0 (unstored entries are structural zeros,
+    ``docs/design.md``). Any such case leaves a non-finite value in the
+    result, so the result is checked (one reduction) and, only when it holds
+    one, recomputed from the stored entries (``lax.cond``; under ``vmap``
+    both branches run).
+    """
+    y = _kernel(kind, static, shape, values, arrays, x, lanes, transpose)
+    if "u_rows" not in arrays:
+        return y
+    m, k = shape
+    rows, cols = arrays["u_rows"], arrays["u_cols"]
+    if transpose:
+        rows, cols, m = cols, rows, k
+
+    def sparse():
+        from .coo import coo_matmat
+
+        dtype = y.dtype
+        vals = jnp.take(values, arrays["u_slot"], axis=0).astype(dtype)
+        return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
+
+    finite = jnp.all(jnp.isfinite(y))
+    return jax.lax.cond(finite, lambda: y, sparse)

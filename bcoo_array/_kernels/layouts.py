@@ -34,7 +34,7 @@ undone inside the product (``x`` permuted in, ``y`` permuted out) and
 solvers run in the permuted space (``bcoo_array.accelerator``).
 
 The choice is made by ``choose``, from the bytes each layout moves with an
-element gather priced at what it costs on the target backend (``GATHER_COST``).
+element gather priced at what it costs on the target backend (``COSTS``).
 Every layout keeps ``slot``, the position of each stored BCOO entry in the
 layout's flat value buffer, so values are placed (and their gradient taken)
 by one scatter-add from the BCOO ``data``, and ``with_data`` needs no new
@@ -54,15 +54,23 @@ import scipy.sparse as sp
 #: Tile shapes tried for the ``tiles`` layout: (bm, bk), bk a TPU lane row.
 TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128, 128))
 
-#: Bytes-equivalent cost of one element gather (or scatter) per backend: the
-#: bytes the chip would stream in the time XLA takes to gather one element.
-#: TPU v5e: 418 GB/s streamed, 0.14 G gathers/s measured (issue 28). CPUs and
+#: What one operation costs on each backend, in bytes-equivalent: the bytes the
+#: chip streams in the time it takes. TPU v5e, measured (``benchmarks/accelerator.py``'s
+#: calibration, 368 GB/s streamed): XLA's element gather 0.11 G/s (3,350), a lane
+#: gather (``.accel.gather``) 0.29 G/s (1,270), a gather of 128-lane rows 0.15 G
+#: rows/s (2,400 with the row's bytes), a segment sum 0.11-0.13 G/s (3,000), and
+#: a vector-unit compare-select-add about 0.1 (3.9 T element ops/s). CPUs and
 #: GPUs gather at a few times their streaming cost per element.
-GATHER_COST: dict[str, float] = {"tpu": 2800.0, "gpu": 32.0, "cpu": 16.0}
+COSTS: dict[str, dict[str, float]] = {
+    "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 0.3},
+    "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05},
+    "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1},
+}
 
-#: Bytes-equivalent cost of one 128-lane row gather (the x panel of a tile, or
-#: the first level of a lane gather) beyond the row's own bytes.
-ROW_GATHER_COST: dict[str, float] = {"tpu": 64.0, "gpu": 32.0, "cpu": 16.0}
+#: Block shapes ``(R, P)`` of the ``blocks`` layout (R output rows by P columns) and
+#: the chunk sizes E (entries per chunk) tried for it.
+BLOCK_SHAPES: tuple[tuple[int, int], ...] = ((128, 128), (128, 256), (256, 256), (256, 512), (512, 512))
+CHUNK_SIZES: tuple[int, ...] = (8, 16, 32, 64, 128)
 
 #: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
 DENSE_MAX_ELEMENTS = 1 << 26
@@ -71,7 +79,12 @@ DENSE_MAX_ELEMENTS = 1 << 26
 #: width of this list (at most 50% padding between consecutive widths).
 _WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
-LAYOUT_KINDS = ("dense", "dia", "tiles", "ell", "coo")
+LAYOUT_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "coo")
+
+#: Layouts that multiply explicit zeros at unstored positions (an ``inf`` or NaN
+#: of ``x`` there would give NaN where a sparse product gives 0): their products
+#: check the result and fall back to the stored entries (``.accel.product``).
+STORES_ZEROS = ("dense", "dia", "tiles")
 
 
 @dataclass
@@ -160,7 +173,7 @@ def _width_class(counts: np.ndarray) -> np.ndarray:
     return np.where(over, -(-counts // last) * last, out)
 
 
-def _sliced_ell(block_rows: np.ndarray, block_cols: np.ndarray, n_block_rows: int, unit: int):
+def _sliced_ell(block_rows: np.ndarray, block_cols: np.ndarray, n_block_rows: int, unit: int, pad_col: int = 0):
     """Sliced ELL of the units (tiles or entries) at ``(block_rows, block_cols)`` (unique pairs).
 
     Returns ``(buckets, unit_slot, inverse, n_units_padded)``: ``unit_slot``
@@ -169,6 +182,7 @@ def _sliced_ell(block_rows: np.ndarray, block_cols: np.ndarray, n_block_rows: in
     each block row in the concatenated bucket outputs, or the count of
     filled rows for a block row with no unit (its output row is zero).
     With one bucket holding every block row in order, ``inverse`` is None.
+    Padding slots hold block column ``pad_col``.
     """
     order = np.lexsort((block_cols, block_rows))
     br, bc = block_rows[order], block_cols[order]
@@ -195,7 +209,7 @@ def _sliced_ell(block_rows: np.ndarray, block_cols: np.ndarray, n_block_rows: in
     inverse = np.full(n_block_rows, -1, np.int64)
     for rows_g, w in groups:
         nb = len(rows_g)
-        cols = np.zeros((nb, w), np.int32)
+        cols = np.full((nb, w), pad_col, np.int32)
         cnt = counts[rows_g]
         # Positions (in the sorted unit list) of each row's units, and their slots in this bucket.
         r_rep = np.repeat(np.arange(nb), cnt)
@@ -241,13 +255,63 @@ def build_tiles(rows, cols, valid, shape, tile) -> Layout:
     return lay
 
 
+def build_blocks(rows, cols, valid, shape, block, chunk) -> Layout:
+    """The ``blocks`` layout: chunks of ``chunk`` entries of ``(R, P)`` blocks, in a sliced ELL of block rows.
+
+    Each entry keeps its row within its block (``lr``) and its column within
+    its panel (``lc``); the product gathers one ``P``-long panel of ``x`` per
+    chunk and picks each entry's element with a one-hot select, then adds the
+    products into the block row's ``R`` outputs with a one-hot select: no
+    per-entry gather or scatter. Padding entries have ``lc = lr = -1`` (they
+    select nothing, so an ``inf`` of ``x`` never meets them).
+    """
+    m, k = shape
+    R, P = block
+    E = int(chunk)
+    nrp, ncp = -(-m // R), -(-k // P)
+    r, c = rows[valid], cols[valid]
+    ukey, inv_entry = np.unique(r * k + c, return_inverse=True)
+    ur, uc = ukey // k, ukey % k
+    bkey = (ur // R) * ncp + uc // P
+    order = np.argsort(bkey, kind="stable")
+    bs = bkey[order]
+    first = np.concatenate([[True], bs[1:] != bs[:-1]]) if len(bs) else np.zeros(0, bool)
+    block_start = np.maximum.accumulate(np.where(first, np.arange(len(bs)), 0)) if len(bs) else bs
+    pos = np.arange(len(bs)) - block_start
+    ckey = bs * (len(bs) + 1) + pos // E  # one key per chunk, in block order
+    uchunk, chunk_of = np.unique(ckey, return_inverse=True)
+    chunk_block = uchunk // (len(bs) + 1)
+    buckets, unit_slot, inverse, n_units = _sliced_ell(chunk_block // ncp, chunk_block % ncp, nrp, E)
+    uslot = np.empty(len(bs), np.int64)
+    uslot[order] = unit_slot[chunk_of] + pos % E
+    lr = np.full(n_units, -1, np.int32)
+    lc = np.full(n_units, -1, np.int32)
+    lr[uslot] = ur % R
+    lc[uslot] = uc % P
+    slot = np.full(len(rows), n_units, np.int64)
+    slot[valid] = uslot[inv_entry]
+    lay = Layout("blocks", (m, k), n_units, slot)
+    lay.static = {"block": (R, P), "chunk": E, "n_block_rows": nrp, "n_block_cols": ncp,
+                  "buckets": tuple((len(b.rows), b.width) for b in buckets)}
+    off = 0
+    for i, b in enumerate(buckets):
+        size = len(b.rows) * b.width * E
+        lay.arrays[f"cols{i}"] = b.cols
+        lay.arrays[f"lr{i}"] = lr[off:off + size].reshape(len(b.rows), b.width, E)
+        lay.arrays[f"lc{i}"] = lc[off:off + size].reshape(len(b.rows), b.width, E)
+        off += size
+    if inverse is not None:
+        lay.arrays["inverse"] = inverse
+    return lay
+
+
 def build_ell(rows, cols, valid, shape) -> Layout:
     """The scalar sliced ELL layout (``bm = bk = 1``) of the valid entries."""
     m, k = shape
     r, c = rows[valid], cols[valid]
     key = r * k + c
     ukey, inv_entry = np.unique(key, return_inverse=True)
-    buckets, unit_slot, inverse, n_units = _sliced_ell(ukey // k, ukey % k, m, 1)
+    buckets, unit_slot, inverse, n_units = _sliced_ell(ukey // k, ukey % k, m, 1, pad_col=k)
     slot = np.full(len(rows), n_units, np.int64)
     slot[valid] = unit_slot[inv_entry]
     lay = Layout("ell", (m, k), n_units, slot)
@@ -295,13 +359,12 @@ def build_coo(rows, cols, valid, shape) -> Layout:
     return lay
 
 
-def _cost_tiles(n_tiles_padded: int, tile, s: int, backend: str) -> float:
-    bm, bk = tile
-    return n_tiles_padded * (bm * bk * s + bk * s + ROW_GATHER_COST.get(backend, 16.0))
+def _costs(backend: str) -> dict[str, float]:
+    return COSTS.get(backend, COSTS["gpu"])
 
 
 def _padded_units(block_rows: np.ndarray, n_block_rows: int) -> int:
-    """Units (tiles or entries) a sliced ELL of these block rows stores, padding included."""
+    """Units (tiles, chunks or entries) a sliced ELL of these block rows stores, padding included."""
     counts = np.bincount(block_rows, minlength=n_block_rows)
     total = int(counts.sum())
     mx = int(counts.max()) if len(counts) else 0
@@ -310,50 +373,71 @@ def _padded_units(block_rows: np.ndarray, n_block_rows: int) -> int:
     return int(_width_class(counts[counts > 0]).sum())
 
 
-def _gather_cost(backend: str) -> float:
-    return GATHER_COST.get(backend, GATHER_COST["gpu"])
+def _block_chunks(r, c, block, chunk, k):
+    """Block row of each chunk of the ``blocks`` layout (entries of a block cut into chunks of ``chunk``)."""
+    R, P = block
+    ncp = -(-k // P)
+    bkey, counts = np.unique((r // R) * ncp + c // P, return_counts=True)
+    n_chunks = -(-counts // chunk)
+    return np.repeat(bkey // ncp, n_chunks)
 
 
 def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str, Any]:
-    """Bytes-equivalent cost of one product in each layout, and the best tile shape.
+    """Bytes-equivalent cost of one product in each layout (``COSTS``), and each layout's best parameters.
 
-    Returns a dict ``{kind: cost}`` plus ``"tile"`` (the cheapest tile shape)
-    and ``"dia_offsets"`` (number of diagonals).
+    Returns a dict ``{kind: cost}`` for the layouts that apply, plus
+    ``"tile"`` (the cheapest tile shape), ``"block"`` and ``"chunk"`` (the
+    cheapest block shape and chunk size) and ``"dia_offsets"`` (the number
+    of diagonals).
     """
     m, k = shape
     s = itemsize
     r, c = rows[valid], cols[valid]
+    if len(r):
+        key = np.unique(r * k + c)  # unique positions: duplicates share a slot
+        r, c = key // k, key % k
     nnz = len(r)
-    g = _gather_cost(backend)
+    cost = _costs(backend)
     vec = (m + k) * s
     out: dict[str, Any] = {}
-    out["coo"] = nnz * (s + 8) + 2 * nnz * g + vec
-    # Scalar ELL: the lane gather on a TPU reads a 128-lane row per entry.
+    out["coo"] = nnz * (s + 8) + nnz * (cost["gather"] + cost["scatter"]) + vec
     ell_units = _padded_units(r, m) if nnz else 0
-    ell_gather = (128 * s + ROW_GATHER_COST["tpu"]) if backend == "tpu" else g
+    ell_gather = cost["lane_gather"] if backend == "tpu" else cost["gather"]
     out["ell"] = ell_units * (s + 4 + ell_gather) + vec
     if m * k <= DENSE_MAX_ELEMENTS:
         out["dense"] = m * k * s + vec
     n_diag = int(np.unique(c - r).size) if nnz else 0
     out["dia_offsets"] = n_diag
     if n_diag and n_diag * m <= 4 * nnz + m:
-        out["dia"] = n_diag * m * s + n_diag * (m * s) // 8 + vec
+        out["dia"] = n_diag * m * s + vec
+    if nnz == 0:
+        return out
     best = None
     for tile in TILE_SHAPES:
         bm, bk = tile
-        if nnz == 0:
-            break
         nkb = -(-k // bk)
-        key = np.unique((r // bm) * nkb + c // bk)
-        if len(key) * bm * bk > 8 * nnz * 4 + bm * bk:  # tiles far emptier than the entries: skip quickly
+        tkey = np.unique((r // bm) * nkb + c // bk)
+        if len(tkey) * bm * bk > 32 * nnz + bm * bk:  # tiles far emptier than the entries: skip
             continue
-        units = _padded_units(key // nkb, -(-m // bm))
-        cost = _cost_tiles(units, tile, s, backend) + vec
-        if best is None or cost < best[0]:
-            best = (cost, tile)
+        units = _padded_units(tkey // nkb, -(-m // bm))
+        t_cost = units * (bm * bk * s + cost["row_gather"]) + -(-m // bm) * cost["row_gather"] + vec
+        if best is None or t_cost < best[0]:
+            best = (t_cost, tile)
     if best is not None:
-        out["tiles"] = best[0]
-        out["tile"] = best[1]
+        out["tiles"], out["tile"] = best
+    best = None
+    for block in BLOCK_SHAPES:
+        R, P = block
+        if R > 2 * m and P > 2 * k:
+            continue
+        for chunk in CHUNK_SIZES:
+            chunk_rows = _block_chunks(r, c, block, chunk, k)
+            units = _padded_units(chunk_rows, -(-m // R))
+            per_chunk = cost["row_gather"] + P * s + chunk * (s + 8) + chunk * (P + R) * cost["vector_op"]
+            b_cost = units * per_chunk + -(-m // R) * cost["row_gather"] + vec
+            if best is None or b_cost < best[0]:
+                best = (b_cost, block, chunk)
+    out["blocks"], out["block"], out["chunk"] = best
     return out
 
 
@@ -383,14 +467,14 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     itemsize : int
         Bytes per stored value.
     backend : str
-        ``"tpu"``, ``"gpu"`` or ``"cpu"``: prices the gathers (``GATHER_COST``).
+        ``"tpu"``, ``"gpu"`` or ``"cpu"``: prices the operations (``COSTS``).
     kind : str, optional
         Force one of ``LAYOUT_KINDS``.
     tile : (bm, bk), optional
         Force the tile shape of the ``tiles`` layout.
     reorder : bool, optional
         Force (True) or forbid (False) the RCM reordering; by default it is
-        tried for square matrices in the ``tiles`` and ``ell`` layouts and
+        tried for square matrices in the ``tiles``, ``blocks`` and ``ell`` layouts and
         kept when it lowers the estimated cost by a quarter or more.
 
     Returns
@@ -414,7 +498,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         costs = {name: est[name] for name in LAYOUT_KINDS if name in est}
         kind = min(costs, key=costs.get)
     perm = None
-    if kind in ("tiles", "ell") and m == k and m > 1 and reorder is not False and valid.any():
+    if kind in ("tiles", "blocks", "ell") and m == k and m > 1 and reorder is not False and valid.any():
         cand = _rcm(rows, cols, valid, m)
         if cand is not None:
             inv = np.empty(m, np.int64)
@@ -424,8 +508,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
             pcol = np.where(valid, pcol, k)
             est_p = estimate(prow, pcol, valid, (m, k), itemsize, backend)
             # The permutation costs two lane gathers of a vector per product.
-            perm_cost = 2 * m * ((128 * itemsize + ROW_GATHER_COST["tpu"]) if backend == "tpu"
-                                 else _gather_cost(backend))
+            perm_cost = 2 * m * (_costs(backend)["lane_gather"] if backend == "tpu" else _costs(backend)["gather"])
             before = est.get(kind, math.inf)
             after = est_p.get(kind, math.inf) + perm_cost
             if reorder or after <= 0.75 * before:
@@ -439,10 +522,19 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         lay = build_dia(rows, cols, valid, (m, k))
     elif kind == "tiles":
         lay = build_tiles(rows, cols, valid, (m, k), tuple(tile or est["tile"]))
+    elif kind == "blocks":
+        lay = build_blocks(rows, cols, valid, (m, k), tuple(est["block"]), int(est["chunk"]))
     elif kind == "ell":
         lay = build_ell(rows, cols, valid, (m, k))
     else:
         lay = build_coo(rows, cols, valid, (m, k))
+    if lay.kind in STORES_ZEROS:
+        # The stored entries as COO (unique positions), for the product's non-finite fallback.
+        vslot = lay.slot[valid]
+        uslot, first = np.unique(vslot, return_index=True)
+        lay.arrays["u_rows"] = rows[valid][first].astype(np.int32)
+        lay.arrays["u_cols"] = cols[valid][first].astype(np.int32)
+        lay.arrays["u_slot"] = uslot.astype(np.int32 if lay.n_slots < 2**31 - 1 else np.int64)
     lay.perm = perm
     lay.estimate = {n: v for n, v in est.items() if n in LAYOUT_KINDS}
     return lay
