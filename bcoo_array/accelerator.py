@@ -99,6 +99,9 @@ class SparseOperator:
     __slots__ = ("values", "arrays", "perm", "inverse", "slot", "layout", "static", "shape",
                  "transposed", "lanes", "description")
 
+    # NumPy defers ``ndarray @ op`` to ``__rmatmul__`` (as for scipy.sparse's classes).
+    __array_ufunc__ = None
+
     def __init__(self, values, arrays: dict, perm, inverse, slot, *, layout: str, static: tuple,
                  shape: tuple[int, int], transposed: bool = False, lanes: bool = False, description: str = ""):
         self.values = values
@@ -179,11 +182,14 @@ class SparseOperator:
             x = jnp.asarray(x)
         return x
 
-    def permuted_matvec(self, x):
+    def permuted_matvec(self, x, *, checked: bool = True):
         """The product in the reordered space: ``B @ x`` for the stored ``B = A[perm][:, perm]``.
 
         What solvers iterate (``cg`` permutes ``b`` once and the solution
-        back once). Without a reordering it is ``self @ x``.
+        back once). Without a reordering it is ``self @ x``. ``checked=False``
+        skips the non-finite check of layouts that store zeros (a
+        ``lax.cond`` on the result, which ``lax.custom_linear_solve`` cannot
+        transpose): solvers iterate on finite vectors.
         """
         x = self._check(x)
         if self.layout == "bcoo":
@@ -193,6 +199,9 @@ class SparseOperator:
                 indices = idx[:, ::-1]
             return spmm_dense(data, indices, self.shape, x, rows_sorted=not self.transposed)
         dict_static = dict(self.static)
+        if not checked:
+            return accel.unchecked_product(self.layout, dict_static, self._stored_shape(), self.values, self.arrays,
+                                           x, lanes=self.lanes, transpose=self.transposed)
         return accel.product(self.layout, dict_static, self._stored_shape(), self.values, self.arrays, x,
                              lanes=self.lanes, transpose=self.transposed)
 
@@ -415,7 +424,7 @@ def _solver(name: str, op: SparseOperator, b, x0, kwargs: dict[str, Any]):
     bp = perm_in(b)
     x0p = None if x0 is None else perm_in(jnp.asarray(x0, dtype))
     solve = getattr(jsl, name)
-    xp_, info = solve(op.permuted_matvec, bp, x0=x0p, **kwargs)
+    xp_, info = solve(lambda v: op.permuted_matvec(v, checked=False), bp, x0=x0p, **kwargs)
     return perm_out(xp_), info
 
 

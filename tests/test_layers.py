@@ -50,7 +50,7 @@ LAYERS: dict[str, int] = {
     "_searching_functions": 5, "_set_functions": 5, "_sorting_functions": 5,
     "_statistical_functions": 5, "_utility_functions": 5, "_info": 5,
     # 6 extensions and beyond-the-standard functions
-    "linalg": 6, "fft": 6, "io": 6, "autodiff": 6, "_scipy_functions": 6,
+    "linalg": 6, "fft": 6, "io": 6, "autodiff": 6, "accelerator": 6, "_scipy_functions": 6,
     # 7 the namespace
     "bcoo_array": 7,
     # 8 on top (the three _numpy_* modules are being replaced by the _numpy package)

@@ -296,3 +296,9 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
 
     finite = jnp.all(jnp.isfinite(y))
     return jax.lax.cond(finite, lambda: y, sparse)
+
+
+def unchecked_product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, transpose: bool = False):
+    """``product`` without the non-finite check: a linear function of ``x`` that JAX can transpose inside
+    ``lax.custom_linear_solve`` (the solvers of ``bcoo_array.accelerator``)."""
+    return _kernel(kind, static, shape, values, arrays, x, lanes, transpose)
