@@ -237,8 +237,26 @@ def permute(x, perm, lanes: bool):
     return gather(x, perm, lanes)
 
 
+def panels_product(values, arrays, shape, x, transpose: bool = False):
+    """``A @ x`` (or ``A.T @ x``) in the ``panels`` layout: the Pallas kernel of ``.panels``.
+
+    The kernel takes right-hand sides as rows (``(n, k)``); ``A.T @ x`` is
+    its transpose rule's XLA formula (a gather and a segment sum per slot).
+    """
+    from .panels import panels_matmat, transpose_reference
+
+    xs = x[None] if x.ndim == 1 else x.T
+    if transpose:
+        y = transpose_reference(values, arrays["meta"], arrays["lcols"], xs, shape=shape)
+    else:
+        y = panels_matmat(values, arrays["meta"], arrays["lcols"], xs, shape=shape)
+    return y[0] if x.ndim == 1 else y.T
+
+
 def _kernel(kind, static, shape, values, arrays, x, lanes, transpose):
     m, k = shape
+    if kind == "panels":
+        return panels_product(values, arrays, shape, x, transpose)
     if transpose:
         if kind == "dense":
             dtype = jnp.result_type(values, x)

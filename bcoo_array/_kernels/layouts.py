@@ -24,6 +24,11 @@ rows, and dense reductions.
 * ``ell``: the same sliced ELL with scalar entries (``bm = bk = 1``), for
   patterns without dense tiles; the gather of ``x`` is a two-level lane
   gather on a TPU (``.accel.gather``).
+* ``panels``: 128-row blocks by 128-column panels as ``(8, 128)`` tiles,
+  rows on lanes, for the Pallas TPU kernel of ``.panels`` (``x`` and the
+  result resident in VMEM, an in-register lane gather per tile, no HBM
+  gather). Opt-in (``kind="panels"``) until measured on a TPU: see
+  ``AUTO_KINDS``.
 * ``coo``: the fallback, ``.coo.coo_matmat``.
 
 A reordering (reverse Cuthill-McKee, ``scipy.sparse.csgraph``: Cuthill &
@@ -51,6 +56,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from . import panels as _panels
+
 #: Tile shapes tried for the ``tiles`` layout: (bm, bk), bk a TPU lane row.
 TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128, 128))
 
@@ -62,7 +69,9 @@ TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128
 #: a vector-unit compare-select-add about 0.1 (3.9 T element ops/s). CPUs and
 #: GPUs gather at a few times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {
-    "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 0.3},
+    "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 0.3,
+            # A Pallas tile of .panels (1,024 slots): about 40 cycles of the vector unit, not yet measured.
+            "panel_tile": 10000.0},
     "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05},
     "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1},
 }
@@ -72,6 +81,10 @@ COSTS: dict[str, dict[str, float]] = {
 BLOCK_SHAPES: tuple[tuple[int, int], ...] = ((128, 128), (128, 256), (256, 256), (256, 512), (512, 512))
 CHUNK_SIZES: tuple[int, ...] = (8, 16, 32, 64, 128)
 
+#: Most slots per stored entry a ``panels`` layout may hold (its tiles are padded ELL
+#: groups: a random pattern puts about one entry in each 1,024-slot tile).
+PANELS_MAX_PADDING = 64
+
 #: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
 DENSE_MAX_ELEMENTS = 1 << 26
 
@@ -79,7 +92,12 @@ DENSE_MAX_ELEMENTS = 1 << 26
 #: width of this list (at most 50% padding between consecutive widths).
 _WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
-LAYOUT_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "coo")
+LAYOUT_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "coo")
+
+#: Layouts ``choose`` picks by itself. ``panels`` (the Pallas kernel) runs in
+#: interpret mode in the tests but has not yet been timed on a TPU, so its
+#: cost is reported by ``estimate`` and it is used only when asked for.
+AUTO_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "coo")
 
 #: Layouts that multiply explicit zeros at unstored positions (an ``inf`` or NaN
 #: of ``x`` there would give NaN where a sparse product gives 0): their products
@@ -323,6 +341,36 @@ def build_ell(rows, cols, valid, shape) -> Layout:
     return lay
 
 
+def build_panels(rows, cols, valid, shape) -> Layout:
+    """The ``panels`` layout (``.panels``): ``(8, 128)`` tiles of one row block and one column panel each.
+
+    Arrays: ``meta`` (2, T) int32, the row block and panel of each tile
+    (padding tiles repeat the last row block and hold no entry), ``lcols``
+    (T, 8, 128) int32, each slot's column within its panel (-1 for
+    padding). T is a whole number of the kernel's grid steps.
+    """
+    m, k = shape
+    r, c = rows[valid], cols[valid]
+    ukey, inv_entry = np.unique(r * k + c, return_inverse=True)
+    ur, uc = ukey // k, ukey % k
+    uslot, meta, n_tiles = _panels.tile_positions(ur, uc, (m, k))
+    T = _panels.pad_tiles(n_tiles)
+    unit = _panels.SUBLANES * _panels.LANES
+    meta_p = np.zeros((2, T), np.int32)
+    meta_p[:, :n_tiles] = meta
+    if n_tiles:
+        meta_p[0, n_tiles:] = meta[0, -1]
+    lcols = np.full(T * unit, -1, np.int32)
+    lcols[uslot] = uc % _panels.LANES
+    slot = np.full(len(rows), T * unit, np.int64)
+    slot[valid] = uslot[inv_entry]
+    lay = Layout("panels", (m, k), T * unit, slot)
+    lay.static = {"tiles": n_tiles}
+    lay.arrays["meta"] = meta_p
+    lay.arrays["lcols"] = lcols.reshape(T, _panels.SUBLANES, _panels.LANES)
+    return lay
+
+
 def build_dia(rows, cols, valid, shape, offsets=None) -> Layout:
     """Diagonal storage: ``values[d, i] = A[i, i + offsets[d]]``."""
     m, k = shape
@@ -412,6 +460,11 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str,
         out["dia"] = n_diag * m * s + vec
     if nnz == 0:
         return out
+    if backend == "tpu" and itemsize == 4 and _panels.fits((m, k)):
+        n_tiles = _panels.tile_count(r, c, (m, k))
+        out["panel_tiles"] = n_tiles
+        if n_tiles * _panels.SUBLANES * _panels.LANES <= PANELS_MAX_PADDING * nnz + 1024:
+            out["panels"] = n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + cost["panel_tile"]) + 2 * vec
     best = None
     for tile in TILE_SHAPES:
         bm, bk = tile
@@ -437,7 +490,8 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str,
             b_cost = units * per_chunk + -(-m // R) * cost["row_gather"] + vec
             if best is None or b_cost < best[0]:
                 best = (b_cost, block, chunk)
-    out["blocks"], out["block"], out["chunk"] = best
+    if best is not None:  # every block shape is far larger than a tiny matrix: no blocks layout
+        out["blocks"], out["block"], out["chunk"] = best
     return out
 
 
@@ -453,6 +507,25 @@ def _rcm(rows, cols, valid, n: int) -> np.ndarray | None:
     if np.array_equal(perm, np.arange(n)):
         return None
     return perm
+
+
+def _check_panels(rows, cols, valid, shape, itemsize: int) -> None:
+    """Refuse a ``panels`` layout that would not fit VMEM or would be mostly padding."""
+    m, k = shape
+    if itemsize != 4:
+        raise ValueError(f"layout='panels' holds 32-bit values (the Pallas kernel's (8, 128) tiles); this matrix "
+                         f"has {itemsize}-byte values: cast it with A.astype('float32') or pick another layout")
+    if not _panels.fits((m, k)):
+        raise ValueError(f"layout='panels' keeps x and A @ x in VMEM; a {m} x {k} matrix needs more than "
+                         f"{_panels.RESIDENT_MAX_ELEMENTS} resident elements: pick another layout (or None)")
+    r, c = rows[valid], cols[valid]
+    key = np.unique(r * k + c)
+    n_tiles = _panels.tile_count(key // k, key % k, (m, k))
+    slots = n_tiles * _panels.SUBLANES * _panels.LANES
+    if slots > PANELS_MAX_PADDING * len(key) + 1024:
+        raise ValueError(f"layout='panels' would store {slots} slots for {len(key)} entries (more than "
+                         f"{PANELS_MAX_PADDING} per entry: the pattern is too scattered for 128 x 128 panels); "
+                         f"pick another layout (or None)")
 
 
 def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = None,
@@ -495,10 +568,10 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     rows, cols, valid = _coo(indices, (m, k))
     est = estimate(rows, cols, valid, (m, k), itemsize, backend)
     if kind is None:
-        costs = {name: est[name] for name in LAYOUT_KINDS if name in est}
+        costs = {name: est[name] for name in AUTO_KINDS if name in est}
         kind = min(costs, key=costs.get)
     perm = None
-    if kind in ("tiles", "blocks", "ell") and m == k and m > 1 and reorder is not False and valid.any():
+    if kind in ("tiles", "blocks", "ell", "panels") and m == k and m > 1 and reorder is not False and valid.any():
         cand = _rcm(rows, cols, valid, m)
         if cand is not None:
             inv = np.empty(m, np.int64)
@@ -514,6 +587,8 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
             if reorder or after <= 0.75 * before:
                 perm, rows, cols, est = cand, prow, pcol, est_p
                 est["reordered_from"] = before
+    if kind == "panels":
+        _check_panels(rows, cols, valid, (m, k), itemsize)
     if kind == "tiles" and tile is None and "tile" not in est:
         tile = TILE_SHAPES[0]
     if kind == "dense":
@@ -523,9 +598,12 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     elif kind == "tiles":
         lay = build_tiles(rows, cols, valid, (m, k), tuple(tile or est["tile"]))
     elif kind == "blocks":
-        lay = build_blocks(rows, cols, valid, (m, k), tuple(est["block"]), int(est["chunk"]))
+        lay = build_blocks(rows, cols, valid, (m, k), tuple(est.get("block", BLOCK_SHAPES[0])),
+                           int(est.get("chunk", CHUNK_SIZES[0])))
     elif kind == "ell":
         lay = build_ell(rows, cols, valid, (m, k))
+    elif kind == "panels":
+        lay = build_panels(rows, cols, valid, (m, k))
     else:
         lay = build_coo(rows, cols, valid, (m, k))
     if lay.kind in STORES_ZEROS:

@@ -1,0 +1,322 @@
+"""The ``panels`` layout's product: a Pallas TPU kernel with ``x`` resident in VMEM.
+
+XLA's gathers on a TPU cost about 9 ns per index whatever their width
+(``.layouts.COSTS``), so every XLA formulation of an irregular product is
+bound by its gathers. This kernel has none in HBM: the whole of ``x`` and of
+the result stay in VMEM for the call, and each stored entry's element of
+``x`` is picked *inside a vector register* by a lane gather.
+
+Layout (built by ``.layouts.build_panels``): rows are cut into blocks of 128
+(one per lane of a vector register) and columns into panels of 128. The
+entries of one row block that fall in one column panel form a *group*; each
+row's entries in the group take the sublane slots 0, 1, 2, ... of consecutive
+``(8, 128)`` *tiles* (the group's ELL depth, rounded up to 8). A tile holds
+the values and the local columns (0-127, or -1 for padding) of up to 1,024
+entries, all in one row block and one column panel, row ``r`` of the block
+on lane ``r``. Tiles carry their row block and panel in a small table read
+from SMEM.
+
+Per tile the kernel loads the 128-lane row of ``x`` of its panel (an aligned
+8-row load and a sublane select), gathers each slot's element with one
+in-register lane gather, multiplies, sums the 8 sublanes (one lane per row)
+and adds the row into the resident result. Padding slots are masked, so an
+``inf`` or NaN of ``x`` meets no stored zero. Several right-hand sides (SpMM,
+or ``vmap`` over ``x``) reuse each loaded tile.
+
+The product is the primitive ``panels_matmat_p`` (``jax.extend.core``) with
+its own JVP (it is linear in the values and in ``x``), transpose (``A.T @ y``
+and the values' cotangent, in XLA from the tile table) and batching rule
+(a mapped ``x`` becomes more right-hand sides). Off a TPU the same kernel
+runs in Pallas interpret mode (how the tests check it on a CPU) and the XLA
+formula ``panels_reference`` is the portable path.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+#: Lanes of a vector register (rows of a row block, columns of a panel) and its sublanes (slots per tile).
+LANES = 128
+SUBLANES = 8
+
+#: Tiles one grid step processes (the block of the tile arrays the pipeline copies in).
+TILES_PER_STEP = 64
+
+#: VMEM the kernel may use (bytes): ``x`` and the result stay resident, twice (the pipeline's buffers).
+VMEM_LIMIT_BYTES = 96 << 20
+
+#: Largest ``x`` plus result (elements, per right-hand side times right-hand sides) the layout accepts.
+RESIDENT_MAX_ELEMENTS = 8 << 20
+
+
+def fits(shape, n_rhs: int = 1) -> bool:
+    """Whether ``x`` and ``A @ x`` of ``n_rhs`` columns stay resident in VMEM for a matrix of ``shape``."""
+    m, k = shape
+    nrp, ncp = _rows8(m), _rows8(k)
+    return (nrp + ncp) * LANES * max(n_rhs, 1) <= RESIDENT_MAX_ELEMENTS
+
+
+def _rows8(n: int) -> int:
+    """Rows of 128 lanes that hold ``n`` elements, rounded up to whole 8-row slabs."""
+    rows = -(-max(int(n), 1) // LANES)
+    return -(-rows // SUBLANES) * SUBLANES
+
+
+def _kernel(meta_ref, vals_ref, cols_ref, x_ref, o_ref, *, n_rhs: int, tiles: int):
+    @pl.when(pl.program_id(0) == 0)
+    def _():
+        o_ref[...] = jnp.zeros(o_ref.shape, o_ref.dtype)
+
+    sub = jax.lax.broadcasted_iota(jnp.int32, (SUBLANES, LANES), 0)
+    zero = jnp.zeros((), o_ref.dtype)
+
+    def tile(t, carry):
+        b = meta_ref[0, t]
+        p = meta_ref[1, t]
+        xbase = pl.multiple_of((p // SUBLANES) * SUBLANES, SUBLANES)
+        obase = pl.multiple_of((b // SUBLANES) * SUBLANES, SUBLANES)
+        c = cols_ref[t]
+        v = vals_ref[t]
+        ok = c >= 0
+        ci = jnp.maximum(c, 0)
+        xsel = sub == p % SUBLANES
+        osel = sub == b % SUBLANES
+        for j in range(n_rhs):
+            slab = x_ref[j, pl.ds(xbase, SUBLANES), :]
+            xrow = jnp.sum(jnp.where(xsel, slab, zero), axis=0, keepdims=True)
+            xb = jnp.broadcast_to(xrow, (SUBLANES, LANES))
+            g = jax.vmap(lambda a, i: a[i])(xb, ci)  # in-register lane gather (tpu.dynamic_gather)
+            s = jnp.sum(jnp.where(ok, v * g, zero), axis=0, keepdims=True)
+            o_ref[j, pl.ds(obase, SUBLANES), :] += jnp.where(osel, jnp.broadcast_to(s, (SUBLANES, LANES)), zero)
+        return carry
+
+    jax.lax.fori_loop(0, tiles, tile, 0)
+
+
+def _interpret() -> bool:
+    return jax.default_backend() != "tpu"
+
+
+def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None):
+    """``A @ x`` for ``x`` of shape ``(n_rhs, k)``: the Pallas kernel (interpret mode off a TPU).
+
+    ``values`` (T*1024,) the flat value buffer, ``meta`` (2, T) int32 row
+    block and panel of each tile, ``cols`` (T, 8, 128) int32 local columns
+    (-1 for padding); T a multiple of ``TILES_PER_STEP``. Returns
+    ``(n_rhs, m)``.
+    """
+    m, k = shape
+    n_rhs = x.shape[0]
+    dtype = jnp.result_type(values, x)
+    T = cols.shape[0]
+    steps = T // TILES_PER_STEP
+    nrp, ncp = _rows8(m), _rows8(k)
+    xs = jnp.pad(x.astype(dtype), ((0, 0), (0, ncp * LANES - k))).reshape(n_rhs, ncp, LANES)
+    vals = values.astype(dtype).reshape(T, SUBLANES, LANES)
+    tile_block = (TILES_PER_STEP, SUBLANES, LANES)
+    call = pl.pallas_call(
+        functools.partial(_kernel, n_rhs=n_rhs, tiles=TILES_PER_STEP),
+        out_shape=jax.ShapeDtypeStruct((n_rhs, nrp, LANES), dtype),
+        grid=(steps,),
+        in_specs=[
+            pl.BlockSpec((2, TILES_PER_STEP), lambda i: (0, i), memory_space=pltpu.SMEM),
+            pl.BlockSpec(tile_block, lambda i: (i, 0, 0)),
+            pl.BlockSpec(tile_block, lambda i: (i, 0, 0)),
+            pl.BlockSpec((n_rhs, ncp, LANES), lambda i: (0, 0, 0)),
+        ],
+        out_specs=pl.BlockSpec((n_rhs, nrp, LANES), lambda i: (0, 0, 0)),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
+                                             vmem_limit_bytes=VMEM_LIMIT_BYTES),
+        interpret=_interpret() if interpret is None else interpret,
+    )
+    out = call(meta, vals, cols, xs)
+    return out.reshape(n_rhs, nrp * LANES)[:, :m]
+
+
+def _entries(meta, cols):
+    """Row, column and validity of every slot of the tiles (XLA)."""
+    T = cols.shape[0]
+    lane = jnp.arange(LANES, dtype=jnp.int32)
+    rows = jnp.broadcast_to(meta[0][:, None, None] * LANES + lane, (T, SUBLANES, LANES))
+    ok = cols >= 0
+    colg = meta[1][:, None, None] * LANES + jnp.maximum(cols, 0)
+    return rows.reshape(-1), colg.reshape(-1), ok.reshape(-1)
+
+
+def panels_reference(values, meta, cols, x, *, shape):
+    """``A @ x`` (``x`` of shape ``(n_rhs, k)``) from the tile table in XLA: a gather and a segment sum."""
+    m, k = shape
+    dtype = jnp.result_type(values, x)
+    rows, colg, ok = _entries(meta, cols)
+    xg = jnp.take(x.astype(dtype), jnp.minimum(colg, k - 1), axis=1)  # (n_rhs, slots)
+    prod = jnp.where(ok, values.astype(dtype) * xg, jnp.zeros((), dtype))
+    return jax.vmap(lambda p: jax.ops.segment_sum(p, jnp.minimum(rows, m), num_segments=m + 1)[:m])(prod)
+
+
+def transpose_reference(values, meta, cols, y, *, shape):
+    """``A.T @ y`` (``y`` of shape ``(n_rhs, m)``) from the tile table in XLA."""
+    m, k = shape
+    dtype = jnp.result_type(values, y)
+    rows, colg, ok = _entries(meta, cols)
+    yg = jnp.take(y.astype(dtype), jnp.minimum(rows, m - 1), axis=1)
+    prod = jnp.where(ok & (rows < m), values.astype(dtype) * yg, jnp.zeros((), dtype))
+    return jax.vmap(lambda p: jax.ops.segment_sum(p, colg, num_segments=k + 1)[:k])(prod)
+
+
+# --- the primitive --------------------------------------------------------------------------------------
+
+panels_matmat_p = Primitive("bcoo_array_panels_matmat")
+
+
+def panels_matmat(values, meta, cols, x, *, shape, use_kernel: bool = True):
+    """``A @ x.T``-free SpMM: ``x`` (n_rhs, k) to ``(n_rhs, m)`` in the ``panels`` layout.
+
+    ``use_kernel=False`` takes the XLA formula (``panels_reference``).
+    Differentiable in ``values`` and ``x``, batchable over both.
+    """
+    return panels_matmat_p.bind(values, meta, cols, x, shape=tuple(shape), use_kernel=bool(use_kernel))
+
+
+def _impl(values, meta, cols, x, *, shape, use_kernel):
+    if use_kernel:
+        return panels_kernel(values, meta, cols, x, shape=shape)
+    return panels_reference(values, meta, cols, x, shape=shape)
+
+
+panels_matmat_p.def_impl(_impl)
+
+
+@panels_matmat_p.def_abstract_eval
+def _abstract(values, meta, cols, x, *, shape, use_kernel):
+    dtype = jnp.result_type(values.dtype, x.dtype)
+    return jax.core.ShapedArray((x.shape[0], shape[0]), dtype)
+
+
+mlir.register_lowering(panels_matmat_p, mlir.lower_fun(_impl, multiple_results=False))
+
+
+def _jvp(primals, tangents, *, shape, use_kernel):
+    values, meta, cols, x = primals
+    dv, _, _, dx = tangents
+    y = panels_matmat_p.bind(values, meta, cols, x, shape=shape, use_kernel=use_kernel)
+    dy = None
+    if type(dv) is not ad.Zero:
+        dy = panels_matmat_p.bind(dv, meta, cols, x, shape=shape, use_kernel=use_kernel)
+    if type(dx) is not ad.Zero:
+        t = panels_matmat_p.bind(values, meta, cols, dx, shape=shape, use_kernel=use_kernel)
+        dy = t if dy is None else dy + t
+    if dy is None:
+        dy = ad.Zero.from_primal_value(y)
+    return y, dy
+
+
+ad.primitive_jvps[panels_matmat_p] = _jvp
+
+
+def _transpose(ct, values, meta, cols, x, *, shape, use_kernel):
+    if type(ct) is ad.Zero:
+        return None, None, None, None
+    if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
+        raise ValueError("the panels product is bilinear: transpose it in the values or in x, not both")
+    if ad.is_undefined_primal(x):
+        return None, None, None, transpose_reference(values, meta, cols, ct, shape=shape).astype(x.aval.dtype)
+    m, k = shape
+    rows, colg, ok = _entries(meta, cols)
+    xg = jnp.take(x, jnp.minimum(colg, k - 1), axis=1)
+    yg = jnp.take(ct, jnp.minimum(rows, m - 1), axis=1)
+    dv = jnp.where(ok & (rows < m), jnp.sum(xg * yg, axis=0), 0)
+    return dv.astype(values.aval.dtype), None, None, None
+
+
+ad.primitive_transposes[panels_matmat_p] = _transpose
+
+
+def _batch(args, dims, *, shape, use_kernel):
+    values, meta, cols, x = args
+    dv, dm, dc, dx = dims
+    if dm is not None or dc is not None:
+        raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
+    if dv is not None:  # mapped values: one product per value set (a loop of the kernel)
+        values = jnp.moveaxis(values, dv, 0)
+        if dx is not None:
+            x = jnp.moveaxis(x, dx, 0)
+            out = jax.lax.map(lambda a: panels_matmat(a[0], meta, cols, a[1], shape=shape, use_kernel=use_kernel),
+                              (values, x))
+        else:
+            out = jax.lax.map(lambda v: panels_matmat(v, meta, cols, x, shape=shape, use_kernel=use_kernel), values)
+        return out, 0
+    x = jnp.moveaxis(x, dx, 0)  # (B, n_rhs, k): every mapped column is one more right-hand side
+    B, n = x.shape[0], x.shape[1]
+    y = panels_matmat(values, meta, cols, x.reshape(B * n, x.shape[2]), shape=shape, use_kernel=use_kernel)
+    return y.reshape(B, n, shape[0]), 0
+
+
+batching.primitive_batchers[panels_matmat_p] = _batch
+
+
+def pad_tiles(n_tiles: int) -> int:
+    """Tiles a layout of ``n_tiles`` stores: a whole number of grid steps (at least one)."""
+    return max(1, -(-n_tiles // TILES_PER_STEP)) * TILES_PER_STEP
+
+
+def tile_positions(rows: np.ndarray, cols: np.ndarray, shape) -> tuple[np.ndarray, np.ndarray, int]:
+    """Host: each unique entry's slot in the tile buffer, the tile table and the tile count.
+
+    ``rows``/``cols`` are unique positions sorted by row then column.
+    Returns ``(slot, meta, n_tiles)``: ``slot`` (nnz,) into the flat buffer
+    of ``n_tiles * 1024`` values, ``meta`` (2, n_tiles) the row block and
+    panel of each tile.
+    """
+    m, k = shape
+    ncp = -(-k // LANES)
+    rb, lane, pb = rows // LANES, rows % LANES, cols // LANES
+    group = rb * ncp + pb
+    order = np.lexsort((cols, lane, group))
+    g, ln = group[order], lane[order]
+    n = len(g)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros((2, 0), np.int32), 0
+    run_key = g * LANES + ln
+    new_run = np.concatenate([[True], run_key[1:] != run_key[:-1]])
+    run_start = np.maximum.accumulate(np.where(new_run, np.arange(n), 0))
+    depth = np.arange(n) - run_start  # slot depth of each entry within its row's run
+    new_group = np.concatenate([[True], g[1:] != g[:-1]])
+    gid = np.cumsum(new_group) - 1
+    ug = g[new_group]
+    group_depth = np.zeros(len(ug), np.int64)
+    np.maximum.at(group_depth, gid, depth + 1)
+    group_tiles = -(-group_depth // SUBLANES)
+    tile_start = np.concatenate([[0], np.cumsum(group_tiles)])
+    n_tiles = int(tile_start[-1])
+    tile = tile_start[gid] + depth // SUBLANES
+    slot_sorted = tile * (SUBLANES * LANES) + (depth % SUBLANES) * LANES + ln
+    slot = np.empty(n, np.int64)
+    slot[order] = slot_sorted
+    meta = np.empty((2, n_tiles), np.int32)
+    tg = np.repeat(np.arange(len(ug)), group_tiles)
+    meta[0] = ug[tg] // ncp
+    meta[1] = ug[tg] % ncp
+    return slot, meta, n_tiles
+
+
+def tile_count(rows: np.ndarray, cols: np.ndarray, shape) -> int:
+    """Host: tiles the ``panels`` layout of these unique positions needs (the cost model's count)."""
+    m, k = shape
+    if len(rows) == 0:
+        return 0
+    ncp = -(-k // LANES)
+    group = (rows // LANES) * ncp + cols // LANES
+    run = group * LANES + rows % LANES
+    ukey, counts = np.unique(run, return_counts=True)
+    ug, gid = np.unique(ukey // LANES, return_inverse=True)
+    depth = np.zeros(len(ug), np.int64)
+    np.maximum.at(depth, gid, counts)
+    return int((-(-depth // SUBLANES)).sum())
