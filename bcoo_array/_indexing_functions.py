@@ -952,7 +952,7 @@ def _selected_entries(m, idx, shape, sets):
             mask[sel] = True
             hit = m.asarray(mask)[m.minimum(col, shape[ax])]
         else:  # a long axis: membership by binary search
-            srt = np.unique(sel)
+            srt = host.unique_ints(sel)
             pos = m.minimum(m.searchsorted(m.asarray(srt), col), srt.size - 1)
             hit = m.asarray(srt)[pos] == col
         inside = hit if inside is None else inside & hit

@@ -125,3 +125,30 @@ def to_device(x: np.ndarray, *, owned: bool = False) -> jax.Array:
     # closing over the array): the buffer is concrete, and a tracer cached on an array would escape its trace.
     with jax.ensure_compile_time_eval():
         return jax.device_put(x)
+
+
+def unique_ints(a) -> np.ndarray:
+    """The sorted unique values of an integer array (flattened): ``np.unique(a)``, by a sort.
+
+    NumPy 2.3+ answers a plain ``np.unique`` with a hash table that is
+    pathologically slow on large or already sorted integer keys (measured
+    with NumPy 2.4: 12 s for 10^7 random int64 keys, 12 s for sorted ones,
+    against 0.13 s for a sort and a mask); index work on the host goes
+    through this instead.
+
+    Parameters
+    ----------
+    a : array_like of integers
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D, sorted, of ``a``'s dtype.
+    """
+    s = np.sort(np.asarray(a).ravel())
+    if s.size < 2:
+        return s
+    keep = np.empty(s.size, bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]

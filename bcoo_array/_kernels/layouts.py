@@ -57,6 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import panels as _panels
+from .host import unique_ints
 
 #: Tile shapes tried for the ``tiles`` layout: (bm, bk), bk a TPU lane row.
 TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128, 128))
@@ -218,7 +219,7 @@ def _sliced_ell(block_rows: np.ndarray, block_cols: np.ndarray, n_block_rows: in
         rows_sorted = nonempty[by]
         cls_sorted = cls[by]
         groups = []
-        for w in np.unique(cls_sorted)[::-1]:
+        for w in unique_ints(cls_sorted)[::-1]:
             groups.append((rows_sorted[cls_sorted == w], int(w)))
     buckets = []
     unit_slot = np.empty(total, np.int64)
@@ -249,7 +250,7 @@ def _sliced_ell(block_rows: np.ndarray, block_cols: np.ndarray, n_block_rows: in
 def _tile_count(rows: np.ndarray, cols: np.ndarray, tile: tuple[int, int], k: int) -> int:
     bm, bk = tile
     nkb = -(-k // bk)
-    return int(np.unique((rows // bm) * nkb + cols // bk).size)
+    return int(unique_ints((rows // bm) * nkb + cols // bk).size)
 
 
 def build_tiles(rows, cols, valid, shape, tile) -> Layout:
@@ -377,7 +378,7 @@ def build_dia(rows, cols, valid, shape, offsets=None) -> Layout:
     r, c = rows[valid], cols[valid]
     off = c - r
     if offsets is None:
-        offsets = np.unique(off)
+        offsets = unique_ints(off)
     offsets = np.asarray(offsets, np.int64)
     d = np.searchsorted(offsets, off)
     slot = np.full(len(rows), len(offsets) * m, np.int64)
@@ -421,13 +422,40 @@ def _padded_units(block_rows: np.ndarray, n_block_rows: int) -> int:
     return int(_width_class(counts[counts > 0]).sum())
 
 
-def _block_chunks(r, c, block, chunk, k):
-    """Block row of each chunk of the ``blocks`` layout (entries of a block cut into chunks of ``chunk``)."""
-    R, P = block
-    ncp = -(-k // P)
-    bkey, counts = np.unique((r // R) * ncp + c // P, return_counts=True)
-    n_chunks = -(-counts // chunk)
-    return np.repeat(bkey // ncp, n_chunks)
+def _unique_sorted(key: np.ndarray) -> np.ndarray:
+    """``unique_ints(key)``, skipping the sort when ``key`` is already strictly increasing (canonical input)."""
+    if len(key) < 2 or bool(np.all(key[1:] > key[:-1])):
+        return key
+    return unique_ints(key)
+
+
+def _coarsen(keys: np.ndarray, counts: np.ndarray, ncols: int, row_div: int, col_div: int):
+    """Merge the blocks ``keys = row * ncols + col`` (with entry ``counts``) into blocks ``row_div`` x ``col_div``
+    times larger: the new keys (row-major in the coarse grid), their counts and the coarse column count."""
+    ncols2 = -(-ncols // col_div)
+    k2 = (keys // ncols // row_div) * ncols2 + (keys % ncols) // col_div
+    order = np.argsort(k2, kind="stable")
+    k2s = k2[order]
+    first = np.concatenate([[True], k2s[1:] != k2s[:-1]]) if len(k2s) else np.zeros(0, bool)
+    starts = np.flatnonzero(first)
+    return k2s[starts], np.add.reduceat(counts[order], starts) if len(starts) else counts[:0], ncols2
+
+
+def _block_counts(r, c, k):
+    """Entries per ``(R, P)`` block for every shape of ``BLOCK_SHAPES`` (one pass over the entries, then
+    merges of the smaller blocks): ``{(R, P): (keys, counts, n_block_cols)}``."""
+    out = {}
+    R0, P0 = BLOCK_SHAPES[0]
+    ncp = -(-k // P0)
+    keys, counts = np.unique((r // R0) * ncp + c // P0, return_counts=True)
+    prev = (R0, P0)
+    out[prev] = (keys, counts, ncp)
+    for R, P in BLOCK_SHAPES[1:]:
+        pr, pp = prev
+        keys, counts, ncp = _coarsen(keys, counts, ncp, R // pr, P // pp)
+        out[(R, P)] = (keys, counts, ncp)
+        prev = (R, P)
+    return out
 
 
 def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str, Any]:
@@ -436,13 +464,16 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str,
     Returns a dict ``{kind: cost}`` for the layouts that apply, plus
     ``"tile"`` (the cheapest tile shape), ``"block"`` and ``"chunk"`` (the
     cheapest block shape and chunk size) and ``"dia_offsets"`` (the number
-    of diagonals).
+    of diagonals). When the diagonal layout stores next to no padding, no
+    other layout can move fewer bytes and the block layouts are not priced.
+    Tile and block counts of the larger shapes come from merging the
+    smallest shape's (one pass over the entries).
     """
     m, k = shape
     s = itemsize
     r, c = rows[valid], cols[valid]
     if len(r):
-        key = np.unique(r * k + c)  # unique positions: duplicates share a slot
+        key = _unique_sorted(r * k + c)  # unique positions: duplicates share a slot
         r, c = key // k, key % k
     nnz = len(r)
     cost = _costs(backend)
@@ -454,37 +485,44 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str,
     out["ell"] = ell_units * (s + 4 + ell_gather) + vec
     if m * k <= DENSE_MAX_ELEMENTS:
         out["dense"] = m * k * s + vec
-    n_diag = int(np.unique(c - r).size) if nnz else 0
+    n_diag = int(unique_ints(c - r).size) if nnz else 0
     out["dia_offsets"] = n_diag
     if n_diag and n_diag * m <= 4 * nnz + m:
         out["dia"] = n_diag * m * s + vec
     if nnz == 0:
         return out
+    if "dia" in out and n_diag * m <= 1.05 * nnz + 2 * n_diag * n_diag:
+        return out  # every other layout stores the nnz values and more: dia wins (a stencil, a band)
     if backend == "tpu" and itemsize == 4 and _panels.fits((m, k)):
         n_tiles = _panels.tile_count(r, c, (m, k))
         out["panel_tiles"] = n_tiles
         if n_tiles * _panels.SUBLANES * _panels.LANES <= PANELS_MAX_PADDING * nnz + 1024:
             out["panels"] = n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + cost["panel_tile"]) + 2 * vec
     best = None
+    tkeys, tcols, prev_bm = None, 0, None
     for tile in TILE_SHAPES:
         bm, bk = tile
-        nkb = -(-k // bk)
-        tkey = np.unique((r // bm) * nkb + c // bk)
-        if len(tkey) * bm * bk > 32 * nnz + bm * bk:  # tiles far emptier than the entries: skip
+        if tkeys is None or bk != TILE_SHAPES[0][1] or bm % prev_bm:
+            tcols = -(-k // bk)
+            tkeys = unique_ints((r // bm) * tcols + c // bk)
+        else:  # merge the previous (smaller) tiles' keys: no pass over the entries
+            tkeys = unique_ints((tkeys // tcols // (bm // prev_bm)) * tcols + tkeys % tcols)
+        prev_bm = bm
+        if len(tkeys) * bm * bk > 32 * nnz + bm * bk:  # tiles far emptier than the entries: skip
             continue
-        units = _padded_units(tkey // nkb, -(-m // bm))
+        units = _padded_units(tkeys // tcols, -(-m // bm))
         t_cost = units * (bm * bk * s + cost["row_gather"]) + -(-m // bm) * cost["row_gather"] + vec
         if best is None or t_cost < best[0]:
             best = (t_cost, tile)
     if best is not None:
         out["tiles"], out["tile"] = best
     best = None
-    for block in BLOCK_SHAPES:
+    for block, (bkeys, bcounts, ncp) in _block_counts(r, c, k).items():
         R, P = block
         if R > 2 * m and P > 2 * k:
             continue
         for chunk in CHUNK_SIZES:
-            chunk_rows = _block_chunks(r, c, block, chunk, k)
+            chunk_rows = np.repeat(bkeys // ncp, -(-bcounts // chunk))
             units = _padded_units(chunk_rows, -(-m // R))
             per_chunk = cost["row_gather"] + P * s + chunk * (s + 8) + chunk * (P + R) * cost["vector_op"]
             b_cost = units * per_chunk + -(-m // R) * cost["row_gather"] + vec
@@ -519,7 +557,7 @@ def _check_panels(rows, cols, valid, shape, itemsize: int) -> None:
         raise ValueError(f"layout='panels' keeps x and A @ x in VMEM; a {m} x {k} matrix needs more than "
                          f"{_panels.RESIDENT_MAX_ELEMENTS} resident elements: pick another layout (or None)")
     r, c = rows[valid], cols[valid]
-    key = np.unique(r * k + c)
+    key = unique_ints(r * k + c)
     n_tiles = _panels.tile_count(key // k, key % k, (m, k))
     slots = n_tiles * _panels.SUBLANES * _panels.LANES
     if slots > PANELS_MAX_PADDING * len(key) + 1024:

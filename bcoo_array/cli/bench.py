@@ -194,10 +194,12 @@ def _random_csr(m: int, n: int, nnz: int, seed: int):
     if nnz > total:
         raise ValueError(f"nnz={nnz} exceeds the {m} x {n} = {total} positions")
     # Draw with replacement, then top up until nnz distinct positions are reached.
-    keys = np.unique(rng.integers(0, total, size=nnz, dtype=np.int64))
+    from .._kernels.host import unique_ints  # NumPy 2.x's hash-based np.unique is slow on 10^7 keys
+
+    keys = unique_ints(rng.integers(0, total, size=nnz, dtype=np.int64))
     while keys.size < nnz:
         extra = rng.integers(0, total, size=nnz - keys.size, dtype=np.int64)
-        keys = np.unique(np.concatenate([keys, extra]))
+        keys = unique_ints(np.concatenate([keys, extra]))
     vals = rng.standard_normal(nnz)
     A = sp.csr_array((vals, (keys // n, keys % n)), shape=(m, n))
     A.sum_duplicates()
