@@ -79,8 +79,10 @@ def _random(n: int, nnz: int, seed: int = 0):
     import numpy as np
     import scipy.sparse as sp
 
+    from bcoo_array._kernels.host import unique_ints  # NumPy 2.x's np.unique is slow on 10^7 keys
+
     rng = np.random.default_rng(seed)
-    keys = np.unique(rng.integers(0, n * n, size=int(nnz * 1.02), dtype=np.int64))[:nnz]
+    keys = unique_ints(rng.integers(0, n * n, size=int(nnz * 1.02), dtype=np.int64))[:nnz]
     A = sp.csr_array((rng.standard_normal(len(keys)), (keys // n, keys % n)), shape=(n, n))
     A.sum_duplicates()
     return A
@@ -118,8 +120,12 @@ def _err(y, ref) -> float:
     return float(np.abs(y - ref).max() / scale)
 
 
-def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: list) -> None:
-    """Time SpMV, SpMM and A.T @ x of scipy matrix ``S`` for every library; append result rows."""
+def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: list, forced=()) -> None:
+    """Time SpMV, SpMM and A.T @ x of scipy matrix ``S`` for every library; append result rows.
+
+    ``forced`` names layouts timed beside the chosen one (``bcoo_array[kind]``
+    rows); a layout that refuses the matrix is reported and skipped.
+    """
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -139,6 +145,16 @@ def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: lis
     prep = time.perf_counter() - t0
     print(f"\n## {name}: {m} x {k}, nnz {nnz}; layout: {op.description} (prepared in {prep * 1e3:.0f} ms, "
           f"{op.nbytes / 2**20:.1f} MiB)", flush=True)
+    extra = {}
+    for kind in forced:
+        try:
+            t0 = time.perf_counter()
+            extra[kind] = accelerator.prepare(xp.from_scipy(S), device=dev, layout=kind)
+            jax.block_until_ready(extra[kind].values)
+            print(f"  forced layout {extra[kind].description} (prepared in {(time.perf_counter() - t0) * 1e3:.0f} ms, "
+                  f"{extra[kind].nbytes / 2**20:.1f} MiB)", flush=True)
+        except ValueError as e:
+            print(f"  forced layout {kind}: {e}", flush=True)
     A = jax.device_put(xp.from_scipy(S), dev)
     jb = jax.device_put(jsparse.BCOO.from_scipy_sparse(S), dev)
     jr = jax.device_put(jsparse.BCSR.from_scipy_sparse(S), dev)
@@ -165,6 +181,7 @@ def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: lis
         xd = jax.device_put(jnp.asarray(x), dev)
         f = mmT if cols == "T" else mm
         cases = {"bcoo_array": (f, op), "bcoo_array jit(A)": (f, A), "jax BCOO": (f, jb), "jax BCSR": (f, jr)}
+        cases.update({f"bcoo_array[{kind}]": (f, o) for kind, o in extra.items()})
         if dense is not None:
             cases["dense"] = (mmT_dense if cols == "T" else mm_dense, dense)
         times, errs = {}, {}
@@ -181,7 +198,8 @@ def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: lis
             gbs = nbytes / t / 1e9
             row = {"matrix": name, "op": label, "lib": lib, "ms": t * 1e3, "GB/s": gbs, "pct_bw": 100 * gbs / bw,
                    "vs_jax_bcoo": (base / t) if base else None, "err": errs[lib],
-                   "layout": op.description if lib == "bcoo_array" else ""}
+                   "layout": op.description if lib == "bcoo_array" else (
+                       extra[lib[11:-1]].description if lib.startswith("bcoo_array[") else "")}
             rows.append(row)
             print(f"  {label:22s} {lib:18s} {t * 1e3:9.3f} ms {gbs:8.2f} GB/s {row['pct_bw']:6.2f}% bw  "
                   f"x{row['vs_jax_bcoo'] or 0:7.1f} vs jax BCOO  err {errs[lib]:.1e}", flush=True)
@@ -212,7 +230,8 @@ def bench_cg(n: int, dev, iters: int, bw: float, rows: list) -> None:
     for lib, t in (("bcoo_array", t_ours), ("jax BCOO", t_theirs)):
         rows.append({"matrix": f"poisson {n}^2", "op": label, "lib": lib, "ms": t * 1e3, "GB/s": None,
                      "pct_bw": None, "vs_jax_bcoo": t_theirs / t, "err": err if lib == "bcoo_array" else 0.0,
-                     "layout": op.description if lib == "bcoo_array" else ""})
+                     "layout": op.description if lib == "bcoo_array" else (
+                       extra[lib[11:-1]].description if lib.startswith("bcoo_array[") else "")})
     print(f"\n## {label}: bcoo_array {t_ours * 1e3:.1f} ms ({op.description}), jax BCOO {t_theirs * 1e3:.1f} ms: "
           f"x{t_theirs / t_ours:.1f}; solutions differ by {err:.1e} (relative)", flush=True)
 
@@ -283,6 +302,7 @@ def main(argv=None) -> None:
     p.add_argument("--spmm", default="16,128", help="SpMM column counts ('' for none)")
     p.add_argument("--cg", default="512", help="Poisson grid size K for the CG row ('' for none)")
     p.add_argument("--cg-iters", type=int, default=200)
+    p.add_argument("--layouts", default="", help="layouts timed beside the chosen one, e.g. 'panels,ell'")
     p.add_argument("--first-call", action="store_true")
     p.add_argument("--out", default=None, help="write the markdown table here")
     p.add_argument("--json", default=None, help="write the rows as JSON here")
@@ -308,7 +328,8 @@ def main(argv=None) -> None:
         cases.append((f"random {n:.0e}, nnz {nnz:.0e}", lambda: _random(n, nnz)))
     for name, load in cases:
         try:
-            bench_matrix(name, load(), dev, args.repeat, spmm_cols, bw, rows)
+            bench_matrix(name, load(), dev, args.repeat, spmm_cols, bw, rows,
+                         forced=[v for v in args.layouts.split(",") if v])
         except Exception:  # one case failing must not lose the others' rows
             traceback.print_exc()
     if args.cg:

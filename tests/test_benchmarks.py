@@ -75,8 +75,9 @@ class Recipe:
 RECIPES: dict[str, Recipe] = {
     # a 64 x 64 matrix file and a Poisson 16^2, one product per library, a 10-iteration CG
     "accelerator.py": Recipe(lambda tmp: [str(_tiny_matrix(tmp)), "--poisson", "16", "--random", "",
-                                          "--repeat", "1", "--spmm", "4", "--cg", "8", "--cg-iters", "10"],
-                             "CG 10 it, poisson 8^2"),
+                                          "--repeat", "1", "--spmm", "4", "--cg", "8", "--cg-iters", "10",
+                                          "--layouts", "panels,ell"],
+                             "bcoo_array[panels]"),
     # one probe, one warm call (two fresh processes)
     "eager_first_call.py": Recipe(lambda tmp: ["exp", "--repeat", "1"], "| `xp.exp(A)` |"),
     # a 256 x 256 Poisson matrix, one round of one call
