@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -515,3 +516,42 @@ def test_array_closed_over_in_a_traced_loop_keeps_no_tracer(x64):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.strip().endswith("ok")
+
+
+def _largest_intermediate(jaxpr) -> int:
+    """The most elements any equation of ``jaxpr`` (nested jaxprs included) produces."""
+    most = 0
+    for eqn in jaxpr.eqns:
+        for v in eqn.outvars:
+            most = max(most, int(np.prod(getattr(v.aval, "shape", ()))))
+        for param in eqn.params.values():
+            inner = getattr(param, "jaxpr", param)
+            if hasattr(inner, "eqns"):
+                most = max(most, _largest_intermediate(inner))
+    return most
+
+
+_BROADCAST_PRODUCTS = {
+    "multiply-row": (lambda A, d: A.multiply(d[None, :]), lambda D, d: D.sum(0)),
+    "multiply-col": (lambda A, d: A.multiply(d[:, None]), lambda D, d: D.sum(1)),
+    "times-row": (lambda A, d: A * d[None, :], lambda D, d: D.sum(0)),
+    "times-reciprocal-col": (lambda A, d: A * (1 / d)[:, None], lambda D, d: -(D / d[:, None] ** 2).sum(1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BROADCAST_PRODUCTS))
+def test_grad_of_a_product_with_a_broadcast_vector_stays_sparse(name):
+    # issue 29, item 8: the transpose of a broadcast-then-gather scatter-added into an n x n buffer
+    # (17 GB for delaunay_n16); the gradient must cost O(nse + n).
+    make, want = _BROADCAST_PRODUCTS[name]
+    n = 4096
+    rng = np.random.default_rng(0)
+    S = sp.random_array((n, n), density=0.0005, rng=rng, format="coo").astype(np.float32)
+    A = xp.from_scipy(S)
+    d = jnp.asarray(rng.uniform(1.0, 2.0, n).astype(np.float32))
+    f = lambda d: jnp.sum(make(A, d).data)  # noqa: E731
+    jaxpr = jax.make_jaxpr(jax.grad(f))(d).jaxpr
+    assert _largest_intermediate(jaxpr) < n * n // 16
+    got = np.asarray(jax.grad(f)(d))
+    np.testing.assert_allclose(got, want(S.toarray().astype(np.float64), np.asarray(d, np.float64)),
+                               rtol=1e-4, atol=1e-4)

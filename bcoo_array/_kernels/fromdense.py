@@ -96,18 +96,31 @@ def gather(x, indices, shape, n_batch: int, n_dense: int):
 
 @partial(jax.jit, static_argnames=("shape", "n_batch", "n_dense"))
 def _gather(x, indices, shape, n_batch: int, n_dense: int):
+    # x is never broadcast along its sparse or dense dimensions: a dimension of size 1 is read at index 0.
+    # (Broadcasting first costs nothing forward, since XLA fuses it into the gather, but the transpose
+    # scatter-adds into the broadcast shape: grad of A * d[None, :] would build an n x n buffer.)
+    ndim = len(shape)
+    x = jnp.reshape(x, (1,) * (ndim - jnp.ndim(x)) + jnp.shape(x))
     batch = tuple(shape[:n_batch])
     B = prod(batch)
-    xb = jnp.broadcast_to(x, shape).reshape((B,) + tuple(shape[n_batch:]))
+    xb = jnp.broadcast_to(x, batch + x.shape[n_batch:]).reshape((B,) + x.shape[n_batch:])
     ib = jnp.broadcast_to(indices, batch + indices.shape[n_batch:]).reshape((B,) + indices.shape[n_batch:])
+    n_sparse = indices.shape[-1]
+    sparse_shape = tuple(shape[n_batch:n_batch + n_sparse])
+    dense_shape = tuple(shape[n_batch + n_sparse:])
 
     def one(xv, i):
-        where = tuple(i[:, j] for j in range(i.shape[1]))
-        if not where:
-            return jnp.broadcast_to(xv, (i.shape[0],) + xv.shape)
-        if any(s == 0 for s in xv.shape[:i.shape[1]]):  # every index is padding; XLA rejects the gather
-            return jnp.zeros((i.shape[0],) + xv.shape[i.shape[1]:], xv.dtype)
-        return xv.at[where].get(mode="fill", fill_value=0)
+        if n_sparse == 0:
+            return jnp.broadcast_to(xv, (i.shape[0],) + dense_shape)
+        if any(s == 0 for s in sparse_shape):  # every index is padding; XLA rejects the gather
+            return jnp.zeros((i.shape[0],) + dense_shape, xv.dtype)
+        where = tuple(i[:, j] if xv.shape[j] != 1 else jnp.zeros_like(i[:, j]) for j in range(n_sparse))
+        got = xv.at[where].get(mode="fill", fill_value=0)
+        read_at_zero = [j for j in range(n_sparse) if xv.shape[j] == 1 and sparse_shape[j] != 1]
+        if read_at_zero:  # padding (an index out of range) reads 0, as the fill-mode gather does
+            ok = jnp.all(jnp.stack([(i[:, j] >= 0) & (i[:, j] < sparse_shape[j]) for j in read_at_zero]), axis=0)
+            got = jnp.where(ok.reshape(ok.shape + (1,) * (got.ndim - 1)), got, jnp.zeros((), got.dtype))
+        return jnp.broadcast_to(got, (i.shape[0],) + dense_shape)
 
     out = jax.vmap(one)(xb, ib)
     return out.reshape(batch + out.shape[1:])
