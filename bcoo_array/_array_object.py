@@ -663,8 +663,12 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         the result is a fresh writable array (scipy writes into its dense
         inputs, e.g. ``csgraph.laplacian``); ``copy=False`` returns the
         densified buffer itself, read-only.
+
+        An array with no sparse dimension (a result in *dense layout*, such
+        as ``A - A.mean(axis=0)``, which stores every entry) converts without
+        the opt-in: the NumPy array costs no more memory than it holds.
         """
-        if not _auto_densify():
+        if not _auto_densify() and self.n_batch + self.n_dense != self.ndim:
             raise RuntimeError(DENSIFY_REFUSED)
         dense = self.todense()
         if copy is False:

@@ -368,3 +368,18 @@ def test_dlpack_follows_the_densify_rule(monkeypatch):
     np.testing.assert_array_equal(np.from_dlpack(A), dense)
     with pytest.raises(BufferError, match="copy"):
         A.__dlpack__(copy=False)
+
+
+def test_a_dense_layout_result_converts_with_numpy_asarray(monkeypatch):
+    # issue 29, item 10: the array-API guide says np.asarray(result) works on a result in dense layout
+    # (it stores every entry, so the conversion allocates nothing it does not already hold).
+    import bcoo_array as xp
+
+    monkeypatch.delenv("BCOO_ARRAY_AUTO_DENSIFY", raising=False)
+    D = np.array([[1.0, 0.0, 2.0], [0.0, -3.0, 0.5]], np.float32)
+    A = xp.asarray(D)
+    centred = A - xp.mean(A, axis=0)
+    assert centred.n_batch + centred.n_dense == centred.ndim  # dense layout
+    np.testing.assert_allclose(np.asarray(centred), D - D.mean(0), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="would densify"):
+        np.asarray(A)  # a sparse layout still needs the opt-in
