@@ -116,7 +116,9 @@ def load_npz(file, *, drop_zeros: bool = False) -> BCOOArray:
 
     1-D and 2-D files in any format scipy writes (coo, csr, csc, bsr,
     dia), and n-D (3-D and more) coo files (scipy >= 1.15's ``coords``
-    layout).
+    layout). Files written by pydata-sparse's ``sparse.save_npz`` (COO and
+    GCXS, any ndim) load with their fill value; pydata-sparse itself is not
+    needed.
 
     Parameters
     ----------
@@ -128,22 +130,67 @@ def load_npz(file, *, drop_zeros: bool = False) -> BCOOArray:
     -------
     BCOOArray
         The stored shape, dtype and entries (duplicates kept as stored
-        entries, which sum); fill value 0, every dimension sparse
-        (``n_batch = n_dense = 0``).
+        entries, which sum); fill value 0 (a pydata-sparse file's own fill
+        value), every dimension sparse (``n_batch = n_dense = 0``).
 
     Raises
     ------
     ValueError
-        If the file is not a scipy sparse ``.npz`` (scipy's message), or its
-        dtype needs x64 and x64 is off.
+        If the file is not a scipy or pydata-sparse ``.npz`` (scipy's
+        message), or its dtype needs x64 and x64 is off.
     """
     import scipy.sparse as sp
 
-
+    with np.load(file, allow_pickle=False) as npz:
+        if "fill_value" in npz.files:  # pydata-sparse's save_npz (scipy never writes a fill value)
+            return _from_pydata_npz(npz, drop_zeros=drop_zeros)
+    if hasattr(file, "seek"):
+        file.seek(0)
     mat = sp.load_npz(file)
     if isinstance(mat, sp.spmatrix):  # a file saved from a matrix: the data, not the semantics, is loaded
         mat = getattr(sp, f"{mat.format}_array")(mat)
     return from_scipy(mat, drop_zeros=drop_zeros)
+
+
+def _from_pydata_npz(npz, *, drop_zeros: bool) -> BCOOArray:
+    """The BCOOArray of a pydata-sparse ``.npz`` (format ``coo`` or ``gcxs``), read with NumPy alone.
+
+    GCXS stores the array reshaped to 2-D with its ``compressed_axes`` first
+    (rows) and the other axes in order (columns), compressed by row (CSR):
+    each entry's row and column are unravelled over those axes and put back
+    in the array's axis order.
+    """
+    from ._shapes import index_dtype_for
+
+    fmt = str(npz["format"])
+    shape = tuple(int(s) for s in npz["shape"])
+    data = np.asarray(npz["data"])
+    if fmt == "coo":
+        coords = np.asarray(npz["coords"], np.int64).reshape(len(shape), -1)
+    elif fmt == "gcxs":
+        compressed = tuple(int(a) for a in np.atleast_1d(npz["compressed_axes"]))
+        order = compressed + tuple(a for a in range(len(shape)) if a not in compressed)
+        reordered = tuple(shape[a] for a in order)
+        n_cols = int(np.prod(reordered[len(compressed):], dtype=np.int64))
+        indptr = np.asarray(npz["indptr"], np.int64)
+        rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+        linear = rows * n_cols + np.asarray(npz["indices"], np.int64)
+        unravelled = np.unravel_index(linear, reordered) if data.size else [np.zeros(0, np.int64)] * len(shape)
+        coords = np.empty((len(shape), data.size), np.int64)
+        for pos, axis in enumerate(order):
+            coords[axis] = unravelled[pos]
+    else:
+        raise ValueError(f"file holds a pydata-sparse array of format {fmt!r}; load_npz reads 'coo' and 'gcxs' "
+                         f"(save it with sparse.save_npz(f, arr.asformat('coo')))")
+    dt = _dtypes.canonicalize_dtype(data.dtype, argname="the file's dtype")
+    fill = np.asarray(npz["fill_value"]).astype(dt)[()]
+    if drop_zeros:
+        keep = data != 0
+        coords, data = coords[:, keep], data[keep]
+    idx = coords.T.astype(index_dtype_for(shape)) if coords.size else np.zeros((data.size, len(shape)),
+                                                                              index_dtype_for(shape))
+    return BCOOArray._from_buffers(np.array(data, dtype=dt), np.ascontiguousarray(idx), shape, n_batch=0,
+                                   n_dense=0, fill_value=fill, indices_sorted=False, unique_indices=False)
 
 
 @routed

@@ -223,3 +223,18 @@ def test_mmwrite_compresses_to_the_name_given(tmp_path):
     assert_same(xp.mmread(str(tmp_path / "s.mtx.gz")).to_scipy(), S)
     xp.mmwrite(tmp_path / "plain", A)  # other names are scipy's: ".mtx" appended, not compressed
     assert (tmp_path / "plain.mtx").read_text().startswith("%%MatrixMarket")
+
+
+@pytest.mark.parametrize("fill", [0.0, 2.5])
+@pytest.mark.parametrize("layout", ["coo", "gcxs-0", "gcxs-0-2", "gcxs-1"])
+def test_load_npz_reads_pydata_sparse_files_with_their_fill_value(tmp_path, layout, fill):
+    # issue 29, item 10: scipy's load_npz refuses pydata's n-D files and would drop their fill value.
+    sparse = pytest.importorskip("sparse")
+    s = sparse.random((3, 4, 5), density=0.3, random_state=0, fill_value=fill).astype(np.float32)
+    if layout != "coo":
+        s = sparse.GCXS(s, compressed_axes=[int(a) for a in layout.split("-")[1:]])
+    path = tmp_path / "a.npz"
+    sparse.save_npz(path, s)
+    A = xp.load_npz(path)
+    assert A.shape == (3, 4, 5) and A.dtype == np.float32 and A.fill_value == np.float32(fill)
+    np.testing.assert_array_equal(np.asarray(A.todense()), s.todense())
