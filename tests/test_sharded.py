@@ -44,6 +44,7 @@ CHECKS = [
     "batch_partition_and_two_axis_mesh",
     "errors",
     "jit_with_shardings_and_cg",
+    "eager_grad_through_a_sharded_product",
     "explicit_mesh_conversions",
     "real_matrices",
     "zero_d_results_keep_their_device",
@@ -216,7 +217,7 @@ def test_two_process_spmv_and_cg(tmp_path):
                 p.kill()
                 p.wait()
     for p, log in zip(procs, logs):
-        assert p.returncode == 0, log[-4000:]
+        assert p.returncode == 0, log[-3000:] if "Traceback" not in log else log[log.index("Traceback"):][:3000]
     res = [np.load(o) for o in outs]
     for r in res:
         assert int(r["n_devices"]) == 8 and int(r["n_local"]) == 4
@@ -225,5 +226,14 @@ def test_two_process_spmv_and_cg(tmp_path):
         assert np.abs(r["sol"] - r["sol1"]).max() <= 1e-10 * np.abs(r["sol1"]).max()
     np.testing.assert_array_equal(res[0]["y"], res[1]["y"])
     np.testing.assert_array_equal(res[0]["sol"], res[1]["sol"])
+    # eigsh: both processes iterate from one start vector and agree with scipy (issue 29, item 9)
+    import scipy.io
+    from scipy.sparse.linalg import eigsh
+
+    M = scipy.io.mmread(MATRICES / "494_bus.mtx").tocsr().astype(np.float64)
+    want = np.sort(eigsh(M, k=3, which="LM", tol=1e-10, return_eigenvectors=False))
+    for r in res:
+        np.testing.assert_allclose(np.sort(r["evals"]), want, rtol=1e-8)
+    np.testing.assert_array_equal(res[0]["evals"], res[1]["evals"])
     # each process stores about half of the matrix
     assert abs(int(res[0]["local_bytes"]) - int(res[1]["local_bytes"])) <= 0.2 * int(res[0]["local_bytes"])

@@ -18,6 +18,7 @@ the products on the mesh, and asks to gather for shift-invert (a host LU).
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 import bcoo_array as xp
@@ -174,8 +175,29 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
             "bcoo_array.linalg.eigsh(A, k, sigma=...) factorizes A - sigma*M with SuperLU on the host, which "
             "needs the whole matrix: gather first, bcoo_array.linalg.eigsh(bcoo_array.sharded.unshard(A), k, "
             "sigma=sigma) (unshard M too), or pass OPinv, an operator applying (A - sigma*M)^-1")
+    if v0 is None and jax.process_count() > 1:
+        v0 = _common_start_vector(A, rng)
     return run_eigsh(A, k, M, sigma, which, v0, ncv, maxiter, tol, return_eigenvectors, Minv, OPinv, mode, rng,
                      A_csc=None, name="bcoo_array.linalg.eigsh")
+
+
+def _common_start_vector(A, rng):
+    """ARPACK's random start vector, one for every process: process 0's draw, broadcast.
+
+    ARPACK runs on the host of every process of a ``jax.distributed`` run and
+    the products run on the mesh, so the processes must iterate on the same
+    vectors; each would otherwise draw its own start vector and the first
+    product would receive different operands (JAX refuses them). Uniform on
+    ``[-1, 1)`` as ARPACK's own (scipy's ``rng`` when given).
+    """
+    from jax.experimental import multihost_utils
+
+    n = A.shape[0]
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    v0 = gen.uniform(-1.0, 1.0, n)
+    if np.dtype(A.dtype).kind == "c":
+        v0 = v0 + 1j * gen.uniform(-1.0, 1.0, n)
+    return np.asarray(multihost_utils.broadcast_one_to_all(v0), dtype=v0.dtype)
 
 
 _NAMES = {

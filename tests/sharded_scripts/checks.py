@@ -425,4 +425,20 @@ def zero_d_results_keep_their_device():
     assert float(v) == 4.0
 
 
+
+@check
+def eager_grad_through_a_sharded_product():
+    """jax.grad, eager and under jit, of a loss through A @ x on the default (Explicit) mesh (issue 29, item 9)."""
+    S = rand_matrix(64, 64, 0.1, 21)
+    mesh = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
+    x_np = np.linspace(-1.0, 1.0, 64)
+    want = 2 * S.T @ (S @ x_np)
+    with jax.set_mesh(mesh):
+        A = shard(xp.from_scipy(S), mesh, P("x", None))
+        loss = lambda v: jnp.sum((A @ v) ** 2)  # noqa: E731
+        for x in (jnp.asarray(x_np), jax.device_put(x_np, NamedSharding(mesh, P("x")))):
+            close(jax.grad(loss)(x), want)
+            close(jax.jit(jax.grad(loss))(x), want)
+
+
 run_checks(OUT)

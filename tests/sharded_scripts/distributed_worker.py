@@ -4,8 +4,9 @@ Usage: distributed_worker.py PORT PROCESS_ID NUM_PROCESSES LOCAL_DEVICES MATRIX 
 
 Joins a loopback CPU cluster with jax.distributed, shards the matrix by row
 blocks over every device of every process, and saves (on each process) the
-distributed SpMV, the distributed CG solution and the same computations done
-on this process alone with an unsharded BCOOArray.
+distributed SpMV, the distributed CG solution, the distributed eigsh (ARPACK on
+every process, products on the mesh) and the same computations done on this
+process alone with an unsharded BCOOArray.
 """
 
 import sys
@@ -39,6 +40,8 @@ y = jax.jit(lambda A, v: A(v), in_shardings=(A.sharding, rep), out_shardings=rep
 sol, _ = jax.jit(lambda A, b: cg(A, b, tol=1e-10, maxiter=200), in_shardings=(A.sharding, rep),
                  out_shardings=rep)(A, x)
 local_bytes = sum(v for v in A.stored_bytes_per_device().values())
+# ARPACK on every process with the products on the mesh: the processes must start from one vector.
+evals, evecs = xp.linalg.eigsh(A, k=3, which="LM", tol=1e-10)
 
 # The same on this process alone (one device, unsharded BCOOArray).
 dev = jax.local_devices()[0]
@@ -47,5 +50,5 @@ x1 = jax.device_put(x_np, dev)
 y1 = A1 @ x1  # a jax.Array (the mixed-type rule)
 sol1, _ = jax.jit(lambda b: cg(lambda v: A1 @ v, b, tol=1e-10, maxiter=200))(x1)
 np.savez(out, y=process_local_result(y), sol=process_local_result(sol), y1=np.asarray(y1), sol1=np.asarray(sol1),
-         n_devices=len(jax.devices()), n_local=len(jax.local_devices()), local_bytes=local_bytes)
+         evals=np.asarray(evals), evecs=np.asarray(evecs), n_devices=len(jax.devices()), n_local=len(jax.local_devices()), local_bytes=local_bytes)
 jax.distributed.shutdown()
