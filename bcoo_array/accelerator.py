@@ -9,7 +9,9 @@ concrete (``bcoo_array._kernels.layouts``): diagonal storage for stencils
 and banded matrices, dense ``(bm, 128)`` tiles for block-structured ones
 (after a reverse Cuthill-McKee reordering where that packs tiles fuller),
 sliced ELL for the rest, dense storage for small matrices, and the BCOO
-buffers with the native kernels on a CPU.
+buffers with the native kernels on a CPU. ``layout="panels"`` (opt-in until
+timed on a TPU) feeds a Pallas TPU kernel that keeps ``x`` in VMEM
+(``bcoo_array._kernels.panels``). The guide: ``docs/guides/accelerators.md``.
 
 ```python
 import jax

@@ -293,6 +293,28 @@ def markdown(rows: list, bw: float, device: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def choose_only(args, backend: str) -> None:
+    """Time ``layouts.choose`` (what ``prepare`` runs on the host) for each case; print the chosen layout."""
+    import numpy as np
+    import scipy.io
+    import scipy.sparse as sp
+
+    from bcoo_array._kernels import layouts
+
+    cases = [(_find(n).name.split(".")[0], lambda n=n: sp.csr_array(scipy.io.mmread(_find(n)))) for n in args.matrices]
+    cases += [(f"poisson {kk}^2", lambda kk=kk: _poisson(kk)) for kk in [int(c) for c in args.poisson.split(",") if c]]
+    if args.random:
+        n, nnz = (int(float(v)) for v in args.random.split(":"))
+        cases.append((f"random {n:.0e}, nnz {nnz:.0e}", lambda: _random(n, nnz)))
+    print(f"| matrix | nnz | layout for {backend} | choose (s) |\n|---|---|---|---|")
+    for name, load in cases:
+        S = sp.coo_array(load())
+        idx = np.stack([S.row, S.col], 1)
+        t0 = time.perf_counter()
+        lay = layouts.choose(idx, S.shape, 4, backend)
+        print(f"| {name} | {S.nnz} | {lay.describe()} | {time.perf_counter() - t0:.2f} |", flush=True)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("matrices", nargs="*", default=list(DEFAULT_MATRICES))
@@ -304,6 +326,8 @@ def main(argv=None) -> None:
     p.add_argument("--cg-iters", type=int, default=200)
     p.add_argument("--layouts", default="", help="layouts timed beside the chosen one, e.g. 'panels,ell'")
     p.add_argument("--first-call", action="store_true")
+    p.add_argument("--choose-only", default=None, metavar="BACKEND",
+                   help="only time the host-side layout choice (layouts.choose) for BACKEND (e.g. tpu), on any machine")
     p.add_argument("--out", default=None, help="write the markdown table here")
     p.add_argument("--json", default=None, help="write the rows as JSON here")
     args = p.parse_args(argv)
@@ -312,6 +336,9 @@ def main(argv=None) -> None:
     import scipy.io
     import scipy.sparse as sp
 
+    if args.choose_only:
+        choose_only(args, args.choose_only)
+        return
     dev = jax.devices()[0]
     bw = streamed_bandwidth()
     print(f"device {dev.device_kind} ({dev.platform}); streamed bandwidth {bw:.0f} GB/s", flush=True)

@@ -31,6 +31,7 @@ import jax
 import pytest
 
 import bcoo_array
+import bcoo_array.accelerator
 import bcoo_array.sharded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ GUIDES = sorted((DOCS / "guides").glob("*.md"))
 def public_names() -> set[str]:
     """Every name the API reference must document, as a dotted path."""
     names = {f"bcoo_array.{n}" for n in bcoo_array.__all__} | {"bcoo_array.sharded"}
-    for mod in (bcoo_array.linalg, bcoo_array.fft, bcoo_array.autodiff, bcoo_array.sharded):
+    for mod in (bcoo_array.linalg, bcoo_array.fft, bcoo_array.autodiff, bcoo_array.sharded, bcoo_array.accelerator):
         names |= {f"{mod.__name__}.{n}" for n in mod.__all__}
     names |= {f"bcoo_array.BCOOArray.{n}" for n in dir(bcoo_array.BCOOArray) if not n.startswith("_")}
     return names
