@@ -16,6 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bcoo_array as xp
 from bcoo_array import accelerator
@@ -181,3 +183,41 @@ def test_prepare_errors():
         op @ np.ones(3, np.float32)
     with pytest.raises(ValueError, match="nse"):
         op.with_data(jnp.ones(3))
+
+
+@st.composite
+def _patterns(draw):
+    """A random 2-D pattern: shape, entries (duplicates and padding included), values."""
+    m = draw(st.integers(1, 300))
+    k = draw(st.integers(1, 300))
+    nse = draw(st.integers(0, min(600, m * k + 20)))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    rows, cols = rng.integers(0, m, nse), rng.integers(0, k, nse)
+    q = nse // 4
+    if q and draw(st.booleans()):  # a few duplicates
+        rows[:q], cols[:q] = rows[-q:], cols[-q:]
+    data = rng.standard_normal(nse).astype(np.float32)
+    return (m, k), rows, cols, data
+
+
+@settings(max_examples=12, deadline=None)
+@given(case=_patterns(), layout=st.sampled_from(("dense", "dia", "tiles", "blocks", "ell", "panels", "coo")))
+def test_every_layout_on_random_patterns(case, layout):
+    # Hypothesis for breadth: odd shapes, empty rows and columns, duplicates (they add up), with
+    # padding entries (index == shape) that every layout must drop.
+    shape, rows, cols, data = case
+    S = sp.coo_array((data.astype(np.float64), (rows, cols)), shape=shape)
+    pad = np.array([[shape[0], shape[1]]] * 3, np.int32)
+    idx = np.concatenate([np.stack([rows, cols], 1).astype(np.int32), pad])
+    A = xp.BCOOArray((jnp.asarray(np.concatenate([data, np.ones(3, np.float32)])), jnp.asarray(idx)), shape=shape)
+    if layout == "dia" and len(set((cols - rows).tolist())) * shape[0] > 4 * max(len(rows), 1) + shape[0]:
+        layout = "ell"  # diagonal storage of a scattered pattern would be mostly padding (allowed, slow)
+    op = accelerator.prepare(A, layout=layout)
+    D = S.toarray()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape[1]).astype(np.float32)
+    y = rng.standard_normal(shape[0]).astype(np.float32)
+    tol = 1e-5 * max(1.0, np.abs(D).sum(1).max(initial=0), np.abs(D).sum(0).max(initial=0))
+    np.testing.assert_allclose(np.asarray(op @ x), D @ x, atol=tol)
+    np.testing.assert_allclose(np.asarray(op.T @ y), D.T @ y, atol=tol)
