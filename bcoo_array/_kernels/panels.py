@@ -56,6 +56,9 @@ VMEM_LIMIT_BYTES = 96 << 20
 #: Largest ``x`` plus result (elements, per right-hand side times right-hand sides) the layout accepts.
 RESIDENT_MAX_ELEMENTS = 8 << 20
 
+#: Right-hand sides one kernel call takes (its tile loop is unrolled over them); more run in groups.
+RHS_PER_CALL = 8
+
 
 def fits(shape, n_rhs: int = 1) -> bool:
     """Whether ``x`` and ``A @ x`` of ``n_rhs`` columns stay resident in VMEM for a matrix of ``shape``."""
@@ -115,10 +118,14 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
     """
     m, k = shape
     n_rhs = x.shape[0]
+    nrp, ncp = _rows8(m), _rows8(k)
+    group = max(1, min(RHS_PER_CALL, RESIDENT_MAX_ELEMENTS // ((nrp + ncp) * LANES)))
+    if n_rhs > group:  # VMEM holds x and the result of a few right-hand sides at a time
+        return jnp.concatenate([panels_kernel(values, meta, cols, x[i:i + group], shape=shape, interpret=interpret)
+                                for i in range(0, n_rhs, group)], axis=0)
     dtype = jnp.result_type(values, x)
     T = cols.shape[0]
     steps = T // TILES_PER_STEP
-    nrp, ncp = _rows8(m), _rows8(k)
     xs = jnp.pad(x.astype(dtype), ((0, 0), (0, ncp * LANES - k))).reshape(n_rhs, ncp, LANES)
     vals = values.astype(dtype).reshape(T, SUBLANES, LANES)
     tile_block = (TILES_PER_STEP, SUBLANES, LANES)
@@ -177,7 +184,7 @@ panels_matmat_p = Primitive("bcoo_array_panels_matmat")
 
 
 def panels_matmat(values, meta, cols, x, *, shape, use_kernel: bool = True):
-    """``A @ x.T``-free SpMM: ``x`` (n_rhs, k) to ``(n_rhs, m)`` in the ``panels`` layout.
+    """``(A @ x.T).T`` in the ``panels`` layout: ``x`` of shape ``(n_rhs, k)`` to ``(n_rhs, m)``.
 
     ``use_kernel=False`` takes the XLA formula (``panels_reference``).
     Differentiable in ``values`` and ``x``, batchable over both.
@@ -214,7 +221,7 @@ def _jvp(primals, tangents, *, shape, use_kernel):
         t = panels_matmat_p.bind(values, meta, cols, dx, shape=shape, use_kernel=use_kernel)
         dy = t if dy is None else dy + t
     if dy is None:
-        dy = ad.Zero.from_primal_value(y)
+        dy = jnp.zeros_like(y)  # only the integer tables carried tangents (float0): the product does not move
     return y, dy
 
 
