@@ -152,8 +152,46 @@ def _message(report: pytest.TestReport) -> str:
     return str(report.longrepr).strip().splitlines()[-1] if report.longrepr else ""
 
 
+def recorder_path(config: pytest.Config, path: str | None) -> str | None:
+    """Where this pytest process writes its records: ``path``, or ``path.gwN`` in a pytest-xdist worker.
+
+    Under pytest-xdist every worker collects and runs its share of the cases
+    and the controller collects nothing, so the workers record (each in its
+    own file, read back together by ``read_records``) and the controller
+    records nothing (one file shared by several processes interleaved and
+    truncated its lines).
+    """
+    if not path:
+        return None
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return f"{path}.{workerinput['workerid']}"
+    if getattr(config.option, "dist", "no") != "no" and getattr(config.option, "numprocesses", None):
+        return None
+    return path
+
+
+def read_records(path) -> list[dict]:
+    """The JSON lines of ``path`` and of its per-worker files ``path.gw*`` (a partial last line skipped)."""
+    from pathlib import Path
+
+    path = Path(path)
+    rows: list[dict] = []
+    for f in [path, *sorted(path.parent.glob(path.name + ".gw*"))]:
+        try:
+            text = f.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue  # a line being written
+    return rows
+
+
 def configure(config: pytest.Config) -> None:
-    path = config.getoption("--bcoo-results")
+    path = recorder_path(config, config.getoption("--bcoo-results"))
     if path:
         rec = Recorder(path)
         config._bcoo_recorder = rec  # type: ignore[attr-defined]

@@ -147,13 +147,10 @@ def run(suite: str, work: Path, *, auto_densify: bool = True, x64: bool = True, 
 
 
 def read_results(results: Path) -> list[dict]:
-    if not results.is_file():
-        return []
-    rows = []
-    for line in results.read_text().splitlines():
-        if line.strip():
-            rows.append(json.loads(line))
-    return rows
+    """The plugin's records (one file, or one per pytest-xdist worker)."""
+    from _xp_plugin_common import read_records
+
+    return read_records(results)
 
 
 def count(rows: list[dict], namespaces=NAMESPACES) -> dict[str, Counter]:

@@ -63,7 +63,7 @@ import os
 import pytest
 
 import array_api_extra._lib._backends as _backends
-from _xp_plugin_common import Recorder  # copied beside this plugin by _xpx_suite
+from _xp_plugin_common import Recorder, recorder_path  # copied beside this plugin by _xpx_suite
 
 _Original = _backends.Backend
 if "BCOO_ARRAY" not in _Original.__members__:
@@ -193,7 +193,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    path = config.getoption("--xpx-results")
+    path = recorder_path(config, config.getoption("--xpx-results"))
     if path:
         rec = Recorder(path, label=lambda item: _backend_id(lib) if (lib := _backend_of(item)) is not None else "-")
         config._xpx_recorder = rec  # type: ignore[attr-defined]

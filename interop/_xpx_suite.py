@@ -240,18 +240,11 @@ def build_env(
 
 
 def read_results(results: Path) -> list[dict]:
-    """The plugin's JSON lines (a partial file of a running suite is fine)."""
-    rows = []
-    try:
-        text = results.read_text()
-    except OSError:
-        return rows
-    for line in text.splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue  # a line being written
-    return rows
+    """The plugin's JSON lines, one file or one per pytest-xdist worker (a partial file of a running suite is
+    fine)."""
+    from _xp_plugin_common import read_records
+
+    return read_records(results)
 
 
 def count(rows: list[dict], backends: tuple[str, ...] | list[str] = BACKENDS) -> dict[str, Counter]:
