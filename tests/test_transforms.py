@@ -555,3 +555,16 @@ def test_grad_of_a_product_with_a_broadcast_vector_stays_sparse(name):
     got = np.asarray(jax.grad(f)(d))
     np.testing.assert_allclose(got, want(S.toarray().astype(np.float64), np.asarray(d, np.float64)),
                                rtol=1e-4, atol=1e-4)
+
+
+def test_gather_of_a_broadcast_operand_reads_padding_as_zero():
+    # The gather behind A * d reads size-1 dimensions of d at index 0 (no broadcast); padding
+    # entries (an index equal to the dimension) still read 0, also along dimensions of size 1.
+    from bcoo_array._kernels.fromdense import gather
+
+    idx = np.array([[0, 0], [0, 2], [1, 0], [0, 3]], np.int32)  # the last two are padding of a (1, 3) array
+    for d, want in (([[1.0, 2.0, 3.0]], [1.0, 3.0, 0.0, 0.0]), ([5.0], [5.0, 5.0, 0.0, 0.0]),
+                    ([[7.0]], [7.0, 7.0, 0.0, 0.0])):
+        np.testing.assert_array_equal(np.asarray(gather(jnp.asarray(d, jnp.float32), idx, (1, 3), 0, 0)), want)
+        np.testing.assert_array_equal(np.asarray(jax.jit(gather, static_argnums=(2, 3, 4))(
+            jnp.asarray(d, jnp.float32), jnp.asarray(idx), (1, 3), 0, 0)), want)

@@ -114,9 +114,9 @@ def _gather(x, indices, shape, n_batch: int, n_dense: int):
             return jnp.broadcast_to(xv, (i.shape[0],) + dense_shape)
         if any(s == 0 for s in sparse_shape):  # every index is padding; XLA rejects the gather
             return jnp.zeros((i.shape[0],) + dense_shape, xv.dtype)
-        where = tuple(i[:, j] if xv.shape[j] != 1 else jnp.zeros_like(i[:, j]) for j in range(n_sparse))
-        got = xv.at[where].get(mode="fill", fill_value=0)
         read_at_zero = [j for j in range(n_sparse) if xv.shape[j] == 1 and sparse_shape[j] != 1]
+        where = tuple(jnp.zeros_like(i[:, j]) if j in read_at_zero else i[:, j] for j in range(n_sparse))
+        got = xv.at[where].get(mode="fill", fill_value=0)
         if read_at_zero:  # padding (an index out of range) reads 0, as the fill-mode gather does
             ok = jnp.all(jnp.stack([(i[:, j] >= 0) & (i[:, j] < sparse_shape[j]) for j in read_at_zero]), axis=0)
             got = jnp.where(ok.reshape(ok.shape + (1,) * (got.ndim - 1)), got, jnp.zeros((), got.dtype))
