@@ -25,7 +25,8 @@ or ``vmap`` over ``x``) reuse each loaded tile.
 
 The product is the primitive ``panels_matmat_p`` (``jax.extend.core``) with
 its own JVP (it is linear in the values and in ``x``), transpose (``A.T @ y``
-and the values' cotangent, in XLA from the tile table) and batching rule
+and the values' cotangent, in XLA from the tile table: a row gather of ``y``
+per tile, as a tile's lanes are consecutive rows) and batching rule
 (a mapped ``x`` becomes more right-hand sides). Off a TPU the same kernel
 runs in Pallas interpret mode (how the tests check it on a CPU) and the XLA
 formula ``panels_reference`` is the portable path.
@@ -148,34 +149,62 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
     return out.reshape(n_rhs, nrp * LANES)[:, :m]
 
 
-def _entries(meta, cols):
-    """Row, column and validity of every slot of the tiles (XLA)."""
-    T = cols.shape[0]
-    lane = jnp.arange(LANES, dtype=jnp.int32)
-    rows = jnp.broadcast_to(meta[0][:, None, None] * LANES + lane, (T, SUBLANES, LANES))
+def _row_blocks(y, m: int):
+    """``y`` (n_rhs, m) as rows of 128 lanes, ``(n_rhs, rows, 128)``, zero-padded."""
+    nrb = -(-max(m, 1) // LANES)
+    return jnp.pad(y, ((0, 0), (0, nrb * LANES - m))).reshape(y.shape[0], nrb, LANES)
+
+
+def _columns(meta, cols, k: int):
+    """Each slot's global column (clipped into range) and whether it holds an entry."""
     ok = cols >= 0
     colg = meta[1][:, None, None] * LANES + jnp.maximum(cols, 0)
-    return rows.reshape(-1), colg.reshape(-1), ok.reshape(-1)
+    return jnp.minimum(colg, k - 1), ok
 
 
 def panels_reference(values, meta, cols, x, *, shape):
-    """``A @ x`` (``x`` of shape ``(n_rhs, k)``) from the tile table in XLA: a gather and a segment sum."""
+    """``A @ x`` (``x`` of shape ``(n_rhs, k)``) from the tile table in XLA.
+
+    One element gather of ``x`` per slot; the rows need no scatter: a tile's
+    lanes are consecutive rows, so its 8 sublanes are summed and whole
+    128-lane rows are added per row block (a segment sum of rows).
+    """
     m, k = shape
     dtype = jnp.result_type(values, x)
-    rows, colg, ok = _entries(meta, cols)
-    xg = jnp.take(x.astype(dtype), jnp.minimum(colg, k - 1), axis=1)  # (n_rhs, slots)
-    prod = jnp.where(ok, values.astype(dtype) * xg, jnp.zeros((), dtype))
-    return jax.vmap(lambda p: jax.ops.segment_sum(p, jnp.minimum(rows, m), num_segments=m + 1)[:m])(prod)
+    T = cols.shape[0]
+    colg, ok = _columns(meta, cols, k)
+    vals = values.astype(dtype).reshape(T, SUBLANES, LANES)
+    xg = jnp.take(x.astype(dtype), colg.reshape(-1), axis=1).reshape((x.shape[0], T, SUBLANES, LANES))
+    per_tile = jnp.sum(jnp.where(ok, vals * xg, jnp.zeros((), dtype)), axis=2)  # (n_rhs, T, 128)
+    nrb = -(-max(m, 1) // LANES)
+    out = jax.vmap(lambda t: jax.ops.segment_sum(t, meta[0], num_segments=nrb))(per_tile)
+    return out.reshape(x.shape[0], nrb * LANES)[:, :m]
 
 
 def transpose_reference(values, meta, cols, y, *, shape):
-    """``A.T @ y`` (``y`` of shape ``(n_rhs, m)``) from the tile table in XLA."""
+    """``A.T @ y`` (``y`` of shape ``(n_rhs, m)``) from the tile table in XLA.
+
+    ``y`` is read one 128-lane row per tile (a row gather: a tile's lanes are
+    consecutive rows) and scattered to each slot's column (a segment sum).
+    """
     m, k = shape
     dtype = jnp.result_type(values, y)
-    rows, colg, ok = _entries(meta, cols)
-    yg = jnp.take(y.astype(dtype), jnp.minimum(rows, m - 1), axis=1)
-    prod = jnp.where(ok & (rows < m), values.astype(dtype) * yg, jnp.zeros((), dtype))
-    return jax.vmap(lambda p: jax.ops.segment_sum(p, colg, num_segments=k + 1)[:k])(prod)
+    T = cols.shape[0]
+    colg, ok = _columns(meta, cols, k)
+    yrows = jnp.take(_row_blocks(y.astype(dtype), m), meta[0], axis=1)  # (n_rhs, T, 128)
+    prod = jnp.where(ok, values.astype(dtype).reshape(T, SUBLANES, LANES) * yrows[:, :, None, :],
+                     jnp.zeros((), dtype))
+    return jax.vmap(lambda p: jax.ops.segment_sum(p.reshape(-1), colg.reshape(-1), num_segments=k))(prod)
+
+
+def values_cotangent(meta, cols, x, ct, *, shape):
+    """The cotangent of the flat values: ``ct[row] * x[col]`` summed over right-hand sides, 0 on padding."""
+    m, k = shape
+    T = cols.shape[0]
+    colg, ok = _columns(meta, cols, k)
+    xg = jnp.take(x, colg.reshape(-1), axis=1).reshape((x.shape[0], T, SUBLANES, LANES))
+    yrows = jnp.take(_row_blocks(ct, m), meta[0], axis=1)[:, :, None, :]  # (n_rhs, T, 1, 128)
+    return jnp.where(ok, jnp.sum(xg * yrows, axis=0), 0).reshape(-1)
 
 
 # --- the primitive --------------------------------------------------------------------------------------
@@ -235,11 +264,7 @@ def _transpose(ct, values, meta, cols, x, *, shape, use_kernel):
         raise ValueError("the panels product is bilinear: transpose it in the values or in x, not both")
     if ad.is_undefined_primal(x):
         return None, None, None, transpose_reference(values, meta, cols, ct, shape=shape).astype(x.aval.dtype)
-    m, k = shape
-    rows, colg, ok = _entries(meta, cols)
-    xg = jnp.take(x, jnp.minimum(colg, k - 1), axis=1)
-    yg = jnp.take(ct, jnp.minimum(rows, m - 1), axis=1)
-    dv = jnp.where(ok & (rows < m), jnp.sum(xg * yg, axis=0), 0)
+    dv = values_cotangent(meta, cols, x, ct, shape=shape)
     return dv.astype(values.aval.dtype), None, None, None
 
 
