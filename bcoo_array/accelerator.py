@@ -48,6 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _dtypes
 from ._array_object import BCOOArray
 from ._fill import zero_fill
 from ._kernels import accel, layouts
@@ -171,15 +172,19 @@ class SparseOperator:
         m, k = self.shape
         return (k, m) if self.transposed else (m, k)
 
-    def _check(self, x, name: str = "x"):
+    def _check(self, x, name: str = "x", *, shape_of: str | None = None):
+        if isinstance(x, BCOOArray) or _is_scipy_sparse(x):
+            raise TypeError(f"{name} is a sparse {type(x).__name__}; a prepared operator multiplies dense operands: "
+                            f"pass {name}.todense() (a BCOOArray) or {name}.toarray() (scipy), or multiply the "
+                            "sparse matrices themselves")
         if not hasattr(x, "shape") or not hasattr(x, "dtype"):
-            x = jnp.asarray(x)
-        if isinstance(x, BCOOArray):
-            raise TypeError(f"{name} is a BCOOArray; a prepared operator multiplies dense operands: pass "
-                            f"{name}.todense()")
+            x = np.asarray(x)
+        if not isinstance(x, jax.Array) and not is_tracer(x):
+            _dtypes.canonicalize_dtype(x.dtype, argname=f"{name}.dtype")  # no silent 64-bit downcast
         if x.ndim not in (1, 2) or x.shape[0] != self.shape[1]:
-            raise ValueError(f"{name} has shape {tuple(x.shape)}; a product with an operator of shape "
-                             f"{self.shape} needs ({self.shape[1]},) or ({self.shape[1]}, n)")
+            raise ValueError(shape_of or (
+                f"{name} has shape {tuple(x.shape)}; a product with an operator of shape "
+                f"{self.shape} needs ({self.shape[1]},) or ({self.shape[1]}, n)"))
         if not isinstance(x, jax.Array):
             x = jnp.asarray(x)
         return x
@@ -200,12 +205,9 @@ class SparseOperator:
             if self.transposed:
                 indices = idx[:, ::-1]
             return spmm_dense(data, indices, self.shape, x, rows_sorted=not self.transposed)
-        dict_static = dict(self.static)
-        if not checked:
-            return accel.unchecked_product(self.layout, dict_static, self._stored_shape(), self.values, self.arrays,
-                                           x, lanes=self.lanes, transpose=self.transposed)
-        return accel.product(self.layout, dict_static, self._stored_shape(), self.values, self.arrays, x,
-                             lanes=self.lanes, transpose=self.transposed)
+        return accel.compiled_product(self.values, self.arrays, x, kind=self.layout, static=self.static,
+                                      shape=self._stored_shape(), lanes=self.lanes, transpose=self.transposed,
+                                      checked=checked)
 
     def matvec(self, x):
         """``A @ x`` for ``x`` of shape ``(k,)`` or ``(k, n)``: a ``jax.Array`` of shape ``(m,)`` or ``(m, n)``.
@@ -225,8 +227,17 @@ class SparseOperator:
     matmat = matvec
 
     def rmatvec(self, y):
-        """``A.T @ y`` (``scipy.sparse.linalg.LinearOperator``'s name)."""
-        return self.T.matvec(y)
+        """``A^H @ y``, the adjoint product of ``scipy.sparse.linalg.LinearOperator.rmatvec``.
+
+        ``A.T @ y`` for real values; for complex values the conjugate of
+        ``A.T @ conj(y)``. (``op.T @ y`` is the plain transpose.)
+        """
+        if np.dtype(self.dtype).kind != "c":
+            return self.T.matvec(y)
+        y = self.T._check(y, "y")
+        return jnp.conj(self.T.matvec(jnp.conj(y)))
+
+    rmatmat = rmatvec
 
     def __call__(self, x):
         return self.matvec(x)
@@ -237,7 +248,15 @@ class SparseOperator:
         return self.matvec(x)
 
     def __rmatmul__(self, x):
-        x = jnp.asarray(x)
+        if isinstance(x, BCOOArray):
+            return NotImplemented
+        if _is_scipy_sparse(x):
+            self._check(x)  # raises, naming the dense conversion
+        x = x if hasattr(x, "shape") and hasattr(x, "dtype") else np.asarray(x)
+        m = self.shape[0]
+        if x.ndim not in (1, 2) or x.shape[-1] != m:
+            raise ValueError(f"x @ op: x has shape {tuple(x.shape)}; an operator of shape {self.shape} needs x of "
+                             f"shape ({m},) or (n, {m})")
         if x.ndim == 1:
             return self.T.matvec(x)
         return self.T.matvec(x.T).T
@@ -270,6 +289,10 @@ class SparseOperator:
         return self.matvec(jnp.eye(k, dtype=self.values.dtype))
 
 
+def _is_scipy_sparse(x) -> bool:
+    return (type(x).__module__ or "").startswith("scipy.sparse")
+
+
 def backend_of(device=None) -> str:
     """The platform (``"cpu"``, ``"tpu"``, ``"gpu"``) of ``device``, or of JAX's default backend."""
     if device is None:
@@ -295,8 +318,10 @@ def _as_bcoo(A) -> BCOOArray:
         from ._convert.jax_sparse import from_jax_sparse
 
         return from_jax_sparse(A)
+    hint = (" (a dense array: convert it with bcoo_array.asarray(A) or scipy.sparse.csr_array(A) first)"
+            if hasattr(A, "shape") and hasattr(A, "dtype") else "")
     raise TypeError(f"prepare() takes a 2-D BCOOArray, a scipy.sparse matrix or a jax.experimental.sparse "
-                    f"matrix; got {type(A).__name__}")
+                    f"matrix; got {type(A).__name__}{hint}")
 
 
 def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] | None = None,
@@ -313,7 +338,8 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
         prices the layouts. Default: JAX's default device.
     layout : str, optional
         Force one of ``OPERATOR_LAYOUTS`` (``"dense"``, ``"dia"``,
-        ``"tiles"``, ``"ell"``, ``"coo"``, ``"bcoo"``). By default the
+        ``"tiles"``, ``"blocks"``, ``"ell"``, ``"panels"``, ``"coo"``,
+        ``"bcoo"``). By default the
         cheapest layout for the device's platform by
         ``bcoo_array._kernels.layouts.estimate`` (on a CPU: ``"bcoo"``, the
         native kernels).
@@ -321,8 +347,8 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
         Force the tile shape of the ``"tiles"`` layout.
     reorder : bool, optional
         Force (True) or forbid (False) the reverse Cuthill-McKee reordering
-        of a square matrix (tiles and ELL layouts); by default kept when it
-        lowers the estimated cost by a quarter.
+        of a square matrix (tiles, blocks, ELL and panels layouts); by
+        default kept when it lowers the estimated cost by a quarter.
 
     Returns
     -------
@@ -331,23 +357,38 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
     Raises
     ------
     TypeError
-        If ``A`` is not a sparse matrix of a supported type.
+        If ``A`` is not a sparse matrix of a supported type, holds bool
+        values, or ``reorder`` is not a bool or None.
     ValueError
         If ``A`` is not 2-D, has batch or dense dimensions, a non-zero fill
         value, traced indices (call ``prepare`` outside ``jax.jit`` and pass
-        the operator as an argument), or ``layout`` / ``reorder`` are invalid.
+        the operator as an argument), ``layout`` / ``tile`` are invalid, or
+        ``reorder=True`` for a non-square matrix.
 
     Notes
     -----
     The analysis runs on the host with NumPy and scipy, about as long as a
-    ``tocsr()`` (plus an RCM ordering when tried); see ``docs/accelerator.md``
-    for the layouts, the cost model and the measured speed on a TPU v5e.
+    ``tocsr()`` (plus an RCM ordering when tried); see the guide
+    ``docs/guides/accelerators.md`` for the layouts, the cost model and the
+    measured speed on a TPU v5e.
     """
     A = _as_bcoo(A)
-    if A.ndim != 2 or A.n_batch or A.n_dense:
-        raise ValueError(f"prepare() needs a 2-D matrix with n_batch = n_dense = 0; got shape {A.shape} with "
-                         f"n_batch={A.n_batch}, n_dense={A.n_dense}: use bcoo_array.update_layout(A, n_batch=0, "
-                         f"n_dense=0)")
+    if A.ndim != 2:
+        raise ValueError(f"prepare() needs a 2-D matrix; A has shape {A.shape} (reshape it, or prepare each "
+                         "2-D slice)")
+    if A.n_batch or A.n_dense:
+        raise ValueError(f"prepare() needs n_batch = n_dense = 0; A has n_batch={A.n_batch}, n_dense={A.n_dense}: "
+                         "use bcoo_array.update_layout(A, n_batch=0, n_dense=0)")
+    kind_ = np.dtype(A.dtype).kind
+    if kind_ == "b":
+        raise TypeError("prepare() needs numeric values (the layouts add duplicates and products sum); A is bool: "
+                        "prepare A.astype(bcoo_array.float32) (or an integer dtype)")
+    if reorder is not None and not isinstance(reorder, (bool, np.bool_)):
+        raise TypeError(f"reorder={reorder!r}: pass True, False or None")
+    if reorder and A.shape[0] != A.shape[1]:
+        raise ValueError(f"reorder=True needs a square matrix (a symmetric permutation); shape is {A.shape}")
+    if tile is not None and (len(tuple(tile)) != 2 or any(int(t) < 1 for t in tile)):
+        raise ValueError(f"tile={tile!r}: pass two positive sizes (bm, bk), e.g. (8, 128)")
     if not zero_fill(A.fill_value):
         raise ValueError(f"prepare() needs a fill value of 0 (products skip unstored entries); A has fill value "
                          f"{A.fill_value!r}: prepare A - fill_value and add fill_value * x.sum(0) to its products")
@@ -413,8 +454,10 @@ def _solver(name: str, op: SparseOperator, b, x0, kwargs: dict[str, Any]):
     if not isinstance(op, SparseOperator):
         raise TypeError(f"{name}() takes a SparseOperator from bcoo_array.accelerator.prepare; got "
                         f"{type(op).__name__}")
+    if op.shape[0] != op.shape[1]:
+        raise ValueError(f"{name}() needs a square operator; this one has shape {op.shape}")
     b = op._check(b, "b")
-    if b.ndim != 1 or op.shape[0] != op.shape[1]:
+    if b.ndim != 1:
         raise ValueError(f"{name}() needs a square operator and a vector b; got {op.shape} and b of shape "
                          f"{tuple(b.shape)}")
     dtype = jnp.result_type(op.values, b)

@@ -221,3 +221,68 @@ def test_every_layout_on_random_patterns(case, layout):
     tol = 1e-5 * max(1.0, np.abs(D).sum(1).max(initial=0), np.abs(D).sum(0).max(initial=0))
     np.testing.assert_allclose(np.asarray(op @ x), D @ x, atol=tol)
     np.testing.assert_allclose(np.asarray(op.T @ y), D.T @ y, atol=tol)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_review_findings_shapes_dtypes_and_non_finite_columns(layout):
+    # A new user's programs (review of 2026-12-05): SpMM with non-finite columns, one-column x,
+    # integer operators keep their dtype through transposes, empty right-hand sides, complex x.
+    S = sp.csr_array(np.array([[1, 0, 2], [0, 3, 0], [4, 0, 5], [0, 0, 0]], np.float32))
+    A = _bcoo(S)
+    op = accelerator.prepare(A, layout=layout)
+    D = S.toarray().astype(np.float64)
+    X = np.ones((3, 2), np.float32)
+    X[2, 0] = np.inf
+    with np.errstate(invalid="ignore"):
+        want = S.astype(np.float64) @ X.astype(np.float64)  # scipy: unstored entries meet nothing
+    got = np.asarray(op @ X)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], rtol=1e-6)
+    assert np.isinf(got[2, 0]) and got[3, 0] == 0  # inf only where a stored entry meets it
+    one = np.arange(3, dtype=np.float32)[:, None]
+    assert op.matvec(one).shape == (4, 1)
+    np.testing.assert_allclose(np.asarray(op @ one), D @ one, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(op.T @ np.ones((4, 1), np.float32)), D.T @ np.ones((4, 1)), rtol=1e-6)
+    assert np.asarray(op @ np.ones((3, 0), np.float32)).shape == (4, 0)
+    np.testing.assert_allclose(np.asarray(op @ (one[:, 0] * (1 + 1j)).astype(np.complex64)), D @ one[:, 0] * (1 + 1j),
+                               rtol=1e-6)
+    if layout != "panels":  # panels holds 32-bit values
+        Si = sp.csr_array(np.array([[1, 0, 2], [0, 3, 0], [4, 0, 5]], np.int8))
+        opi = accelerator.prepare(xp.from_scipy(Si), layout=layout)
+        v = np.arange(3, dtype=np.int8)
+        for got_i, want_i in ((opi @ v, Si @ v), (opi.T @ v, Si.T @ v), (v @ opi, v @ Si)):
+            assert np.asarray(got_i).dtype == np.int8
+            np.testing.assert_array_equal(np.asarray(got_i), want_i)
+
+
+def test_review_findings_errors_and_adjoint():
+    S = sp.csr_array(np.array([[1, 0, 2], [0, 3, 0]], np.float32))
+    A = _bcoo(S)
+    op = accelerator.prepare(A, layout="ell")
+    with pytest.raises(ValueError, match="square operator"):
+        accelerator.cg(op, np.ones(2, np.float32))
+    with pytest.raises(ValueError, match=r"x @ op: x has shape \(3, 3\)"):
+        np.ones((3, 3), np.float32) @ op
+    with pytest.raises(TypeError, match="toarray"):
+        op @ sp.csr_array(np.eye(3, dtype=np.float32))
+    with pytest.raises(TypeError, match="astype"):
+        accelerator.prepare(xp.from_scipy(sp.csr_array(np.eye(3, dtype=bool))), layout="ell")
+    with pytest.raises(TypeError, match="bcoo_array.asarray"):
+        accelerator.prepare(np.eye(3, dtype=np.float32))
+    with pytest.raises(ValueError, match="2-D"):
+        accelerator.prepare(xp.asarray(np.ones(3, np.float32)))
+    with pytest.raises(ValueError, match="square"):
+        accelerator.prepare(A, reorder=True)  # the CPU default (bcoo) path checks it too
+    with pytest.raises(TypeError, match="reorder"):
+        accelerator.prepare(A, reorder="no")
+    with pytest.raises(ValueError, match="tile"):
+        accelerator.prepare(A, layout="tiles", tile=(0, 128))
+    if not jax.config.jax_enable_x64:
+        with pytest.raises(ValueError, match="64-bit"):
+            op @ np.ones(3)  # NumPy float64: no silent downcast to float32
+    # rmatvec is scipy's adjoint (conjugate transpose) for complex values
+    Sc = sp.csr_array(np.array([[1 + 2j, 0, 3j], [0, 2 - 1j, 0]], np.complex64))
+    opc = accelerator.prepare(xp.from_scipy(Sc), layout="ell")
+    y = np.array([1 - 1j, 2 + 0.5j], np.complex64)
+    np.testing.assert_allclose(np.asarray(opc.rmatvec(y)), Sc.conj().T @ y, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(opc.T @ y), Sc.T @ y, rtol=1e-6)

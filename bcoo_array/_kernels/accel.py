@@ -17,6 +17,8 @@ bf16-pass matrix unit does not change the result beyond float32 rounding.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -69,7 +71,7 @@ def _lane_pick(x2, flat):
     row = jnp.take(x2, flat // 128, axis=0, mode="clip")
     lane = (flat % 128)[:, None]
     hit = lane == jnp.arange(128, dtype=flat.dtype)[None, :]
-    return jnp.sum(jnp.where(hit, row, jnp.zeros((), row.dtype)), axis=1)
+    return jnp.sum(jnp.where(hit, row, jnp.zeros((), row.dtype)), axis=1, dtype=row.dtype)
 
 
 def _shift(v, off: int, out_len: int):
@@ -140,22 +142,22 @@ def tiles_product(values, arrays, static, shape, x):
     bm, bk = static["tile"]
     nmb, nkb = static["n_block_rows"], static["n_block_cols"]
     dtype = jnp.result_type(values, x)
-    xs = (x if x.ndim == 2 else x[:, None]).astype(dtype)
+    vector = x.ndim == 1
+    xs = (x[:, None] if vector else x).astype(dtype)
     n = xs.shape[1]
     panels = jnp.pad(xs, ((0, nkb * bk - k), (0, 0))).reshape(nkb, bk, n)
-    if n == 1:
+    if vector:
         panels = panels[..., 0]  # (nkb, bk): one 128-lane row per panel
     outs = []
     for i, v in enumerate(_bucket_values(values.astype(dtype), static, (bm, bk))):
         xg = jnp.take(panels, arrays[f"cols{i}"], axis=0, mode="clip")  # (nb, w, bk[, n])
-        if n == 1:
-            outs.append(jnp.sum(v * xg[:, :, None, :], axis=(1, 3)))  # (nb, bm)
+        if vector:
+            outs.append(jnp.sum(v * xg[:, :, None, :], axis=(1, 3), dtype=dtype))  # (nb, bm)
         else:
             outs.append(jnp.einsum("rtij,rtjn->rin", v, xg, precision=_HIGHEST))  # (nb, bm, n)
-    tail = (bm,) if n == 1 else (bm, n)
+    tail = (bm,) if vector else (bm, n)
     y = _finish_rows(outs, arrays, nmb, tail, dtype)
-    y = y.reshape((nmb * bm,) + tail[1:])[:m]
-    return y if x.ndim == 2 else y.reshape(m)
+    return y.reshape((nmb * bm,) + tail[1:])[:m]
 
 
 def ell_product(values, arrays, static, shape, x, lanes: bool):
@@ -170,9 +172,9 @@ def ell_product(values, arrays, static, shape, x, lanes: bool):
         ok = cols < k
         xg = jnp.where(ok if x.ndim == 1 else ok[..., None], xg, jnp.zeros((), dtype))
         if x.ndim == 1:
-            outs.append(jnp.sum(v * xg, axis=1))
+            outs.append(jnp.sum(v * xg, axis=1, dtype=dtype))
         else:
-            outs.append(jnp.sum(v[..., None] * xg, axis=1))
+            outs.append(jnp.sum(v[..., None] * xg, axis=1, dtype=dtype))
     y = _finish_rows(outs, arrays, m, tuple(x.shape[1:]), dtype)
     return y[:m]
 
@@ -189,7 +191,8 @@ def blocks_product(values, arrays, static, shape, x):
     E = static["chunk"]
     nrp, ncp = static["n_block_rows"], static["n_block_cols"]
     dtype = jnp.result_type(values, x)
-    xs = (x if x.ndim == 2 else x[:, None]).astype(dtype)
+    vector = x.ndim == 1
+    xs = (x[:, None] if vector else x).astype(dtype)
     n = xs.shape[1]
     panels = jnp.pad(xs, ((0, ncp * P - k), (0, 0))).reshape(ncp, P, n)
     iota_p = jnp.arange(P, dtype=jnp.int32)
@@ -199,21 +202,21 @@ def blocks_product(values, arrays, static, shape, x):
     for i, v in enumerate(_bucket_values(values.astype(dtype), static, (E,))):
         lr, lc = arrays[f"lr{i}"], arrays[f"lc{i}"]  # (nb, w, E)
         xb = jnp.take(panels, arrays[f"cols{i}"], axis=0, mode="clip")  # (nb, w, P, n): one row gather per chunk
-        if n == 1:
+        if vector:
             xb = xb[..., 0]
-            xg = jnp.sum(jnp.where(lc[..., None] == iota_p, xb[:, :, None, :], zero), axis=-1)  # (nb, w, E)
-            prod = v * xg
-            outs.append(jnp.sum(jnp.where(lr[..., None] == iota_r, prod[..., None], zero), axis=(1, 2)))  # (nb, R)
+            xg = jnp.sum(jnp.where(lc[..., None] == iota_p, xb[:, :, None, :], zero), axis=-1, dtype=dtype)
+            prod = v * xg  # (nb, w, E)
+            outs.append(jnp.sum(jnp.where(lr[..., None] == iota_r, prod[..., None], zero), axis=(1, 2),
+                                dtype=dtype))  # (nb, R)
         else:
             oh_c = (lc[..., None] == iota_p).astype(dtype)  # (nb, w, E, P)
             xg = jnp.einsum("rtep,rtpn->rten", oh_c, xb, precision=_HIGHEST)
             prod = v[..., None] * xg
             oh_r = (lr[..., None] == iota_r).astype(dtype)  # (nb, w, E, R)
             outs.append(jnp.einsum("rteq,rten->rqn", oh_r, prod, precision=_HIGHEST))  # (nb, R, n)
-    tail = (R,) if n == 1 else (R, n)
+    tail = (R,) if vector else (R, n)
     y = _finish_rows(outs, arrays, nrp, tail, dtype)
-    y = y.reshape((nrp * R,) + tail[1:])[:m]
-    return y if x.ndim == 2 else y.reshape(m)
+    return y.reshape((nrp * R,) + tail[1:])[:m]
 
 
 def coo_product(values, arrays, shape, x):
@@ -314,6 +317,20 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
 
     finite = jnp.all(jnp.isfinite(y))
     return jax.lax.cond(finite, lambda: y, sparse)
+
+
+@partial(jax.jit, static_argnames=("kind", "static", "shape", "lanes", "transpose", "checked"))
+def compiled_product(values, arrays, x, *, kind: str, static: tuple, shape, lanes: bool, transpose: bool,
+                     checked: bool = True):
+    """``product`` (or ``unchecked_product``) as one compiled program per layout and operand shape.
+
+    ``static`` is the layout's parameters as a hashable tuple of pairs. Eager
+    products of a prepared operator run this (a many-diagonal ``dia`` product
+    is hundreds of operations: one dispatch each took seconds on a first
+    call); inside an outer trace it inlines.
+    """
+    fn = product if checked else unchecked_product
+    return fn(kind, dict(static), shape, values, arrays, x, lanes=lanes, transpose=transpose)
 
 
 def unchecked_product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, transpose: bool = False):

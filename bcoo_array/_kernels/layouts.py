@@ -103,7 +103,8 @@ AUTO_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "coo")
 #: Layouts that multiply explicit zeros at unstored positions (an ``inf`` or NaN
 #: of ``x`` there would give NaN where a sparse product gives 0): their products
 #: check the result and fall back to the stored entries (``.accel.product``).
-STORES_ZEROS = ("dense", "dia", "tiles")
+#: ``blocks`` is one of them for several columns (its one-hot matrix products).
+STORES_ZEROS = ("dense", "dia", "tiles", "blocks")
 
 
 @dataclass

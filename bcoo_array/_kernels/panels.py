@@ -222,9 +222,12 @@ def panels_matmat(values, meta, cols, x, *, shape, use_kernel: bool = True):
 
 
 def _impl(values, meta, cols, x, *, shape, use_kernel):
-    if use_kernel:
+    dtype = jnp.result_type(values, x)
+    if x.shape[0] == 0 or cols.shape[0] == 0:
+        return jnp.zeros((x.shape[0], shape[0]), dtype)
+    if use_kernel and np.dtype(dtype).itemsize == 4 and np.dtype(dtype).kind in "fiu":
         return panels_kernel(values, meta, cols, x, shape=shape)
-    return panels_reference(values, meta, cols, x, shape=shape)
+    return panels_reference(values, meta, cols, x, shape=shape)  # complex x (no 32-bit tile): the XLA formula
 
 
 panels_matmat_p.def_impl(_impl)
