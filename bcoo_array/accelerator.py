@@ -172,7 +172,7 @@ class SparseOperator:
         m, k = self.shape
         return (k, m) if self.transposed else (m, k)
 
-    def _check(self, x, name: str = "x", *, shape_of: str | None = None):
+    def _check(self, x, name: str = "x"):
         if isinstance(x, BCOOArray) or _is_scipy_sparse(x):
             raise TypeError(f"{name} is a sparse {type(x).__name__}; a prepared operator multiplies dense operands: "
                             f"pass {name}.todense() (a BCOOArray) or {name}.toarray() (scipy), or multiply the "
@@ -182,9 +182,8 @@ class SparseOperator:
         if not isinstance(x, jax.Array) and not is_tracer(x):
             _dtypes.canonicalize_dtype(x.dtype, argname=f"{name}.dtype")  # no silent 64-bit downcast
         if x.ndim not in (1, 2) or x.shape[0] != self.shape[1]:
-            raise ValueError(shape_of or (
-                f"{name} has shape {tuple(x.shape)}; a product with an operator of shape "
-                f"{self.shape} needs ({self.shape[1]},) or ({self.shape[1]}, n)"))
+            raise ValueError(f"{name} has shape {tuple(x.shape)}; a product with an operator of shape "
+                             f"{self.shape} needs ({self.shape[1]},) or ({self.shape[1]}, n)")
         if not isinstance(x, jax.Array):
             x = jnp.asarray(x)
         return x
@@ -379,8 +378,7 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
     if A.n_batch or A.n_dense:
         raise ValueError(f"prepare() needs n_batch = n_dense = 0; A has n_batch={A.n_batch}, n_dense={A.n_dense}: "
                          "use bcoo_array.update_layout(A, n_batch=0, n_dense=0)")
-    kind_ = np.dtype(A.dtype).kind
-    if kind_ == "b":
+    if np.dtype(A.dtype).kind == "b":
         raise TypeError("prepare() needs numeric values (the layouts add duplicates and products sum); A is bool: "
                         "prepare A.astype(bcoo_array.float32) (or an integer dtype)")
     if reorder is not None and not isinstance(reorder, (bool, np.bool_)):
@@ -458,8 +456,7 @@ def _solver(name: str, op: SparseOperator, b, x0, kwargs: dict[str, Any]):
         raise ValueError(f"{name}() needs a square operator; this one has shape {op.shape}")
     b = op._check(b, "b")
     if b.ndim != 1:
-        raise ValueError(f"{name}() needs a square operator and a vector b; got {op.shape} and b of shape "
-                         f"{tuple(b.shape)}")
+        raise ValueError(f"{name}() needs a vector b of shape ({op.shape[1]},); got b of shape {tuple(b.shape)}")
     dtype = jnp.result_type(op.values, b)
     if np.dtype(b.dtype) != np.dtype(dtype):
         raise ValueError(f"{name}(): b is {np.dtype(b.dtype)} and the operator {op.dtype}; pass "
