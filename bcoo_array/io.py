@@ -124,7 +124,8 @@ def load_npz(file, *, drop_zeros: bool = False) -> BCOOArray:
     ----------
     file : str, path or file-like
     drop_zeros : bool
-        Drop explicitly stored zeros (kept by default).
+        Drop explicitly stored zeros (kept by default); for a pydata-sparse
+        file, stored entries equal to its fill value (lossless).
 
     Returns
     -------
@@ -184,8 +185,8 @@ def _from_pydata_npz(npz, *, drop_zeros: bool) -> BCOOArray:
                          f"(save it with sparse.save_npz(f, arr.asformat('coo')))")
     dt = _dtypes.canonicalize_dtype(data.dtype, argname="the file's dtype")
     fill = np.asarray(npz["fill_value"]).astype(dt)[()]
-    if drop_zeros:
-        keep = data != 0
+    if drop_zeros:  # entries equal to the fill value (zeros for fill 0): dropping them loses nothing
+        keep = ~(np.isnan(data) & np.isnan(fill)) if data.dtype.kind in "fc" and np.isnan(fill) else data != fill
         coords, data = coords[:, keep], data[keep]
     idx = coords.T.astype(index_dtype_for(shape)) if coords.size else np.zeros((data.size, len(shape)),
                                                                               index_dtype_for(shape))

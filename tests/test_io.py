@@ -238,3 +238,17 @@ def test_load_npz_reads_pydata_sparse_files_with_their_fill_value(tmp_path, layo
     A = xp.load_npz(path)
     assert A.shape == (3, 4, 5) and A.dtype == np.float32 and A.fill_value == np.float32(fill)
     np.testing.assert_array_equal(np.asarray(A.todense()), s.todense())
+    B = xp.load_npz(path, drop_zeros=True)  # drops entries equal to the fill value only: lossless
+    np.testing.assert_array_equal(np.asarray(B.todense()), s.todense())
+
+
+def test_load_npz_drop_zeros_keeps_a_pydata_files_meaningful_zeros(tmp_path):
+    # With fill value 2.5, a stored 0 is a value, not an absent entry: drop_zeros drops entries equal
+    # to the fill value instead (lossless either way).
+    sparse = pytest.importorskip("sparse")
+    s = sparse.COO(np.array([[0, 1, 2], [1, 0, 2]]), np.array([0.0, 1.0, 2.5], np.float32), shape=(3, 3),
+                   fill_value=np.float32(2.5))
+    sparse.save_npz(tmp_path / "z.npz", s)
+    A = xp.load_npz(tmp_path / "z.npz", drop_zeros=True)
+    np.testing.assert_array_equal(np.asarray(A.todense()), s.todense())
+    assert A.nse == 2
