@@ -247,9 +247,7 @@ class SparseOperator:
         return self.matvec(x)
 
     def __rmatmul__(self, x):
-        if isinstance(x, BCOOArray):
-            return NotImplemented
-        if _is_scipy_sparse(x):
+        if isinstance(x, BCOOArray) or _is_scipy_sparse(x):
             self._check(x)  # raises, naming the dense conversion
         x = x if hasattr(x, "shape") and hasattr(x, "dtype") else np.asarray(x)
         m = self.shape[0]

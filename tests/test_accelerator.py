@@ -265,6 +265,8 @@ def test_review_findings_errors_and_adjoint():
         np.ones((3, 3), np.float32) @ op
     with pytest.raises(TypeError, match="toarray"):
         op @ sp.csr_array(np.eye(3, dtype=np.float32))
+    with pytest.raises(TypeError, match="todense"):
+        _bcoo(sp.csr_array(np.eye(2, dtype=np.float32))) @ op
     with pytest.raises(TypeError, match="astype"):
         accelerator.prepare(xp.from_scipy(sp.csr_array(np.eye(3, dtype=bool))), layout="ell")
     with pytest.raises(TypeError, match="bcoo_array.asarray"):
