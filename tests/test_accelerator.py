@@ -288,3 +288,14 @@ def test_review_findings_errors_and_adjoint():
     y = np.array([1 - 1j, 2 + 0.5j], np.complex64)
     np.testing.assert_allclose(np.asarray(opc.rmatvec(y)), Sc.conj().T @ y, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(opc.T @ y), Sc.T @ y, rtol=1e-6)
+
+
+def test_panels_kernel_over_several_grid_steps():
+    # More tiles than one grid step holds (TILES_PER_STEP): the resident result accumulates across steps.
+    from bcoo_array._kernels import panels
+
+    S = sp.random_array((1500, 1400), density=0.01, rng=11, format="csr").astype(np.float32)
+    op = accelerator.prepare(_bcoo(S), layout="panels", reorder=False)
+    assert op.arrays["lcols"].shape[0] > 2 * panels.TILES_PER_STEP
+    x = np.random.default_rng(12).standard_normal((1400, 2)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(op @ x), S.astype(np.float64) @ x, atol=1e-4)

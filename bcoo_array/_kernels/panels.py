@@ -114,7 +114,8 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
 
     ``values`` (T*1024,) the flat value buffer, ``meta`` (2, T) int32 row
     block and panel of each tile, ``cols`` (T, 8, 128) int32 local columns
-    (-1 for padding); T a multiple of ``TILES_PER_STEP``. Returns
+    (-1 for padding); T from ``pad_tiles`` (a multiple of ``TILES_PER_STEP``,
+    or one smaller step). Returns
     ``(n_rhs, m)``.
     """
     m, k = shape
@@ -126,16 +127,17 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
                                 for i in range(0, n_rhs, group)], axis=0)
     dtype = jnp.result_type(values, x)
     T = cols.shape[0]
-    steps = T // TILES_PER_STEP
+    per_step = _tiles_per_step(T)
+    steps = T // per_step
     xs = jnp.pad(x.astype(dtype), ((0, 0), (0, ncp * LANES - k))).reshape(n_rhs, ncp, LANES)
     vals = values.astype(dtype).reshape(T, SUBLANES, LANES)
-    tile_block = (TILES_PER_STEP, SUBLANES, LANES)
+    tile_block = (per_step, SUBLANES, LANES)
     call = pl.pallas_call(
-        functools.partial(_kernel, n_rhs=n_rhs, tiles=TILES_PER_STEP),
+        functools.partial(_kernel, n_rhs=n_rhs, tiles=per_step),
         out_shape=jax.ShapeDtypeStruct((n_rhs, nrp, LANES), dtype),
         grid=(steps,),
         in_specs=[
-            pl.BlockSpec((2, TILES_PER_STEP), lambda i: (0, i), memory_space=pltpu.SMEM),
+            pl.BlockSpec((2, per_step), lambda i: (0, i), memory_space=pltpu.SMEM),
             pl.BlockSpec(tile_block, lambda i: (i, 0, 0)),
             pl.BlockSpec(tile_block, lambda i: (i, 0, 0)),
             pl.BlockSpec((n_rhs, ncp, LANES), lambda i: (0, 0, 0)),
@@ -298,8 +300,15 @@ batching.primitive_batchers[panels_matmat_p] = _batch
 
 
 def pad_tiles(n_tiles: int) -> int:
-    """Tiles a layout of ``n_tiles`` stores: a whole number of grid steps (at least one)."""
-    return max(1, -(-n_tiles // TILES_PER_STEP)) * TILES_PER_STEP
+    """Tiles a layout of ``n_tiles`` stores: a whole number of grid steps of ``TILES_PER_STEP`` tiles, or,
+    for a small matrix, one step of a multiple of 8 tiles (at least 8)."""
+    if n_tiles <= TILES_PER_STEP:
+        return max(SUBLANES, -(-n_tiles // SUBLANES) * SUBLANES)
+    return -(-n_tiles // TILES_PER_STEP) * TILES_PER_STEP
+
+
+def _tiles_per_step(T: int) -> int:
+    return min(TILES_PER_STEP, T)
 
 
 def tile_positions(rows: np.ndarray, cols: np.ndarray, shape) -> tuple[np.ndarray, np.ndarray, int]:
