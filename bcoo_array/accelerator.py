@@ -275,7 +275,7 @@ class SparseOperator:
         if data.shape != self.slot.shape:
             raise ValueError(f"data has shape {tuple(data.shape)}; this operator was prepared from a matrix with "
                              f"nse={self.slot.shape[0]}: pass data of shape {tuple(self.slot.shape)}")
-        values = accel.place_values(data, self.slot, int(self.values.shape[0]))
+        values = accel.layout_values(data, self.slot, self.arrays, int(self.values.shape[0]))
         return SparseOperator(values, self.arrays, self.perm, self.inverse, self.slot, layout=self.layout,
                               static=self.static, shape=self.shape, transposed=self.transposed, lanes=self.lanes,
                               description=self.description)
@@ -409,8 +409,8 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
     lay = layouts.choose(np.asarray(indices), A.shape, np.dtype(A.dtype).itemsize, backend, kind=layout,
                          tile=tile, reorder=reorder)
     slot = jnp.asarray(lay.slot.astype(np.int32 if lay.n_slots < 2**31 - 1 else np.int64))
-    values = accel.place_values(jnp.asarray(data), slot, lay.n_slots)
     arrays = {k: jnp.asarray(v) for k, v in lay.arrays.items()}
+    values = accel.layout_values(jnp.asarray(data), slot, arrays, lay.n_slots)
     perm = inverse = None
     if lay.perm is not None:
         inv = np.empty_like(lay.perm)

@@ -29,6 +29,16 @@ LANE_GATHER_CHUNK_BYTES = 1 << 28
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
+def layout_values(data, slot, arrays, n_slots: int):
+    """A layout's value buffer from BCOO ``data``: ``place_values`` at ``slot``, and at ``arrays["slot_t"]``
+    too where the layout keeps a second copy of the values (``panels``: its transpose's tiles)."""
+    values = place_values(data, slot, n_slots)
+    slot_t = arrays.get("slot_t")
+    if slot_t is not None:
+        values = values + place_values(data, slot_t, n_slots)
+    return values
+
+
 def place_values(data, slot, n_slots: int, dtype=None):
     """The flat value buffer of a layout: ``data`` scatter-added at ``slot`` (padding dropped).
 
@@ -240,26 +250,32 @@ def permute(x, perm, lanes: bool):
     return gather(x, perm, lanes)
 
 
-def panels_product(values, arrays, shape, x, transpose: bool = False):
+def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     """``A @ x`` (or ``A.T @ x``) in the ``panels`` layout: the Pallas kernel of ``.panels``.
 
-    The kernel takes right-hand sides as rows (``(n, k)``); ``A.T @ x`` is
-    its transpose rule's XLA formula (a gather and a segment sum per slot).
+    The kernel takes right-hand sides as rows (``(n, k)``). ``A.T @ x`` runs
+    the same kernel on the transpose's tiles (the second part of the value
+    buffer, from ``static["split"]``), or, for a layout without them, the
+    kernel's XLA transpose formula.
     """
     from .panels import panels_matmat, transpose_reference
 
+    m, k = shape
+    split = static.get("split", values.shape[0])
     xs = x[None] if x.ndim == 1 else x.T
-    if transpose:
-        y = transpose_reference(values, arrays["meta"], arrays["lcols"], xs, shape=shape)
+    if transpose and "meta_t" in arrays:
+        y = panels_matmat(values[split:], arrays["meta_t"], arrays["lcols_t"], xs, shape=(k, m))
+    elif transpose:
+        y = transpose_reference(values[:split], arrays["meta"], arrays["lcols"], xs, shape=shape)
     else:
-        y = panels_matmat(values, arrays["meta"], arrays["lcols"], xs, shape=shape)
+        y = panels_matmat(values[:split], arrays["meta"], arrays["lcols"], xs, shape=shape)
     return y[0] if x.ndim == 1 else y.T
 
 
 def _kernel(kind, static, shape, values, arrays, x, lanes, transpose):
     m, k = shape
     if kind == "panels":
-        return panels_product(values, arrays, shape, x, transpose)
+        return panels_product(values, arrays, static, shape, x, transpose)
     if transpose:
         if kind == "dense":
             dtype = jnp.result_type(values, x)

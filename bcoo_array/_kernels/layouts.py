@@ -168,8 +168,9 @@ class Layout:
         if self.kind in ("tiles", "ell"):
             parts.append(f"{len(self.static['buckets'])} buckets")
         nnz = int(np.count_nonzero(self.slot < self.n_slots))
-        if self.n_slots:
-            parts.append(f"fill {nnz / self.n_slots:.2f}")
+        stored = self.static.get("split", self.n_slots)  # panels: the matrix's part (its transpose follows)
+        if stored:
+            parts.append(f"fill {nnz / stored:.2f}")
         if self.perm is not None:
             parts.append("RCM")
         return ", ".join(parts)
@@ -343,33 +344,47 @@ def build_ell(rows, cols, valid, shape) -> Layout:
     return lay
 
 
+def _panel_tables(ur, uc, shape):
+    """The tile table, local columns and each unique entry's slot of a ``panels`` layout of ``shape``."""
+    uslot, meta, n_tiles = _panels.tile_positions(ur, uc, shape)
+    T = _panels.pad_tiles(n_tiles)
+    meta_p = np.zeros((2, T), np.int32)
+    meta_p[:, :n_tiles] = meta
+    if n_tiles:
+        meta_p[0, n_tiles:] = meta[0, -1]
+    unit = _panels.SUBLANES * _panels.LANES
+    lcols = np.full(T * unit, -1, np.int32)
+    lcols[uslot] = uc % _panels.LANES
+    return uslot, meta_p, lcols.reshape(T, _panels.SUBLANES, _panels.LANES), n_tiles
+
+
 def build_panels(rows, cols, valid, shape) -> Layout:
-    """The ``panels`` layout (``.panels``): ``(8, 128)`` tiles of one row block and one column panel each.
+    """The ``panels`` layout (``.panels``): ``(8, 128)`` tiles of one row block and one column panel each,
+    of the matrix and of its transpose (so ``A.T @ y`` runs the same kernel).
 
     Arrays: ``meta`` (2, T) int32, the row block and panel of each tile
     (padding tiles repeat the last row block and hold no entry), ``lcols``
     (T, 8, 128) int32, each slot's column within its panel (-1 for
-    padding). T is a whole number of the kernel's grid steps.
+    padding), the same of the transpose (``meta_t``, ``lcols_t``) and
+    ``slot_t``, each entry's slot in the transpose's part of the value
+    buffer, which follows the matrix's part (``static["split"]`` slots).
+    T is a whole number of the kernel's grid steps.
     """
     m, k = shape
     r, c = rows[valid], cols[valid]
     ukey, inv_entry = np.unique(r * k + c, return_inverse=True)
     ur, uc = ukey // k, ukey % k
-    uslot, meta, n_tiles = _panels.tile_positions(ur, uc, (m, k))
-    T = _panels.pad_tiles(n_tiles)
-    unit = _panels.SUBLANES * _panels.LANES
-    meta_p = np.zeros((2, T), np.int32)
-    meta_p[:, :n_tiles] = meta
-    if n_tiles:
-        meta_p[0, n_tiles:] = meta[0, -1]
-    lcols = np.full(T * unit, -1, np.int32)
-    lcols[uslot] = uc % _panels.LANES
-    slot = np.full(len(rows), T * unit, np.int64)
+    uslot, meta, lcols, n_tiles = _panel_tables(ur, uc, (m, k))
+    uslot_t, meta_t, lcols_t, n_tiles_t = _panel_tables(uc, ur, (k, m))
+    n1, n2 = lcols.size, lcols_t.size
+    slot = np.full(len(rows), n1 + n2, np.int64)
     slot[valid] = uslot[inv_entry]
-    lay = Layout("panels", (m, k), T * unit, slot)
-    lay.static = {"tiles": n_tiles}
-    lay.arrays["meta"] = meta_p
-    lay.arrays["lcols"] = lcols.reshape(T, _panels.SUBLANES, _panels.LANES)
+    slot_t = np.full(len(rows), n1 + n2, np.int64)
+    slot_t[valid] = n1 + uslot_t[inv_entry]
+    lay = Layout("panels", (m, k), n1 + n2, slot)
+    lay.static = {"tiles": n_tiles, "tiles_t": n_tiles_t, "split": n1}
+    lay.arrays.update(meta=meta, lcols=lcols, meta_t=meta_t, lcols_t=lcols_t,
+                      slot_t=slot_t.astype(np.int32 if n1 + n2 < 2**31 - 1 else np.int64))
     return lay
 
 

@@ -304,9 +304,10 @@ def _accelerator_product(data, indices, shape, x):
     kind, static, n_slots, slot, arrays, perm, inverse = PLANS.get((indices,), ("accel-layout", m, k, itemsize,
                                                                                   platform), build)
     if is_tracer(data):
-        values = _place_values(data, slot, n_slots)
+        values = _place_values(data, slot, n_slots, arrays.get("slot_t"))
     else:
-        values = PLANS.get((data, indices), ("accel-values", m, k), lambda: _place_values(data, slot, n_slots))
+        values = PLANS.get((data, indices), ("accel-values", m, k),
+                           lambda: _place_values(data, slot, n_slots, arrays.get("slot_t")))
     dtype = jnp.result_type(data.dtype, x.dtype)
     return _accelerator_apply(values, arrays, perm, inverse, jnp.asarray(x, dtype), kind=kind, static=static,
                               shape=(m, k), lanes=platform == "tpu")
@@ -318,16 +319,17 @@ def _hashable(v):
     return v
 
 
-def _place_values(data, slot, n_slots: int):
-    """The layout's value buffer from ``data`` (one compiled scatter-add per size)."""
-    return _place_values_jit(data, slot, n_slots=n_slots)
+def _place_values(data, slot, n_slots: int, slot_t=None):
+    """The layout's value buffer from ``data`` (one compiled scatter-add per size; ``slot_t``: the second
+    copy a ``panels`` layout keeps for its transpose)."""
+    return _place_values_jit(data, slot, slot_t, n_slots=n_slots)
 
 
 @partial(jax.jit, static_argnames=("n_slots",))
-def _place_values_jit(data, slot, *, n_slots: int):
-    from .accel import place_values
+def _place_values_jit(data, slot, slot_t, *, n_slots: int):
+    from .accel import layout_values
 
-    return place_values(data, slot, n_slots)
+    return layout_values(data, slot, {} if slot_t is None else {"slot_t": slot_t}, n_slots)
 
 
 @partial(jax.jit, static_argnames=("kind", "static", "shape", "lanes"))
