@@ -166,6 +166,10 @@ def recorder_path(config: pytest.Config, path: str | None) -> str | None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         return f"{path}.{workerinput['workerid']}"
+    from pathlib import Path
+
+    for stale in Path(path).parent.glob(Path(path).name + ".gw*"):  # an earlier run's, in a kept folder
+        stale.unlink()
     if getattr(config.option, "dist", "no") != "no" and getattr(config.option, "numprocesses", None):
         return None
     return path
