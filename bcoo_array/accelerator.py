@@ -62,14 +62,6 @@ __all__ = ["SparseOperator", "prepare", "cg", "bicgstab", "backend_of"]
 OPERATOR_LAYOUTS = layouts.LAYOUT_KINDS + ("bcoo",)
 
 
-def _freeze(obj):
-    if isinstance(obj, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in obj.items()))
-    if isinstance(obj, (list, tuple)):
-        return tuple(_freeze(v) for v in obj)
-    return obj
-
-
 @jax.tree_util.register_pytree_node_class
 class SparseOperator:
     """A 2-D sparse matrix in an accelerator layout, made by [`prepare`][bcoo_array.accelerator.prepare].
@@ -219,9 +211,9 @@ class SparseOperator:
         x = self._check(x)
         if self.perm is None:
             return self.permuted_matvec(x)
-        xp_ = accel.permute(x, self.perm, self.lanes)
-        y = self.permuted_matvec(xp_)
-        return accel.permute(y, self.inverse, self.lanes)
+        return accel.compiled_product(self.values, self.arrays, x, self.perm, self.inverse, kind=self.layout,
+                                      static=self.static, shape=self._stored_shape(), lanes=self.lanes,
+                                      transpose=self.transposed)
 
     matmat = matvec
 
@@ -416,7 +408,7 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
         inv = np.empty_like(lay.perm)
         inv[lay.perm] = np.arange(len(lay.perm))
         perm, inverse = jnp.asarray(lay.perm.astype(np.int32)), jnp.asarray(inv.astype(np.int32))
-    op = SparseOperator(values, arrays, perm, inverse, slot, layout=lay.kind, static=_freeze(lay.static),
+    op = SparseOperator(values, arrays, perm, inverse, slot, layout=lay.kind, static=accel.freeze_static(lay.static),
                         shape=A.shape, lanes=(backend == "tpu"), description=lay.describe())
     return _place(op, device)
 

@@ -335,18 +335,37 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     return jax.lax.cond(finite, lambda: y, sparse)
 
 
-@partial(jax.jit, static_argnames=("kind", "static", "shape", "lanes", "transpose", "checked"))
-def compiled_product(values, arrays, x, *, kind: str, static: tuple, shape, lanes: bool, transpose: bool,
-                     checked: bool = True):
-    """``product`` (or ``unchecked_product``) as one compiled program per layout and operand shape.
+def freeze_static(static: dict) -> tuple:
+    """A layout's ``static`` parameters as a hashable, sorted tuple of pairs (a ``jax.jit`` static argument)."""
+    def freeze(v):
+        if isinstance(v, dict):
+            return freeze_static(v)
+        if isinstance(v, (list, tuple)):
+            return tuple(freeze(e) for e in v)
+        return v
 
-    ``static`` is the layout's parameters as a hashable tuple of pairs. Eager
-    products of a prepared operator run this (a many-diagonal ``dia`` product
-    is hundreds of operations: one dispatch each took seconds on a first
-    call); inside an outer trace it inlines.
+    return tuple(sorted((k, freeze(v)) for k, v in static.items()))
+
+
+@partial(jax.jit, static_argnames=("kind", "static", "shape", "lanes", "transpose", "checked"))
+def compiled_product(values, arrays, x, perm=None, inverse=None, *, kind: str, static: tuple, shape, lanes: bool,
+                     transpose: bool = False, checked: bool = True):
+    """``product`` (or ``unchecked_product``) as one compiled program per layout and operand shape, with the
+    layout's reordering applied to ``x`` (``perm``) and undone on the result (``inverse``) when given.
+
+    ``static`` is ``freeze_static`` of the layout's parameters. Eager
+    products (of a prepared operator, or of a placed BCOOArray through
+    ``.matmul``) run this: a many-diagonal ``dia`` product is hundreds of
+    operations, one dispatch each took seconds on a first call. Inside an
+    outer trace it inlines.
     """
+    if perm is not None:
+        x = permute(x, perm, lanes)
     fn = product if checked else unchecked_product
-    return fn(kind, dict(static), shape, values, arrays, x, lanes=lanes, transpose=transpose)
+    y = fn(kind, dict(static), shape, values, arrays, x, lanes=lanes, transpose=transpose)
+    if inverse is not None:
+        y = permute(y, inverse, lanes)
+    return y
 
 
 def unchecked_product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, transpose: bool = False):

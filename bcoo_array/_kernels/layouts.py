@@ -249,12 +249,6 @@ def _sliced_ell(block_rows: np.ndarray, block_cols: np.ndarray, n_block_rows: in
     return buckets, unit_slot, inverse_out, offset
 
 
-def _tile_count(rows: np.ndarray, cols: np.ndarray, tile: tuple[int, int], k: int) -> int:
-    bm, bk = tile
-    nkb = -(-k // bk)
-    return int(unique_ints((rows // bm) * nkb + cols // bk).size)
-
-
 def build_tiles(rows, cols, valid, shape, tile) -> Layout:
     """The ``tiles`` layout of the valid entries (rows, cols) with tile shape ``tile``."""
     m, k = shape
@@ -438,13 +432,6 @@ def _padded_units(block_rows: np.ndarray, n_block_rows: int) -> int:
     return int(_width_class(counts[counts > 0]).sum())
 
 
-def _unique_sorted(key: np.ndarray) -> np.ndarray:
-    """``unique_ints(key)``, skipping the sort when ``key`` is already strictly increasing (canonical input)."""
-    if len(key) < 2 or bool(np.all(key[1:] > key[:-1])):
-        return key
-    return unique_ints(key)
-
-
 def _coarsen(keys: np.ndarray, counts: np.ndarray, ncols: int, row_div: int, col_div: int):
     """Merge the blocks ``keys = row * ncols + col`` (with entry ``counts``) into blocks ``row_div`` x ``col_div``
     times larger: the new keys (row-major in the coarse grid), their counts and the coarse column count."""
@@ -457,16 +444,17 @@ def _coarsen(keys: np.ndarray, counts: np.ndarray, ncols: int, row_div: int, col
     return k2s[starts], np.add.reduceat(counts[order], starts) if len(starts) else counts[:0], ncols2
 
 
-def _block_counts(r, c, k):
-    """Entries per ``(R, P)`` block for every shape of ``BLOCK_SHAPES`` (one pass over the entries, then
-    merges of the smaller blocks): ``{(R, P): (keys, counts, n_block_cols)}``."""
+def _block_counts(r, c, k, shapes=BLOCK_SHAPES):
+    """Entries per ``(R, P)`` block for every shape of ``shapes`` (each a multiple of the one before): one
+    pass over the entries, then merges of the smaller blocks. ``{(R, P): (keys, counts, n_block_cols)}``,
+    ``keys = block_row * n_block_cols + block_col``."""
     out = {}
-    R0, P0 = BLOCK_SHAPES[0]
+    R0, P0 = shapes[0]
     ncp = -(-k // P0)
     keys, counts = np.unique((r // R0) * ncp + c // P0, return_counts=True)
     prev = (R0, P0)
     out[prev] = (keys, counts, ncp)
-    for R, P in BLOCK_SHAPES[1:]:
+    for R, P in shapes[1:]:
         pr, pp = prev
         keys, counts, ncp = _coarsen(keys, counts, ncp, R // pr, P // pp)
         out[(R, P)] = (keys, counts, ncp)
@@ -489,7 +477,7 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str,
     s = itemsize
     r, c = rows[valid], cols[valid]
     if len(r):
-        key = _unique_sorted(r * k + c)  # unique positions: duplicates share a slot
+        key = unique_ints(r * k + c)  # unique positions: duplicates share a slot
         r, c = key // k, key % k
     nnz = len(r)
     cost = _costs(backend)
@@ -515,15 +503,8 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str,
         if n_tiles * _panels.SUBLANES * _panels.LANES <= PANELS_MAX_PADDING * nnz + 1024:
             out["panels"] = n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + cost["panel_tile"]) + 2 * vec
     best = None
-    tkeys, tcols, prev_bm = None, 0, None
-    for tile in TILE_SHAPES:
+    for tile, (tkeys, _, tcols) in _block_counts(r, c, k, TILE_SHAPES).items():
         bm, bk = tile
-        if tkeys is None or bk != TILE_SHAPES[0][1] or bm % prev_bm:
-            tcols = -(-k // bk)
-            tkeys = unique_ints((r // bm) * tcols + c // bk)
-        else:  # merge the previous (smaller) tiles' keys: no pass over the entries
-            tkeys = unique_ints((tkeys // tcols // (bm // prev_bm)) * tcols + tkeys % tcols)
-        prev_bm = bm
         if len(tkeys) * bm * bk > 32 * nnz + bm * bk:  # tiles far emptier than the entries: skip
             continue
         units = _padded_units(tkeys // tcols, -(-m // bm))
@@ -563,8 +544,9 @@ def _rcm(rows, cols, valid, n: int) -> np.ndarray | None:
     return perm
 
 
-def _check_panels(rows, cols, valid, shape, itemsize: int) -> None:
-    """Refuse a ``panels`` layout that would not fit VMEM or would be mostly padding."""
+def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None = None) -> None:
+    """Refuse a ``panels`` layout that would not fit VMEM or would be mostly padding (``n_tiles``: the
+    estimate's count, when it made one)."""
     m, k = shape
     if itemsize != 4:
         raise ValueError(f"layout='panels' holds 32-bit values (the Pallas kernel's (8, 128) tiles); this matrix "
@@ -572,9 +554,9 @@ def _check_panels(rows, cols, valid, shape, itemsize: int) -> None:
     if not _panels.fits((m, k)):
         raise ValueError(f"layout='panels' keeps x and A @ x in VMEM; a {m} x {k} matrix needs more than "
                          f"{_panels.RESIDENT_MAX_ELEMENTS} resident elements: pick another layout (or None)")
-    r, c = rows[valid], cols[valid]
-    key = unique_ints(r * k + c)
-    n_tiles = _panels.tile_count(key // k, key % k, (m, k))
+    key = unique_ints(rows[valid] * k + cols[valid])
+    if n_tiles is None:
+        n_tiles = _panels.tile_count(key // k, key % k, (m, k))
     slots = n_tiles * _panels.SUBLANES * _panels.LANES
     if slots > PANELS_MAX_PADDING * len(key) + 1024:
         raise ValueError(f"layout='panels' would store {slots} slots for {len(key)} entries (more than "
@@ -642,7 +624,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
                 perm, rows, cols, est = cand, prow, pcol, est_p
                 est["reordered_from"] = before
     if kind == "panels":
-        _check_panels(rows, cols, valid, (m, k), itemsize)
+        _check_panels(rows, cols, valid, (m, k), itemsize, est.get("panel_tiles"))
     if kind == "tiles" and tile is None and "tile" not in est:
         tile = TILE_SHAPES[0]
     if kind == "dense":

@@ -285,6 +285,7 @@ def _accelerator_product(data, indices, shape, x):
     if platform is None or x.ndim not in (1, 2) or np.dtype(data.dtype).kind not in "fc":
         return None
     from . import layouts
+    from .accel import compiled_product, freeze_static
 
     m, k = shape
     itemsize = np.dtype(data.dtype).itemsize
@@ -298,7 +299,7 @@ def _accelerator_product(data, indices, shape, x):
             inv[lay.perm] = np.arange(len(lay.perm))
             perm, inverse = jnp.asarray(lay.perm.astype(np.int32)), jnp.asarray(inv.astype(np.int32))
         arrays = {name: jnp.asarray(a) for name, a in lay.arrays.items()}
-        static = tuple(sorted((name, _hashable(v)) for name, v in lay.static.items()))
+        static = freeze_static(lay.static)
         return (lay.kind, static, lay.n_slots, jnp.asarray(lay.slot.astype(slot_dtype)), arrays, perm, inverse)
 
     kind, static, n_slots, slot, arrays, perm, inverse = PLANS.get((indices,), ("accel-layout", m, k, itemsize,
@@ -309,14 +310,8 @@ def _accelerator_product(data, indices, shape, x):
         values = PLANS.get((data, indices), ("accel-values", m, k),
                            lambda: _place_values(data, slot, n_slots, arrays.get("slot_t")))
     dtype = jnp.result_type(data.dtype, x.dtype)
-    return _accelerator_apply(values, arrays, perm, inverse, jnp.asarray(x, dtype), kind=kind, static=static,
-                              shape=(m, k), lanes=platform == "tpu")
-
-
-def _hashable(v):
-    if isinstance(v, (list, tuple)):
-        return tuple(_hashable(e) for e in v)
-    return v
+    return compiled_product(values, arrays, jnp.asarray(x, dtype), perm, inverse, kind=kind, static=static,
+                            shape=(m, k), lanes=platform == "tpu")
 
 
 def _place_values(data, slot, n_slots: int, slot_t=None):
@@ -330,18 +325,6 @@ def _place_values_jit(data, slot, slot_t, *, n_slots: int):
     from .accel import layout_values
 
     return layout_values(data, slot, {} if slot_t is None else {"slot_t": slot_t}, n_slots)
-
-
-@partial(jax.jit, static_argnames=("kind", "static", "shape", "lanes"))
-def _accelerator_apply(values, arrays, perm, inverse, x, *, kind, static, shape, lanes):
-    from .accel import permute, product
-
-    if perm is not None:
-        x = permute(x, perm, lanes)
-    y = product(kind, dict(static), shape, values, arrays, x, lanes=lanes)
-    if inverse is not None:
-        y = permute(y, inverse, lanes)
-    return y
 
 
 def _native_product(data, indices, shape, x, *, rows_sorted: bool, traced_native: bool, leading_axis: bool):
