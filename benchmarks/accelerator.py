@@ -10,6 +10,7 @@ folding), it times, for each matrix:
 
 * ``bcoo_array``: ``accelerator.prepare(A, device=dev)``, then ``op @ x``;
   the layout chosen (``op.description``) is printed;
+* ``scipy CSR (host CPU)``: ``S @ x`` with NumPy ``x`` on the machine's CPU;
 * ``bcoo_array jit(A)``: a ``BCOOArray`` passed to ``jax.jit`` (traced
   indices: the COO fallback every traced matrix takes);
 * ``jax BCOO`` and ``jax BCSR``: ``jax.experimental.sparse`` from scipy;
@@ -193,6 +194,10 @@ def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: lis
                 errs[lib] = _err(fn(M, xd), ref)
             except Exception as e:  # a library that cannot run this case: reported, not fatal
                 print(f"  {lib}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+        # scipy.sparse on the host's CPU, NumPy operands: what a user of scipy runs without the accelerator
+        S_host = S.T.tocsr() if cols == "T" else S.tocsr()
+        times["scipy CSR (host CPU)"] = _time(lambda M, v: M @ v, S_host, x, repeat=repeat)
+        errs["scipy CSR (host CPU)"] = _err(S_host @ x, ref)
         base = times.get("jax BCOO")
         for lib, t in times.items():
             gbs = nbytes / t / 1e9
