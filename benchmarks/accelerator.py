@@ -121,7 +121,7 @@ def _err(y, ref) -> float:
     return float(np.abs(y - ref).max() / scale)
 
 
-def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: list, forced=()) -> None:
+def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: list, forced=(), libs=None) -> None:
     """Time SpMV, SpMM and A.T @ x of scipy matrix ``S`` for every library; append result rows.
 
     ``forced`` names layouts timed beside the chosen one (``bcoo_array[kind]``
@@ -185,6 +185,8 @@ def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: lis
         cases.update({f"bcoo_array[{kind}]": (f, o) for kind, o in extra.items()})
         if dense is not None:
             cases["dense"] = (mmT_dense if cols == "T" else mm_dense, dense)
+        if libs is not None:
+            cases = {lib: c for lib, c in cases.items() if lib in libs or lib.startswith("bcoo_array[")}
         times, errs = {}, {}
         for lib, (fn, M) in cases.items():
             if lib == "jax BCSR" and cols == "T":
@@ -195,9 +197,10 @@ def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: lis
             except Exception as e:  # a library that cannot run this case: reported, not fatal
                 print(f"  {lib}: {type(e).__name__}: {str(e)[:200]}", flush=True)
         # scipy.sparse on the host's CPU, NumPy operands: what a user of scipy runs without the accelerator
-        S_host = S.T.tocsr() if cols == "T" else S.tocsr()
-        times["scipy CSR (host CPU)"] = _time(lambda M, v: M @ v, S_host, x, repeat=repeat)
-        errs["scipy CSR (host CPU)"] = _err(S_host @ x, ref)
+        if libs is None or "scipy" in libs:
+            S_host = S.T.tocsr() if cols == "T" else S.tocsr()
+            times["scipy CSR (host CPU)"] = _time(lambda M, v: M @ v, S_host, x, repeat=repeat)
+            errs["scipy CSR (host CPU)"] = _err(S_host @ x, ref)
         base = times.get("jax BCOO")
         for lib, t in times.items():
             gbs = nbytes / t / 1e9
@@ -235,8 +238,7 @@ def bench_cg(n: int, dev, iters: int, bw: float, rows: list) -> None:
     for lib, t in (("bcoo_array", t_ours), ("jax BCOO", t_theirs)):
         rows.append({"matrix": f"poisson {n}^2", "op": label, "lib": lib, "ms": t * 1e3, "GB/s": None,
                      "pct_bw": None, "vs_jax_bcoo": t_theirs / t, "err": err if lib == "bcoo_array" else 0.0,
-                     "layout": op.description if lib == "bcoo_array" else (
-                       extra[lib[11:-1]].description if lib.startswith("bcoo_array[") else "")})
+                     "layout": op.description if lib == "bcoo_array" else ""})
     print(f"\n## {label}: bcoo_array {t_ours * 1e3:.1f} ms ({op.description}), jax BCOO {t_theirs * 1e3:.1f} ms: "
           f"x{t_theirs / t_ours:.1f}; solutions differ by {err:.1e} (relative)", flush=True)
 
@@ -257,11 +259,21 @@ else:
     A = jax.device_put(jnp.asarray(S.toarray()), dev)
 vd = jax.device_put(jnp.asarray(v), dev)
 jax.block_until_ready(vd)
-t0 = time.perf_counter()
-out = A @ vd if op == "matmul" else A * vd
-out = out.data if hasattr(out, "nse") else out
-jax.block_until_ready(out)
-print(json.dumps({"first": time.perf_counter() - t0}))
+
+
+def call(A):
+    t0 = time.perf_counter()
+    out = A @ vd if op == "matmul" else A * vd
+    out = out.data if hasattr(out, "nse") else out
+    jax.block_until_ready(out)
+    return time.perf_counter() - t0
+
+
+first = call(A)
+# the same shape with another number of stored entries: a second program only if nse is not bucketed
+S2 = sp.random(n, n, density=0.0051, random_state=1, format="csr", dtype=np.float32)
+A2 = xp.from_scipy(S2).to_device(dev) if which == "sparse" else jax.device_put(jnp.asarray(S2.toarray()), dev)
+print(json.dumps({"first": first, "new_nse": call(A2), "warm": min(call(A2) for _ in range(5))}))
 """
 
 
@@ -275,14 +287,16 @@ def first_calls(rows: list) -> None:
             if out.returncode:
                 print(f"  {op} {which}: failed: {out.stderr[-400:]}", flush=True)
                 continue
-            res[which] = json.loads(out.stdout.strip().splitlines()[-1])["first"]
+            res[which] = json.loads(out.stdout.strip().splitlines()[-1])
         if len(res) == 2:
-            ratio = res["sparse"] / res["dense"]
-            print(f"  A {'@' if op == 'matmul' else '*'} v: bcoo_array {res['sparse'] * 1e3:.0f} ms, dense jax.numpy "
-                  f"{res['dense'] * 1e3:.0f} ms: {ratio:.2f}x", flush=True)
-            rows.append({"matrix": "random 2000^2", "op": f"first eager {op}", "lib": "bcoo_array",
-                         "ms": res["sparse"] * 1e3, "GB/s": None, "pct_bw": None, "vs_jax_bcoo": None,
-                         "err": None, "layout": f"{ratio:.2f}x dense jnp's first call ({res['dense'] * 1e3:.0f} ms)"})
+            sym = "@" if op == "matmul" else "*"
+            for when, label in (("first", "first"), ("new_nse", "next, new nse"), ("warm", "warm")):
+                t_s, t_d = res["sparse"][when], res["dense"][when]
+                print(f"  A {sym} v ({label}): bcoo_array {t_s * 1e3:.1f} ms, dense jax.numpy {t_d * 1e3:.1f} ms: "
+                      f"{t_s / t_d:.2f}x", flush=True)
+                rows.append({"matrix": "random 2000^2", "op": f"eager A {sym} v, {label} call", "lib": "bcoo_array",
+                             "ms": t_s * 1e3, "GB/s": None, "pct_bw": None, "vs_jax_bcoo": None, "err": None,
+                             "layout": f"{t_s / t_d:.2f}x dense jax.numpy's ({t_d * 1e3:.1f} ms)"})
 
 
 def markdown(rows: list, bw: float, device: str) -> str:
@@ -330,6 +344,7 @@ def main(argv=None) -> None:
     p.add_argument("--cg", default="512", help="Poisson grid size K for the CG row ('' for none)")
     p.add_argument("--cg-iters", type=int, default=200)
     p.add_argument("--layouts", default="", help="layouts timed beside the chosen one, e.g. 'panels,ell'")
+    p.add_argument("--libs", default="", help="only these rows, e.g. 'bcoo_array,jax BCOO,scipy' (default: all)")
     p.add_argument("--first-call", action="store_true")
     p.add_argument("--choose-only", default=None, metavar="BACKEND",
                    help="only time the host-side layout choice (layouts.choose) for BACKEND (e.g. tpu), on any machine")
@@ -344,11 +359,14 @@ def main(argv=None) -> None:
     if args.choose_only:
         choose_only(args, args.choose_only)
         return
+    rows: list = []
+    if args.first_call:
+        # fresh processes, run before this one takes the device (an accelerator is held by one process)
+        first_calls(rows)
     dev = jax.devices()[0]
     bw = streamed_bandwidth()
     print(f"device {dev.device_kind} ({dev.platform}); streamed bandwidth {bw:.0f} GB/s", flush=True)
     spmm_cols = [int(c) for c in args.spmm.split(",") if c]
-    rows: list = []
     cases = []
     for name in args.matrices:
         path = _find(name)
@@ -361,7 +379,8 @@ def main(argv=None) -> None:
     for name, load in cases:
         try:
             bench_matrix(name, load(), dev, args.repeat, spmm_cols, bw, rows,
-                         forced=[v for v in args.layouts.split(",") if v])
+                         forced=[v for v in args.layouts.split(",") if v],
+                         libs={v.strip() for v in args.libs.split(",")} if args.libs else None)
         except Exception:  # one case failing must not lose the others' rows
             traceback.print_exc()
     if args.cg:
@@ -369,8 +388,6 @@ def main(argv=None) -> None:
             bench_cg(int(args.cg), dev, args.cg_iters, bw, rows)
         except Exception:
             traceback.print_exc()
-    if args.first_call:
-        first_calls(rows)
     table = markdown(rows, bw, f"{dev.device_kind} ({dev.platform})")
     print("\n" + table)
     if args.out:

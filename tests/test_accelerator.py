@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import bcoo_array as xp
 from bcoo_array import accelerator
-from bcoo_array._kernels import layouts, matmul
+from bcoo_array._kernels import accel, layouts, matmul
 
 LAYOUTS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "coo", "bcoo")
 
@@ -87,8 +87,19 @@ def test_non_finite_x_meets_only_stored_entries(layout):
         ref = S.astype(np.float64) @ x.astype(np.float64)
     got = np.asarray(op @ x)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
     fin = np.isfinite(ref)
     np.testing.assert_allclose(got[fin], ref[fin], atol=1e-4)
+    # the transpose's product too (blocks: no check for a vector, its selects meet stored entries only)
+    y = np.random.default_rng(2).standard_normal(S.shape[0]).astype(np.float32)
+    y[3], y[5] = -np.inf, np.nan
+    with np.errstate(invalid="ignore"):
+        ref_t = S.T.astype(np.float64) @ y.astype(np.float64)
+    got_t = np.asarray(op.T @ y)
+    np.testing.assert_array_equal(np.isnan(got_t), np.isnan(ref_t))
+    np.testing.assert_array_equal(np.isinf(got_t), np.isinf(ref_t))
+    fin = np.isfinite(ref_t)
+    np.testing.assert_allclose(got_t[fin], ref_t[fin], atol=1e-4)
 
 
 @pytest.mark.parametrize("layout", ("dia", "tiles", "blocks", "ell", "panels"))
@@ -303,3 +314,56 @@ def test_panels_kernel_over_several_grid_steps():
     assert op.arrays["lcols"].shape[0] > 2 * panels.TILES_PER_STEP
     x = np.random.default_rng(12).standard_normal((1400, 2)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(op @ x), S.astype(np.float64) @ x, atol=1e-4)
+
+
+@pytest.mark.parametrize("n_tiles,n_rhs", [(40, 1), (3 * 64, 3)])
+def test_panels_kernel_lowers_for_a_tpu(n_tiles, n_rhs):
+    # Lowered for a TPU on this CPU (jax.export to the "tpu" platform): the Mosaic lowering's own checks
+    # (block shapes of (8, 128) or whole dimensions, SMEM blocks, supported ops) run without the chip.
+    # One grid step of a small matrix and several steps of 64 tiles.
+    from bcoo_array._kernels import panels
+
+    T = panels.pad_tiles(n_tiles)
+    args = (np.zeros(T * 1024, np.float32), np.zeros((2, T), np.int32), np.full((T, 8, 128), -1, np.int32),
+            np.zeros((n_rhs, 1000), np.float32))
+    f = jax.jit(lambda v, m, c, x: panels.panels_kernel(v, m, c, x, shape=(900, 1000), interpret=False))
+    exported = jax.export.export(f, platforms=["tpu"])(*args)
+    assert "tpu_custom_call" in exported.mlir_module()
+
+
+@pytest.mark.parametrize("layout", ("dense", "dia", "blocks", "panels", "coo"))
+@pytest.mark.parametrize("dtype", (np.float32, np.complex64))
+def test_values_placed_on_the_host_equal_the_device_scatter(layout, dtype):
+    # layouts.place_values_host (eager products, prepare) against accel.layout_values (the traced path):
+    # duplicates add up, padding entries drop, the panels layout's transpose copy is filled as well.
+    S = MATRICES["symmetric"]
+    A = _bcoo(S)
+    rng = np.random.default_rng(4)
+    idx = np.concatenate([np.asarray(A.indices), np.asarray(A.indices)[:7], [[300, 300]]])  # 7 duplicates, 1 pad
+    data = rng.standard_normal(len(idx)).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        data = data + 1j * rng.standard_normal(len(idx)).astype(np.float32)
+    lay = layouts.choose(idx, S.shape, 4, "tpu", kind=layout, reorder=False)
+    host = layouts.place_values_host(data, lay.slot, lay.n_slots, lay.arrays.get("slot_t"))
+    arrays = {k: jnp.asarray(v) for k, v in lay.arrays.items()}
+    dev = accel.layout_values(jnp.asarray(data), jnp.asarray(lay.slot), arrays, lay.n_slots)
+    assert host.dtype == np.dtype(dtype) and host.shape == (lay.n_slots,)
+    np.testing.assert_allclose(host, np.asarray(dev), rtol=1e-6, atol=1e-6)
+
+
+def test_eager_products_compile_once_per_layout_not_per_nse(monkeypatch):
+    # Eager products on an accelerator: two matrices of one shape and layout parameters but different nse
+    # run one compiled program (the values are placed on the host, the product takes no nse-sized array).
+    monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
+    x = jnp.asarray(np.random.default_rng(6).standard_normal(400).astype(np.float32))
+    mats = [sp.random_array((400, 400), density=d, rng=s, format="csr").astype(np.float32)
+            for s, d in ((20, 0.02), (21, 0.0205))]
+    plans = [layouts.choose(np.asarray(_bcoo(S).indices), S.shape, 4, "tpu") for S in mats]
+    assert plans[0].kind == plans[1].kind == "blocks" and plans[0].static == plans[1].static
+    assert mats[0].nnz != mats[1].nnz
+    before = accel._compiled_product._cache_size()
+    for S in mats:
+        A = _bcoo(S)
+        y = matmul.spmm_dense(A.data, A.indices, A.shape, x)
+        np.testing.assert_allclose(np.asarray(y), S.astype(np.float64) @ np.asarray(x, np.float64), atol=1e-4)
+    assert accel._compiled_product._cache_size() - before <= 1

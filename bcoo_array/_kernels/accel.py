@@ -317,7 +317,7 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     both branches run).
     """
     y = _kernel(kind, static, shape, values, arrays, x, lanes, transpose)
-    if "u_rows" not in arrays:
+    if not needs_check(kind, x.ndim) or "u_rows" not in arrays:
         return y
     m, k = shape
     rows, cols = arrays["u_rows"], arrays["u_cols"]
@@ -335,6 +335,19 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     return jax.lax.cond(finite, lambda: y, sparse)
 
 
+def needs_check(kind: str, ndim: int) -> bool:
+    """Whether ``product`` checks a layout's result for non-finite values (``.layouts.STORES_ZEROS``).
+
+    A ``blocks`` product of a vector reads ``x`` through one-hot *selects*
+    (padding selects nothing), so only stored entries meet ``x``: exact, no
+    check. Its several-column product takes one-hot matrix products, where
+    a zero times an ``inf`` of the panel gives NaN: checked.
+    """
+    from .layouts import STORES_ZEROS
+
+    return kind in STORES_ZEROS and not (kind == "blocks" and ndim == 1)
+
+
 def freeze_static(static: dict) -> tuple:
     """A layout's ``static`` parameters as a hashable, sorted tuple of pairs (a ``jax.jit`` static argument)."""
     def freeze(v):
@@ -347,7 +360,6 @@ def freeze_static(static: dict) -> tuple:
     return tuple(sorted((k, freeze(v)) for k, v in static.items()))
 
 
-@partial(jax.jit, static_argnames=("kind", "static", "shape", "lanes", "transpose", "checked"))
 def compiled_product(values, arrays, x, perm=None, inverse=None, *, kind: str, static: tuple, shape, lanes: bool,
                      transpose: bool = False, checked: bool = True):
     """``product`` (or ``unchecked_product``) as one compiled program per layout and operand shape, with the
@@ -357,8 +369,20 @@ def compiled_product(values, arrays, x, perm=None, inverse=None, *, kind: str, s
     products (of a prepared operator, or of a placed BCOOArray through
     ``.matmul``) run this: a many-diagonal ``dia`` product is hundreds of
     operations, one dispatch each took seconds on a first call. Inside an
-    outer trace it inlines.
+    outer trace it inlines. Where no check applies (``needs_check``) the
+    program does not take the stored entries' COO arrays, so it depends on
+    the layout's parameters and shapes only, not on ``nse``.
     """
+    if not (checked and needs_check(kind, x.ndim)):
+        arrays = {name: a for name, a in arrays.items() if not name.startswith("u_")}
+        checked = False
+    return _compiled_product(values, arrays, x, perm, inverse, kind=kind, static=static, shape=shape, lanes=lanes,
+                             transpose=transpose, checked=checked)
+
+
+@partial(jax.jit, static_argnames=("kind", "static", "shape", "lanes", "transpose", "checked"))
+def _compiled_product(values, arrays, x, perm, inverse, *, kind: str, static: tuple, shape, lanes: bool,
+                      transpose: bool, checked: bool):
     if perm is not None:
         x = permute(x, perm, lanes)
     fn = product if checked else unchecked_product

@@ -277,9 +277,11 @@ def _accelerator_product(data, indices, shape, x):
 
     Applies to concrete indices with ``data`` on an accelerator and ``x``
     of one or two dimensions. The layout is chosen once per index buffer
-    (``PLANS``, beside the buffer); the values are placed once per data
-    buffer when ``data`` is concrete (a scatter-add per product when it is
-    traced); the product is one compiled program per layout and shapes.
+    (``PLANS``, beside the buffer) and its index arrays copied to the
+    device; the values are placed on the host once per concrete data buffer
+    (``layouts.place_values_host``: no program compiled per ``nse``), by a
+    scatter-add per product when ``data`` is traced; the product is one
+    compiled program per layout and shapes (``accel.compiled_product``).
     """
     platform = _accelerator_platform(data, indices)
     if platform is None or x.ndim not in (1, 2) or np.dtype(data.dtype).kind not in "fc":
@@ -289,42 +291,39 @@ def _accelerator_product(data, indices, shape, x):
 
     m, k = shape
     itemsize = np.dtype(data.dtype).itemsize
+    device = None if is_tracer(data) else next(iter(data.devices()))
 
     def build():
         lay = layouts.choose(np.asarray(indices).reshape(-1, 2), (m, k), itemsize, platform)
         slot_dtype = np.int32 if lay.n_slots < 2**31 - 1 else np.int64
+        # device_put, not jnp.asarray: a NumPy array through jnp.asarray is an eager program per shape
+        # (``stage``), each compiled on first use (60 ms on a TPU v5e)
+        put = lambda a: jax.device_put(a, device)  # noqa: E731
         perm = inverse = None
         if lay.perm is not None:
             inv = np.empty_like(lay.perm)
             inv[lay.perm] = np.arange(len(lay.perm))
-            perm, inverse = jnp.asarray(lay.perm.astype(np.int32)), jnp.asarray(inv.astype(np.int32))
-        arrays = {name: jnp.asarray(a) for name, a in lay.arrays.items()}
+            perm, inverse = put(lay.perm.astype(np.int32)), put(inv.astype(np.int32))
+        arrays = {name: put(a) for name, a in lay.arrays.items()}
         static = freeze_static(lay.static)
-        return (lay.kind, static, lay.n_slots, jnp.asarray(lay.slot.astype(slot_dtype)), arrays, perm, inverse)
+        slots = (lay.slot.astype(slot_dtype), lay.arrays.get("slot_t"))
+        return (lay.kind, static, lay.n_slots, slots, arrays, perm, inverse)
 
-    kind, static, n_slots, slot, arrays, perm, inverse = PLANS.get((indices,), ("accel-layout", m, k, itemsize,
-                                                                                  platform), build)
+    kind, static, n_slots, slots, arrays, perm, inverse = PLANS.get((indices,), ("accel-layout", m, k, itemsize,
+                                                                                   platform), build)
     if is_tracer(data):
-        values = _place_values(data, slot, n_slots, arrays.get("slot_t"))
+        from .accel import layout_values
+
+        slot, slot_t = slots
+        values = layout_values(data, jnp.asarray(slot), {} if slot_t is None else {"slot_t": jnp.asarray(slot_t)},
+                               n_slots)
     else:
         values = PLANS.get((data, indices), ("accel-values", m, k),
-                           lambda: _place_values(data, slot, n_slots, arrays.get("slot_t")))
+                           lambda: jax.device_put(layouts.place_values_host(np.asarray(data), slots[0], n_slots,
+                                                                            slots[1]), device))
     dtype = jnp.result_type(data.dtype, x.dtype)
     return compiled_product(values, arrays, jnp.asarray(x, dtype), perm, inverse, kind=kind, static=static,
                             shape=(m, k), lanes=platform == "tpu")
-
-
-def _place_values(data, slot, n_slots: int, slot_t=None):
-    """The layout's value buffer from ``data`` (one compiled scatter-add per size; ``slot_t``: the second
-    copy a ``panels`` layout keeps for its transpose)."""
-    return _place_values_jit(data, slot, slot_t, n_slots=n_slots)
-
-
-@partial(jax.jit, static_argnames=("n_slots",))
-def _place_values_jit(data, slot, slot_t, *, n_slots: int):
-    from .accel import layout_values
-
-    return layout_values(data, slot, {} if slot_t is None else {"slot_t": slot_t}, n_slots)
 
 
 def _native_product(data, indices, shape, x, *, rows_sorted: bool, traced_native: bool, leading_axis: bool):

@@ -83,16 +83,17 @@ def _kernel(meta_ref, vals_ref, cols_ref, x_ref, o_ref, *, n_rhs: int, tiles: in
     zero = jnp.zeros((), o_ref.dtype)
 
     def tile(t, carry):
-        b = meta_ref[0, t]
-        p = meta_ref[1, t]
-        xbase = pl.multiple_of((p // SUBLANES) * SUBLANES, SUBLANES)
-        obase = pl.multiple_of((b // SUBLANES) * SUBLANES, SUBLANES)
+        b = meta_ref[0, 0, t]
+        p = meta_ref[0, 0, tiles + t]
+        # b, p >= 0: bit operations (floor division and % lower through sign, which needs the chip's generation)
+        xbase = pl.multiple_of(p & ~(SUBLANES - 1), SUBLANES)
+        obase = pl.multiple_of(b & ~(SUBLANES - 1), SUBLANES)
         c = cols_ref[t]
         v = vals_ref[t]
         ok = c >= 0
         ci = jnp.maximum(c, 0)
-        xsel = sub == p % SUBLANES
-        osel = sub == b % SUBLANES
+        xsel = sub == (p & (SUBLANES - 1))
+        osel = sub == (b & (SUBLANES - 1))
         for j in range(n_rhs):
             slab = x_ref[j, pl.ds(xbase, SUBLANES), :]
             xrow = jnp.sum(jnp.where(xsel, slab, zero), axis=0, keepdims=True)
@@ -102,7 +103,7 @@ def _kernel(meta_ref, vals_ref, cols_ref, x_ref, o_ref, *, n_rhs: int, tiles: in
             o_ref[j, pl.ds(obase, SUBLANES), :] += jnp.where(osel, jnp.broadcast_to(s, (SUBLANES, LANES)), zero)
         return carry
 
-    jax.lax.fori_loop(0, tiles, tile, 0)
+    jax.lax.fori_loop(jnp.int32(0), jnp.int32(tiles), tile, 0)  # int32 indices under x64 as well
 
 
 def _interpret() -> bool:
@@ -132,12 +133,15 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
     xs = jnp.pad(x.astype(dtype), ((0, 0), (0, ncp * LANES - k))).reshape(n_rhs, ncp, LANES)
     vals = values.astype(dtype).reshape(T, SUBLANES, LANES)
     tile_block = (per_step, SUBLANES, LANES)
+    # the tile table by grid step, (steps, 1, 2 * per_step): an SMEM block's last dimension must be a whole
+    # 128 lanes or the array's own (row blocks of a step, then their panels)
+    meta_steps = meta.reshape(2, steps, per_step).transpose(1, 0, 2).reshape(steps, 1, 2 * per_step)
     call = pl.pallas_call(
         functools.partial(_kernel, n_rhs=n_rhs, tiles=per_step),
         out_shape=jax.ShapeDtypeStruct((n_rhs, nrp, LANES), dtype),
         grid=(steps,),
         in_specs=[
-            pl.BlockSpec((2, per_step), lambda i: (0, i), memory_space=pltpu.SMEM),
+            pl.BlockSpec((1, 1, 2 * per_step), lambda i: (i, 0, 0), memory_space=pltpu.SMEM),
             pl.BlockSpec(tile_block, lambda i: (i, 0, 0)),
             pl.BlockSpec(tile_block, lambda i: (i, 0, 0)),
             pl.BlockSpec((n_rhs, ncp, LANES), lambda i: (0, 0, 0)),
@@ -147,7 +151,7 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
                                              vmem_limit_bytes=VMEM_LIMIT_BYTES),
         interpret=_interpret() if interpret is None else interpret,
     )
-    out = call(meta, vals, cols, xs)
+    out = call(meta_steps, vals, cols, xs)
     return out.reshape(n_rhs, nrp * LANES)[:, :m]
 
 
