@@ -351,15 +351,17 @@ def test_values_placed_on_the_host_equal_the_device_scatter(layout, dtype):
     np.testing.assert_allclose(host, np.asarray(dev), rtol=1e-6, atol=1e-6)
 
 
-def test_eager_products_compile_once_per_layout_not_per_nse(monkeypatch):
+@pytest.mark.parametrize(("n", "densities", "kind"), [(400, (0.02, 0.0205), "blocks"), (60, (0.3, 0.31), "dense")])
+def test_eager_products_compile_once_per_layout_not_per_nse(monkeypatch, n, densities, kind):
     # Eager products on an accelerator: two matrices of one shape and layout parameters but different nse
-    # run one compiled program (the values are placed on the host, the product takes no nse-sized array).
+    # run one compiled program: the values are placed on the host, and the product takes no nse-sized
+    # array (blocks, a vector) or the stored entries padded to a size bucket (dense: its non-finite check).
     monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
-    x = jnp.asarray(np.random.default_rng(6).standard_normal(400).astype(np.float32))
-    mats = [sp.random_array((400, 400), density=d, rng=s, format="csr").astype(np.float32)
-            for s, d in ((20, 0.02), (21, 0.0205))]
+    x = jnp.asarray(np.random.default_rng(6).standard_normal(n).astype(np.float32))
+    mats = [sp.random_array((n, n), density=d, rng=s, format="csr").astype(np.float32)
+            for s, d in zip((20, 21), densities)]
     plans = [layouts.choose(np.asarray(_bcoo(S).indices), S.shape, 4, "tpu") for S in mats]
-    assert plans[0].kind == plans[1].kind == "blocks" and plans[0].static == plans[1].static
+    assert plans[0].kind == plans[1].kind == kind and plans[0].static == plans[1].static
     assert mats[0].nnz != mats[1].nnz
     before = accel._compiled_product._cache_size()
     for S in mats:
@@ -367,3 +369,23 @@ def test_eager_products_compile_once_per_layout_not_per_nse(monkeypatch):
         y = matmul.spmm_dense(A.data, A.indices, A.shape, x)
         np.testing.assert_allclose(np.asarray(y), S.astype(np.float64) @ np.asarray(x, np.float64), atol=1e-4)
     assert accel._compiled_product._cache_size() - before <= 1
+
+
+def test_stored_entries_padded_to_a_size_bucket_give_the_same_fallback():
+    # The non-finite fallback's COO arrays hold padding up to layouts.size_bucket: an inf of x at an
+    # unstored position still gives 0 there, and the padding adds nothing (plain and transposed).
+    keep = np.ones(MATRICES["rect"].shape[1])
+    keep[[0, 5]] = 0  # two columns with no stored entry
+    S = sp.csr_array(MATRICES["rect"] @ sp.diags_array(keep))
+    S.eliminate_zeros()
+    lay = layouts.choose(np.asarray(_bcoo(S).indices), S.shape, 4, "tpu", kind="dense")
+    assert lay.arrays["u_rows"].shape[0] == layouts.size_bucket(S.nnz) > S.nnz
+    assert [layouts.size_bucket(v) for v in (0, 9, 17, 20000, 20480, 20481)] == [8, 10, 20, 20480, 20480, 24576]
+    op = accelerator.prepare(_bcoo(S), layout="dense")
+    x = np.ones(S.shape[1], np.float32)
+    x[0] = np.inf
+    got = np.asarray(op @ x)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, S @ x.astype(np.float64), rtol=1e-5)
+    y = np.ones(S.shape[0], np.float32)
+    np.testing.assert_allclose(np.asarray(op.T @ y), S.T @ y.astype(np.float64), rtol=1e-5)

@@ -328,7 +328,8 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
         from .coo import coo_matmat
 
         dtype = y.dtype
-        vals = jnp.take(values, arrays["u_slot"], axis=0).astype(dtype)
+        # padding entries (slot n_slots, row m, column k; ``layouts.size_bucket``) read 0 and are dropped
+        vals = jnp.take(values, arrays["u_slot"], axis=0, mode="fill", fill_value=0).astype(dtype)
         return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
 
     finite = jnp.all(jnp.isfinite(y))

@@ -564,6 +564,18 @@ def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None =
                          f"pick another layout (or None)")
 
 
+def size_bucket(n: int) -> int:
+    """The smallest of ``2**j * (4, 5, 6, 7) / 4`` (four sizes per octave, at most 25% padding) that is
+    ``>= n``, and at least 8: the length index arrays of ``n`` entries are padded to, so that array
+    shapes (and the programs compiled for them) repeat across matrices."""
+    n = max(int(n), 8)
+    j = max(n.bit_length() - 3, 0)
+    for q in (4, 5, 6, 7, 8):
+        if (q << j) >= n:
+            return q << j
+    raise AssertionError(n)  # unreachable: 8 << j >= n
+
+
 def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: np.ndarray | None = None):
     """Host: a layout's flat value buffer from concrete BCOO ``data`` (NumPy), no device program compiled.
 
@@ -672,12 +684,16 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     else:
         lay = build_coo(rows, cols, valid, (m, k))
     if lay.kind in STORES_ZEROS:
-        # The stored entries as COO (unique positions), for the product's non-finite fallback.
+        # The stored entries as COO (unique positions), for the product's non-finite fallback, padded to
+        # a size bucket (padding: row m, column k, slot n_slots; the COO product drops them) so that
+        # matrices of one shape and layout parameters share a compiled program whatever their nse.
         vslot = lay.slot[valid]
         uslot, first = np.unique(vslot, return_index=True)
-        lay.arrays["u_rows"] = rows[valid][first].astype(np.int32)
-        lay.arrays["u_cols"] = cols[valid][first].astype(np.int32)
-        lay.arrays["u_slot"] = uslot.astype(np.int32 if lay.n_slots < 2**31 - 1 else np.int64)
+        pad = size_bucket(len(uslot)) - len(uslot)
+        lay.arrays["u_rows"] = np.concatenate([rows[valid][first], np.full(pad, m)]).astype(np.int32)
+        lay.arrays["u_cols"] = np.concatenate([cols[valid][first], np.full(pad, k)]).astype(np.int32)
+        lay.arrays["u_slot"] = np.concatenate([uslot, np.full(pad, lay.n_slots)]).astype(
+            np.int32 if lay.n_slots < 2**31 - 1 else np.int64)
     lay.perm = perm
     lay.estimate = {n: v for n, v in est.items() if n in LAYOUT_KINDS}
     return lay
