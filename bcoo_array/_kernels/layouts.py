@@ -582,7 +582,8 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
     ``data`` (nse,) is added at ``slot`` (nse,), and at ``slot_t`` too where
     the layout keeps a second copy (``panels``: its transpose's tiles);
     slots ``>= n_slots`` (padding) are dropped; duplicates add up, in
-    float64 (complex128) and rounded once to ``data.dtype``. What
+    float64 (complex128) and rounded once to ``data.dtype`` (integers in
+    their own dtype, exactly). What
     ``accel.layout_values`` computes on the device, for eager products and
     ``prepare``: a scatter-add compiled per ``nse`` took 0.4-0.5 s on a TPU
     v5e for 20,000 entries, this takes microseconds to milliseconds.
@@ -592,12 +593,15 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
     numpy.ndarray, shape ``(n_slots,)``, dtype ``data.dtype``
     """
     data = np.asarray(data).reshape(-1)
-    out = np.zeros(n_slots, np.complex128 if data.dtype.kind == "c" else np.float64)
+    exact = data.dtype.kind in "iub"  # integers add in their own dtype (wrapping as XLA's scatter-add)
+    out = np.zeros(n_slots, data.dtype if exact else np.complex128 if data.dtype.kind == "c" else np.float64)
     for where in (slot,) if slot_t is None else (slot, slot_t):
         where = np.asarray(where).reshape(-1)
         keep = (where >= 0) & (where < n_slots)
         w, d = where[keep], data[keep]
-        if data.dtype.kind == "c":
+        if exact:
+            np.add.at(out, w, d)
+        elif data.dtype.kind == "c":
             out += np.bincount(w, weights=d.real.astype(np.float64), minlength=n_slots)
             out += 1j * np.bincount(w, weights=d.imag.astype(np.float64), minlength=n_slots)
         else:
