@@ -400,20 +400,13 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
         return _place(op, device)
     lay = layouts.choose(np.asarray(indices), A.shape, np.dtype(A.dtype).itemsize, backend, kind=layout,
                          tile=tile, reorder=reorder)
-    # device_put (to ``device``, or the default one), not jnp.asarray: no eager program per shape
-    put = lambda a: jax.device_put(a, device)  # noqa: E731
-    slot_np = lay.slot.astype(np.int32 if lay.n_slots < 2**31 - 1 else np.int64)
-    slot = put(slot_np)
-    arrays = {k: put(v) for k, v in lay.arrays.items()}
+    slot_np, arrays, perm, inverse = accel.device_layout(lay, device)
+    slot = jax.device_put(slot_np, device)
     if is_tracer(data):
         values = accel.layout_values(jnp.asarray(data), slot, arrays, lay.n_slots)
     else:  # concrete values are placed on the host: no scatter program compiled for this nse
-        values = put(layouts.place_values_host(np.asarray(data), slot_np, lay.n_slots, lay.arrays.get("slot_t")))
-    perm = inverse = None
-    if lay.perm is not None:
-        inv = np.empty_like(lay.perm)
-        inv[lay.perm] = np.arange(len(lay.perm))
-        perm, inverse = put(lay.perm.astype(np.int32)), put(inv.astype(np.int32))
+        values = jax.device_put(layouts.place_values_host(np.asarray(data), slot_np, lay.n_slots,
+                                                          lay.arrays.get("slot_t")), device)
     op = SparseOperator(values, arrays, perm, inverse, slot, layout=lay.kind, static=accel.freeze_static(lay.static),
                         shape=A.shape, lanes=(backend == "tpu"), description=lay.describe())
     return _place(op, device)

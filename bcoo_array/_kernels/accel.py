@@ -29,6 +29,26 @@ LANE_GATHER_CHUNK_BYTES = 1 << 28
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
+def device_layout(lay, device=None):
+    """A ``.layouts.Layout``'s index arrays on ``device`` (None: the default device).
+
+    Returns ``(slot, arrays, perm, inverse)``: ``slot`` the NumPy slot of each
+    stored entry (int32 where ``n_slots`` allows), ``arrays`` the layout's
+    index arrays as JAX arrays, ``perm``/``inverse`` the reordering and its
+    inverse (int32 JAX arrays) or None. Copied with ``jax.device_put``: a
+    NumPy array through ``jnp.asarray`` is an eager program per shape
+    (``stage``), each compiled on first use (60 ms on a TPU v5e).
+    """
+    put = lambda a: jax.device_put(a, device)  # noqa: E731
+    slot = lay.slot.astype(np.int32 if lay.n_slots < 2**31 - 1 else np.int64)
+    perm = inverse = None
+    if lay.perm is not None:
+        inv = np.empty_like(lay.perm)
+        inv[lay.perm] = np.arange(len(lay.perm))
+        perm, inverse = put(lay.perm.astype(np.int32)), put(inv.astype(np.int32))
+    return slot, {name: put(a) for name, a in lay.arrays.items()}, perm, inverse
+
+
 def layout_values(data, slot, arrays, n_slots: int):
     """A layout's value buffer from BCOO ``data``: ``place_values`` at ``slot``, and at ``arrays["slot_t"]``
     too where the layout keeps a second copy of the values (``panels``: its transpose's tiles)."""
@@ -371,12 +391,13 @@ def compiled_product(values, arrays, x, perm=None, inverse=None, *, kind: str, s
     ``.matmul``) run this: a many-diagonal ``dia`` product is hundreds of
     operations, one dispatch each took seconds on a first call. Inside an
     outer trace it inlines. Where no check applies (``needs_check``) the
-    program does not take the stored entries' COO arrays, so it depends on
-    the layout's parameters and shapes only, not on ``nse``.
+    program does not take the stored entries' COO arrays (and it never
+    takes ``slot_t``), so it depends on the layout's parameters and shapes
+    only, not on ``nse``; where one applies they are padded to a size bucket.
     """
-    if not (checked and needs_check(kind, x.ndim)):
-        arrays = {name: a for name, a in arrays.items() if not name.startswith("u_")}
-        checked = False
+    checked = checked and needs_check(kind, x.ndim)
+    # only what the product reads enters the program (``slot_t`` places values, ``u_*`` serve the check)
+    arrays = {name: a for name, a in arrays.items() if name != "slot_t" and (checked or not name.startswith("u_"))}
     return _compiled_product(values, arrays, x, perm, inverse, kind=kind, static=static, shape=shape, lanes=lanes,
                              transpose=transpose, checked=checked)
 

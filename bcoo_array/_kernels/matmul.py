@@ -287,7 +287,7 @@ def _accelerator_product(data, indices, shape, x):
     if platform is None or x.ndim not in (1, 2) or np.dtype(data.dtype).kind not in "fc":
         return None
     from . import layouts
-    from .accel import compiled_product, freeze_static
+    from .accel import compiled_product, device_layout, freeze_static
 
     m, k = shape
     itemsize = np.dtype(data.dtype).itemsize
@@ -295,28 +295,16 @@ def _accelerator_product(data, indices, shape, x):
 
     def build():
         lay = layouts.choose(np.asarray(indices).reshape(-1, 2), (m, k), itemsize, platform)
-        slot_dtype = np.int32 if lay.n_slots < 2**31 - 1 else np.int64
-        # device_put, not jnp.asarray: a NumPy array through jnp.asarray is an eager program per shape
-        # (``stage``), each compiled on first use (60 ms on a TPU v5e)
-        put = lambda a: jax.device_put(a, device)  # noqa: E731
-        perm = inverse = None
-        if lay.perm is not None:
-            inv = np.empty_like(lay.perm)
-            inv[lay.perm] = np.arange(len(lay.perm))
-            perm, inverse = put(lay.perm.astype(np.int32)), put(inv.astype(np.int32))
-        arrays = {name: put(a) for name, a in lay.arrays.items()}
-        static = freeze_static(lay.static)
-        slots = (lay.slot.astype(slot_dtype), lay.arrays.get("slot_t"))
-        return (lay.kind, static, lay.n_slots, slots, arrays, perm, inverse)
+        slot, arrays, perm, inverse = device_layout(lay, device)
+        return (lay.kind, freeze_static(lay.static), lay.n_slots, (slot, lay.arrays.get("slot_t")), arrays, perm,
+                inverse)
 
     kind, static, n_slots, slots, arrays, perm, inverse = PLANS.get((indices,), ("accel-layout", m, k, itemsize,
                                                                                    platform), build)
     if is_tracer(data):
         from .accel import layout_values
 
-        slot, slot_t = slots
-        values = layout_values(data, jnp.asarray(slot), {} if slot_t is None else {"slot_t": jnp.asarray(slot_t)},
-                               n_slots)
+        values = layout_values(data, jnp.asarray(slots[0]), arrays, n_slots)  # arrays: slot_t where kept
     else:
         values = PLANS.get((data, indices), ("accel-values", m, k),
                            lambda: jax.device_put(layouts.place_values_host(np.asarray(data), slots[0], n_slots,
