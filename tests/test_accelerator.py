@@ -384,7 +384,7 @@ def test_stored_entries_padded_to_a_size_bucket_give_the_same_fallback():
     S.eliminate_zeros()
     lay = layouts.choose(np.asarray(_bcoo(S).indices), S.shape, 4, "tpu", kind="dense")
     assert lay.arrays["u_rows"].shape[0] == layouts.size_bucket(S.nnz) > S.nnz
-    assert [layouts.size_bucket(v) for v in (0, 9, 17, 20000, 20480, 20481)] == [8, 10, 20, 20480, 20480, 24576]
+    assert [layouts.size_bucket(v) for v in (0, 1, 9, 17, 20000, 20480, 20481)] == [0, 8, 10, 20, 20480, 20480, 24576]
     op = accelerator.prepare(_bcoo(S), layout="dense")
     x = np.ones(S.shape[1], np.float32)
     x[0] = np.inf
@@ -393,3 +393,31 @@ def test_stored_entries_padded_to_a_size_bucket_give_the_same_fallback():
     np.testing.assert_allclose(got, S @ x.astype(np.float64), rtol=1e-5)
     y = np.ones(S.shape[0], np.float32)
     np.testing.assert_allclose(np.asarray(op.T @ y), S.T @ y.astype(np.float64), rtol=1e-5)
+
+
+_EDGE_CASES = {
+    "no rows": (sp.csr_array((0, 40), dtype=np.float32), np.float32),
+    "no columns": (sp.csr_array((5, 0), dtype=np.float32), np.float32),
+    "no entries": (sp.csr_array((50, 40), dtype=np.float32), np.float32),
+    "complex x": (sp.random_array((50, 40), density=0.1, rng=1, format="csr").astype(np.float32), np.complex64),
+    "complex A": (sp.csr_array(sp.random_array((50, 40), density=0.1, rng=2, format="csr") * (1 + 2j))
+                  .astype(np.complex64), np.float32),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_EDGE_CASES))
+@pytest.mark.parametrize("ncols", [None, 3])
+def test_eager_accelerator_product_edge_cases(monkeypatch, case, ncols):
+    # The eager hook's layouts (values placed on the host, padded fallback arrays) on empty shapes,
+    # matrices without entries and mixed real/complex operands, against dense NumPy.
+    monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
+    S, xdtype = _EDGE_CASES[case]
+    A = xp.from_scipy(S)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((S.shape[1],) if ncols is None else (S.shape[1], ncols)).astype(xdtype)
+    if np.dtype(xdtype).kind == "c":
+        x = x + 1j * rng.standard_normal(x.shape).astype(np.float32)
+    y = matmul.spmm_dense(A.data, A.indices, A.shape, jnp.asarray(x))
+    ref = S.toarray().astype(np.complex128) @ x.astype(np.complex128)
+    assert y.shape == ref.shape and y.dtype == np.result_type(S.dtype, xdtype)
+    np.testing.assert_allclose(np.asarray(y), ref, atol=1e-5)

@@ -566,8 +566,11 @@ def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None =
 
 def size_bucket(n: int) -> int:
     """The smallest of ``2**j * (4, 5, 6, 7) / 4`` (four sizes per octave, at most 25% padding) that is
-    ``>= n``, and at least 8: the length index arrays of ``n`` entries are padded to, so that array
-    shapes (and the programs compiled for them) repeat across matrices."""
+    ``>= n``, and at least 8 (0 for 0: an empty matrix's value buffer has no slot a padding entry could
+    read): the length index arrays of ``n`` entries are padded to, so that array shapes (and the
+    programs compiled for them) repeat across matrices."""
+    if int(n) <= 0:
+        return 0
     n = max(int(n), 8)
     j = max(n.bit_length() - 3, 0)
     for q in (4, 5, 6, 7, 8):
