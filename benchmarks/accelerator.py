@@ -25,7 +25,8 @@ error relative to ``max |y|`` of scipy's float64 product. Rows: SpMV
 (``A @ x``), SpMM with ``--spmm`` columns, ``A.T @ x``, and CG (``--cg N``:
 200 iterations on Poisson N^2, ``accelerator.cg`` against
 ``jax.scipy.sparse.linalg.cg`` with the jax BCOO matvec). ``--first-call``
-times, in fresh processes, the first eager ``A @ v`` and ``A * v`` on an
+times, in fresh processes, the first eager ``A @ v``, ``A * v`` and
+``A * v[:, None]`` on an
 array placed on the device, against dense ``jax.numpy``'s first call of the
 same operation on the same shape.
 
@@ -291,7 +292,7 @@ jax.block_until_ready(vd)
 
 def call(A):
     t0 = time.perf_counter()
-    out = A @ vd if op == "matmul" else A * vd
+    out = A @ vd if op == "matmul" else A * vd if op == "multiply" else A * vd[:, None]
     out = out.data if hasattr(out, "nse") else out
     jax.block_until_ready(out)
     return time.perf_counter() - t0
@@ -306,9 +307,9 @@ print(json.dumps({"first": first, "new_nse": call(A2), "warm": min(call(A2) for 
 
 
 def first_calls(rows: list) -> None:
-    """First eager ``A @ v`` / ``A * v`` on a device-placed array vs dense jax.numpy, each in a fresh process."""
+    """First eager ``A @ v`` / ``A * v`` / ``A * v[:, None]`` on a device-placed array vs dense jax.numpy, each in a fresh process."""
     print("\n## first eager call (fresh process, 2000 x 2000, 20,000 entries)", flush=True)
-    for op in ("matmul", "multiply"):
+    for op in ("matmul", "multiply", "multiply_rows"):
         res = {}
         for which in ("sparse", "dense"):
             out = subprocess.run([sys.executable, "-c", _FIRST_CALL, which, op], capture_output=True, text=True)
@@ -317,12 +318,12 @@ def first_calls(rows: list) -> None:
                 continue
             res[which] = json.loads(out.stdout.strip().splitlines()[-1])
         if len(res) == 2:
-            sym = "@" if op == "matmul" else "*"
+            sym = {"matmul": "@ v", "multiply": "* v", "multiply_rows": "* v[:, None]"}[op]
             for when, label in (("first", "first"), ("new_nse", "next, new nse"), ("warm", "warm")):
                 t_s, t_d = res["sparse"][when], res["dense"][when]
-                print(f"  A {sym} v ({label}): bcoo_array {t_s * 1e3:.1f} ms, dense jax.numpy {t_d * 1e3:.1f} ms: "
+                print(f"  A {sym} ({label}): bcoo_array {t_s * 1e3:.1f} ms, dense jax.numpy {t_d * 1e3:.1f} ms: "
                       f"{t_s / t_d:.2f}x", flush=True)
-                rows.append({"matrix": "random 2000^2", "op": f"eager A {sym} v, {label} call", "lib": "bcoo_array",
+                rows.append({"matrix": "random 2000^2", "op": f"eager A {sym}, {label} call", "lib": "bcoo_array",
                              "ms": t_s * 1e3, "GB/s": None, "pct_bw": None, "vs_jax_bcoo": None, "err": None,
                              "layout": f"{t_s / t_d:.2f}x dense jax.numpy's ({t_d * 1e3:.1f} ms)"})
 
