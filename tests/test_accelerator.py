@@ -304,9 +304,13 @@ def test_review_findings_errors_and_adjoint():
     np.testing.assert_allclose(np.asarray(opc.T @ y), Sc.T @ y, rtol=1e-6)
 
 
-def test_panels_kernel_over_several_grid_steps():
-    # More tiles than one grid step holds (TILES_PER_STEP): the resident result accumulates across steps.
+@pytest.mark.parametrize("unroll", [1, 4])
+def test_panels_kernel_over_several_grid_steps(monkeypatch, unroll):
+    # More tiles than one grid step holds (TILES_PER_STEP): the resident result accumulates across steps;
+    # with the tile loop unrolled too (tiles that share a row block add into one result slab in turn).
     from bcoo_array._kernels import panels
+
+    monkeypatch.setattr(panels, "TILE_UNROLL", unroll)
 
     S = sp.random_array((1500, 1400), density=0.01, rng=11, format="csr").astype(np.float32)
     op = accelerator.prepare(_bcoo(S), layout="panels", reorder=False)
@@ -315,13 +319,14 @@ def test_panels_kernel_over_several_grid_steps():
     np.testing.assert_allclose(np.asarray(op @ x), S.astype(np.float64) @ x, atol=1e-4)
 
 
-@pytest.mark.parametrize("n_tiles,n_rhs", [(40, 1), (3 * 64, 3)])
-def test_panels_kernel_lowers_for_a_tpu(n_tiles, n_rhs):
+@pytest.mark.parametrize("n_tiles,n_rhs,unroll", [(40, 1, 1), (3 * 64, 3, 1), (3 * 64, 1, 4)])
+def test_panels_kernel_lowers_for_a_tpu(monkeypatch, n_tiles, n_rhs, unroll):
     # Lowered for a TPU on this CPU (jax.export to the "tpu" platform): the Mosaic lowering's own checks
     # (block shapes of (8, 128) or whole dimensions, SMEM blocks, supported ops) run without the chip.
     # One grid step of a small matrix and several steps of 64 tiles.
     from bcoo_array._kernels import panels
 
+    monkeypatch.setattr(panels, "TILE_UNROLL", unroll)
     T = panels.pad_tiles(n_tiles)
     args = (np.zeros(T * 1024, np.float32), np.zeros((2, T), np.int32), np.full((T, 8, 128), -1, np.int32),
             np.zeros((n_rhs, 1000), np.float32))

@@ -51,6 +51,10 @@ SUBLANES = 8
 #: Tiles one grid step processes (the block of the tile arrays the pipeline copies in).
 TILES_PER_STEP = 64
 
+#: Tiles one iteration of the kernel's tile loop processes (``fori_loop``'s ``unroll``): independent
+#: tiles interleave their loads and lane gathers. 1 is what was timed on a TPU v5e (docs/performance.md).
+TILE_UNROLL = 1
+
 #: VMEM the kernel may use (bytes): ``x`` and the result stay resident, twice (the pipeline's buffers).
 VMEM_LIMIT_BYTES = 96 << 20
 
@@ -84,7 +88,7 @@ def _kernel(meta_ref, vals_ref, cols_ref, x_ref, o_ref, *, n_rhs: int, tiles: in
 
     def tile(t, carry):
         b = meta_ref[0, 0, t]
-        p = meta_ref[0, 0, tiles + t]
+        p = meta_ref[0, 0, t + np.int32(tiles)]
         # b, p >= 0: bit operations (floor division and % lower through sign, which needs the chip's generation)
         xbase = pl.multiple_of(p & ~(SUBLANES - 1), SUBLANES)
         obase = pl.multiple_of(b & ~(SUBLANES - 1), SUBLANES)
@@ -103,7 +107,15 @@ def _kernel(meta_ref, vals_ref, cols_ref, x_ref, o_ref, *, n_rhs: int, tiles: in
             o_ref[j, pl.ds(obase, SUBLANES), :] += jnp.where(osel, jnp.broadcast_to(s, (SUBLANES, LANES)), zero)
         return carry
 
-    jax.lax.fori_loop(jnp.int32(0), jnp.int32(tiles), tile, 0)  # int32 indices under x64 as well
+    # unrolled by hand over int32 indices (fori_loop's own unroll mixes i64 and i32 under x64 in Mosaic)
+    u = TILE_UNROLL if TILE_UNROLL > 1 and tiles % TILE_UNROLL == 0 else 1
+
+    def group(g, carry):
+        for j in range(u):
+            carry = tile(g * np.int32(u) + np.int32(j), carry)
+        return carry
+
+    jax.lax.fori_loop(jnp.int32(0), jnp.int32(tiles // u), group, 0)
 
 
 def _interpret() -> bool:
