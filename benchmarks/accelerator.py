@@ -140,11 +140,26 @@ def _err(y, ref) -> float:
     return float(np.abs(y - ref).max() / scale)
 
 
+def _set_unroll(lib: str) -> None:
+    """``panels.TILE_UNROLL`` for a ``bcoo_array[panels:U]`` row (1 otherwise); caches cleared on a change
+    (the kernel reads it when traced)."""
+    import jax
+
+    from bcoo_array._kernels import panels
+
+    u = int(lib[:-1].split(":")[1]) if lib.startswith("bcoo_array[panels:") else 1
+    if u != panels.TILE_UNROLL:
+        panels.TILE_UNROLL = u
+        jax.clear_caches()
+
+
 def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: list, forced=(), libs=None) -> None:
     """Time SpMV, SpMM and A.T @ x of scipy matrix ``S`` for every library; append result rows.
 
     ``forced`` names layouts timed beside the chosen one (``bcoo_array[kind]``
-    rows); a layout that refuses the matrix is reported and skipped.
+    rows; ``panels:U`` runs the panels kernel with its tile loop unrolled
+    ``U`` times, ``panels.TILE_UNROLL``); a layout that refuses the matrix is
+    reported and skipped.
     """
     import jax
     import jax.numpy as jnp
@@ -169,7 +184,7 @@ def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: lis
     for kind in forced:
         try:
             t0 = time.perf_counter()
-            extra[kind] = accelerator.prepare(xp.from_scipy(S), device=dev, layout=kind)
+            extra[kind] = accelerator.prepare(xp.from_scipy(S), device=dev, layout=kind.split(":")[0])
             jax.block_until_ready(extra[kind].values)
             print(f"  forced layout {extra[kind].description} (prepared in {(time.perf_counter() - t0) * 1e3:.0f} ms, "
                   f"{extra[kind].nbytes / 2**20:.1f} MiB)", flush=True)
@@ -212,12 +227,15 @@ def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: lis
             if lib == "jax BCSR" and cols == "T":
                 continue  # jax's BCSR has no transpose
             try:
+                _set_unroll(lib)
                 times[lib] = _time(fn, M, xd, repeat=repeat)
                 errs[lib] = _err(fn(M, xd), ref)
                 if lib in ("bcoo_array", "jax BCOO", "dense") or lib.startswith("bcoo_array["):
                     loops[lib] = _loop_time(fn, M, xd, c, times[lib])
             except Exception as e:  # a library that cannot run this case: reported, not fatal
                 print(f"  {lib}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+            finally:
+                _set_unroll("")
         # scipy.sparse on the host's CPU, NumPy operands: what a user of scipy runs without the accelerator
         if libs is None or "scipy" in libs:
             S_host = S.T.tocsr() if cols == "T" else S.tocsr()
@@ -377,7 +395,8 @@ def main(argv=None) -> None:
     p.add_argument("--spmm", default="16,128", help="SpMM column counts ('' for none)")
     p.add_argument("--cg", default="512", help="Poisson grid size K for the CG row ('' for none)")
     p.add_argument("--cg-iters", type=int, default=200)
-    p.add_argument("--layouts", default="", help="layouts timed beside the chosen one, e.g. 'panels,ell'")
+    p.add_argument("--layouts", default="",
+                   help="layouts timed beside the chosen one, e.g. 'panels,ell' ('panels:4': tile loop unrolled 4x)")
     p.add_argument("--libs", default="", help="only these rows, e.g. 'bcoo_array,jax BCOO,scipy' (default: all)")
     p.add_argument("--first-call", action="store_true")
     p.add_argument("--choose-only", default=None, metavar="BACKEND",
