@@ -325,7 +325,8 @@ print(json.dumps({"first": first, "new_nse": call(A2), "warm": min(call(A2) for 
 
 
 def first_calls(rows: list) -> None:
-    """First eager ``A @ v`` / ``A * v`` / ``A * v[:, None]`` on a device-placed array vs dense jax.numpy, each in a fresh process."""
+    """First eager ``A @ v`` / ``A * v`` / ``A * v[:, None]`` on a device-placed array vs dense jax.numpy, each
+    in a fresh process."""
     print("\n## first eager call (fresh process, 2000 x 2000, 20,000 entries)", flush=True)
     for op in ("matmul", "multiply", "multiply_rows"):
         res = {}

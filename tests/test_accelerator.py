@@ -426,3 +426,32 @@ def test_eager_accelerator_product_edge_cases(monkeypatch, case, ncols):
     ref = S.toarray().astype(np.complex128) @ x.astype(np.complex128)
     assert y.shape == ref.shape and y.dtype == np.result_type(S.dtype, xdtype)
     np.testing.assert_allclose(np.asarray(y), ref, atol=1e-5)
+
+
+_TRIDIAGONAL = sp.diags_array([-np.ones(39), 2 * np.ones(40), -np.ones(39)], offsets=[-1, 0, 1], format="csr")
+
+
+_COMPLETE_CASES = [(_TRIDIAGONAL, "dia"), (sp.csr_array(np.arange(1.0, 31.0).reshape(5, 6)), "dense"),
+                   (sp.csr_array(np.diag(np.arange(1.0, 6.0)) + np.diag(np.ones(4), 1)), "dia")]
+
+
+@pytest.mark.parametrize(("S", "layout"), _COMPLETE_CASES)
+def test_complete_layouts_need_no_check_and_keep_ieee_products(S, layout):
+    # A dia layout whose diagonals are stored wherever they lie inside the matrix (a 1-D stencil), or a dense
+    # layout of a full matrix, multiplies no padding: no non-finite check and no fallback arrays; an inf or
+    # NaN of x meets stored entries only, exactly as scipy's product (plain and transposed).
+    op = accelerator.prepare(_bcoo(S), layout=layout)
+    assert dict(op.static)["complete"] is True and not any(n.startswith("u_") for n in op.arrays)
+    assert not accel.needs_check(layout, dict(op.static), 1)
+    x = np.random.default_rng(3).standard_normal(S.shape[1]).astype(np.float32)
+    x[1], x[-1] = np.inf, np.nan
+    with np.errstate(invalid="ignore"):
+        _assert_same_non_finite(np.asarray(op @ x), S.astype(np.float64) @ x.astype(np.float64))
+        y = np.random.default_rng(4).standard_normal(S.shape[0]).astype(np.float32)
+        y[0] = -np.inf
+        _assert_same_non_finite(np.asarray(op.T @ y), S.T.astype(np.float64) @ y.astype(np.float64))
+    # one in-range entry missing: not complete, checked
+    D = S.toarray()
+    D[2, 2] = 0
+    op2 = accelerator.prepare(_bcoo(sp.csr_array(D)), layout=layout)
+    assert dict(op2.static)["complete"] is False and "u_rows" in op2.arrays

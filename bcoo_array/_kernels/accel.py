@@ -337,7 +337,7 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     both branches run).
     """
     y = _kernel(kind, static, shape, values, arrays, x, lanes, transpose)
-    if not needs_check(kind, x.ndim) or "u_rows" not in arrays:
+    if not needs_check(kind, static, x.ndim) or "u_rows" not in arrays:
         return y
     m, k = shape
     rows, cols = arrays["u_rows"], arrays["u_cols"]
@@ -356,17 +356,22 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     return jax.lax.cond(finite, lambda: y, sparse)
 
 
-def needs_check(kind: str, ndim: int) -> bool:
+def needs_check(kind: str, static: dict, ndim: int) -> bool:
     """Whether ``product`` checks a layout's result for non-finite values (``.layouts.STORES_ZEROS``).
 
     A ``blocks`` product of a vector reads ``x`` through one-hot *selects*
     (padding selects nothing), so only stored entries meet ``x``: exact, no
     check. Its several-column product takes one-hot matrix products, where
-    a zero times an ``inf`` of the panel gives NaN: checked.
+    a zero times an ``inf`` of the panel gives NaN: checked. A ``dense`` or
+    ``dia`` layout whose every slot that meets ``x`` is stored
+    (``static["complete"]``: a full matrix, a stencil's diagonals) multiplies
+    no padding: no check.
     """
     from .layouts import STORES_ZEROS
 
-    return kind in STORES_ZEROS and not (kind == "blocks" and ndim == 1)
+    if kind not in STORES_ZEROS or static.get("complete", False):
+        return False
+    return not (kind == "blocks" and ndim == 1)
 
 
 def freeze_static(static: dict) -> tuple:
@@ -395,7 +400,7 @@ def compiled_product(values, arrays, x, perm=None, inverse=None, *, kind: str, s
     takes ``slot_t``), so it depends on the layout's parameters and shapes
     only, not on ``nse``; where one applies they are padded to a size bucket.
     """
-    checked = checked and needs_check(kind, x.ndim)
+    checked = checked and needs_check(kind, dict(static), x.ndim)
     # only what the product reads enters the program (``slot_t`` places values, ``u_*`` serve the check)
     arrays = {name: a for name, a in arrays.items() if name != "slot_t" and (checked or not name.startswith("u_"))}
     return _compiled_product(values, arrays, x, perm, inverse, kind=kind, static=static, shape=shape, lanes=lanes,

@@ -564,6 +564,20 @@ def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None =
                          f"pick another layout (or None)")
 
 
+def _complete(lay: Layout, rows, cols, valid) -> bool:
+    """Whether every slot of a ``dense`` or ``dia`` layout that meets an element of ``x`` holds a stored
+    entry (every position of the matrix; every in-range position of every diagonal): then no zero of
+    padding multiplies ``x`` and the product needs no non-finite check (``accel.needs_check``)."""
+    m, k = lay.shape
+    if lay.kind == "dense":
+        in_range = m * k
+    else:
+        offs = np.asarray(lay.static["offsets"], np.int64)
+        in_range = int(np.maximum(0, np.minimum(m, k - offs) - np.maximum(0, -offs)).sum())
+    n_stored = len(unique_ints(lay.slot[valid])) if valid.any() else 0
+    return n_stored == in_range
+
+
 def size_bucket(n: int) -> int:
     """The smallest of ``2**j * (4, 5, 6, 7) / 4`` (four sizes per octave, at most 25% padding) that is
     ``>= n``, and at least 8 (0 for 0: an empty matrix's value buffer has no slot a padding entry could
@@ -690,7 +704,9 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         lay = build_panels(rows, cols, valid, (m, k))
     else:
         lay = build_coo(rows, cols, valid, (m, k))
-    if lay.kind in STORES_ZEROS:
+    if lay.kind in ("dense", "dia"):
+        lay.static["complete"] = _complete(lay, rows, cols, valid)
+    if lay.kind in STORES_ZEROS and not lay.static.get("complete"):
         # The stored entries as COO (unique positions), for the product's non-finite fallback, padded to
         # a size bucket (padding: row m, column k, slot n_slots; the COO product drops them) so that
         # matrices of one shape and layout parameters share a compiled program whatever their nse.
