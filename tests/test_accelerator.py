@@ -455,3 +455,12 @@ def test_complete_layouts_need_no_check_and_keep_ieee_products(S, layout):
     D[2, 2] = 0
     op2 = accelerator.prepare(_bcoo(sp.csr_array(D)), layout=layout)
     assert dict(op2.static)["complete"] is False and "u_rows" in op2.arrays
+
+
+def test_host_placement_keeps_complex_non_finite_parts():
+    # the real and imaginary parts add separately: an inf imaginary part must not turn the real part NaN
+    data = np.array([complex(1, np.inf), complex(2, np.nan), complex(np.inf, 3), 4 + 0j], np.complex64)
+    got = layouts.place_values_host(data, np.array([0, 4, 8, 8]), 9)
+    ref = np.asarray(accel.place_values(jnp.asarray(data), jnp.array([0, 4, 8, 8]), 9))
+    np.testing.assert_array_equal(got, ref)
+    assert got[0].real == 1 and got[4].real == 2 and np.isinf(got[8].real) and got[8].imag == 3

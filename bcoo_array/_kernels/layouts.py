@@ -619,8 +619,9 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
         if exact:
             np.add.at(out, w, d)
         elif data.dtype.kind == "c":
-            out += np.bincount(w, weights=d.real.astype(np.float64), minlength=n_slots)
-            out += 1j * np.bincount(w, weights=d.imag.astype(np.float64), minlength=n_slots)
+            # the parts separately (``1j * inf`` would be ``nan + inf j``)
+            out.real += np.bincount(w, weights=d.real.astype(np.float64), minlength=n_slots)
+            out.imag += np.bincount(w, weights=d.imag.astype(np.float64), minlength=n_slots)
         else:
             out += np.bincount(w, weights=d.astype(np.float64), minlength=n_slots)
     return out.astype(data.dtype)
