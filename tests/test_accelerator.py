@@ -431,15 +431,16 @@ def test_eager_accelerator_product_edge_cases(monkeypatch, case, ncols):
 _TRIDIAGONAL = sp.diags_array([-np.ones(39), 2 * np.ones(40), -np.ones(39)], offsets=[-1, 0, 1], format="csr")
 
 
-_COMPLETE_CASES = [(_TRIDIAGONAL, "dia"), (sp.csr_array(np.arange(1.0, 31.0).reshape(5, 6)), "dense"),
-                   (sp.csr_array(np.diag(np.arange(1.0, 6.0)) + np.diag(np.ones(4), 1)), "dia")]
+_COMPLETE_CASES = [(_TRIDIAGONAL, "dia"), (sp.csr_array(np.diag(np.arange(1.0, 6.0)) + np.diag(np.ones(4), 1)), "dia"),
+                   (sp.csr_array(np.diag(np.arange(1.0, 6.0))[:, :4] + np.diag(np.ones(5), 1)[:5, :4]), "dia")]
 
 
 @pytest.mark.parametrize(("S", "layout"), _COMPLETE_CASES)
 def test_complete_layouts_need_no_check_and_keep_ieee_products(S, layout):
-    # A dia layout whose diagonals are stored wherever they lie inside the matrix (a 1-D stencil), or a dense
-    # layout of a full matrix, multiplies no padding: no non-finite check and no fallback arrays; an inf or
-    # NaN of x meets stored entries only, exactly as scipy's product (plain and transposed).
+    # A dia layout whose diagonals are stored wherever they lie inside the matrix (a 1-D stencil; a
+    # rectangular band) multiplies no padding: no non-finite check and no fallback arrays; an inf or NaN of
+    # x meets stored entries only, exactly as scipy's product (plain and transposed). A full matrix in the
+    # dense layout keeps its check (a TPU's multi-pass f32 matmul splits an inf into inf - inf).
     op = accelerator.prepare(_bcoo(S), layout=layout)
     assert dict(op.static)["complete"] is True and not any(n.startswith("u_") for n in op.arrays)
     assert not accel.needs_check(layout, dict(op.static), 1)
@@ -455,6 +456,30 @@ def test_complete_layouts_need_no_check_and_keep_ieee_products(S, layout):
     D[2, 2] = 0
     op2 = accelerator.prepare(_bcoo(sp.csr_array(D)), layout=layout)
     assert dict(op2.static)["complete"] is False and "u_rows" in op2.arrays
+    full = accelerator.prepare(_bcoo(sp.csr_array(np.arange(1.0, 31.0).reshape(5, 6))), layout="dense")
+    assert accel.needs_check("dense", dict(full.static), 1) and "u_rows" in full.arrays
+
+
+@pytest.mark.parametrize("layout", ("dense", "dia", "tiles", "blocks"))
+def test_fallback_entries_are_sorted_by_row(layout):
+    # the fallback's segment sum is told its rows are sorted (undefined on an accelerator otherwise)
+    S = MATRICES["symmetric"]
+    lay = layouts.choose(np.asarray(_bcoo(S).indices)[::-1], S.shape, 4, "tpu", kind=layout, reorder=False)
+    r, c = lay.arrays["u_rows"], lay.arrays["u_cols"]
+    assert len(r) >= S.nnz
+    key = r.astype(np.int64) * (S.shape[1] + 1) + c
+    assert (np.diff(key) >= 0).all()
+
+
+def test_coo_layout_adds_duplicates_before_they_meet_x():
+    # 2 and -1 at one position are the value 1: 1 * inf is inf (each duplicate times inf: inf - inf = NaN)
+    A = xp.BCOOArray((jnp.array([2.0, -1.0, 3.0], jnp.float32), jnp.array([[0, 0], [0, 0], [1, 1]], jnp.int32)),
+                     shape=(2, 2))
+    x = np.array([np.inf, 1.0], np.float32)
+    for layout in ("coo", "bcoo", "ell", "dense"):
+        op = accelerator.prepare(A, layout=layout)
+        np.testing.assert_array_equal(np.asarray(op @ x), [np.inf, 3.0])
+        np.testing.assert_array_equal(np.asarray(op.T @ x), [np.inf, 3.0])
 
 
 def test_host_placement_keeps_complex_non_finite_parts():

@@ -362,10 +362,10 @@ def needs_check(kind: str, static: dict, ndim: int) -> bool:
     A ``blocks`` product of a vector reads ``x`` through one-hot *selects*
     (padding selects nothing), so only stored entries meet ``x``: exact, no
     check. Its several-column product takes one-hot matrix products, where
-    a zero times an ``inf`` of the panel gives NaN: checked. A ``dense`` or
-    ``dia`` layout whose every slot that meets ``x`` is stored
-    (``static["complete"]``: a full matrix, a stencil's diagonals) multiplies
-    no padding: no check.
+    a zero times an ``inf`` of the panel gives NaN: checked. A ``dia``
+    layout whose every slot that meets ``x`` is stored
+    (``static["complete"]``: a banded matrix's full diagonals) multiplies no
+    padding, element-wise: no check.
     """
     from .layouts import STORES_ZEROS
 

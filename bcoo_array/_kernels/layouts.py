@@ -407,14 +407,16 @@ def build_dense(rows, cols, valid, shape) -> Layout:
 
 
 def build_coo(rows, cols, valid, shape) -> Layout:
-    """The fallback: the valid entries as COO, in row order."""
-    order = np.lexsort((cols[valid], rows[valid]))
-    src = np.flatnonzero(valid)[order]
-    slot = np.full(len(rows), len(src), np.int64)
-    slot[src] = np.arange(len(src))
-    lay = Layout("coo", tuple(shape), len(src), slot)
-    lay.arrays["rows"] = rows[src].astype(np.int32)
-    lay.arrays["cols"] = cols[src].astype(np.int32)
+    """The fallback: the valid entries as COO, in row order, duplicates sharing one slot (they add up
+    before they meet ``x``, as in every other layout: ``2 * inf + (-1) * inf`` would be NaN)."""
+    m, k = shape
+    r, c = rows[valid], cols[valid]
+    ukey, inv_entry = np.unique(r * max(k, 1) + c, return_inverse=True)  # sorted: row order
+    slot = np.full(len(rows), len(ukey), np.int64)
+    slot[valid] = inv_entry.reshape(-1)
+    lay = Layout("coo", tuple(shape), len(ukey), slot)
+    lay.arrays["rows"] = (ukey // max(k, 1)).astype(np.int32)
+    lay.arrays["cols"] = (ukey % max(k, 1)).astype(np.int32)
     return lay
 
 
@@ -565,15 +567,12 @@ def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None =
 
 
 def _complete(lay: Layout, rows, cols, valid) -> bool:
-    """Whether every slot of a ``dense`` or ``dia`` layout that meets an element of ``x`` holds a stored
-    entry (every position of the matrix; every in-range position of every diagonal): then no zero of
-    padding multiplies ``x`` and the product needs no non-finite check (``accel.needs_check``)."""
+    """Whether every slot of a ``dia`` layout that meets an element of ``x`` holds a stored entry (every
+    in-range position of every diagonal): then no zero of padding multiplies ``x``, its element-wise
+    products are IEEE's, and it needs no non-finite check (``accel.needs_check``)."""
     m, k = lay.shape
-    if lay.kind == "dense":
-        in_range = m * k
-    else:
-        offs = np.asarray(lay.static["offsets"], np.int64)
-        in_range = int(np.maximum(0, np.minimum(m, k - offs) - np.maximum(0, -offs)).sum())
+    offs = np.asarray(lay.static["offsets"], np.int64)
+    in_range = int(np.maximum(0, np.minimum(m, k - offs) - np.maximum(0, -offs)).sum())
     n_stored = len(unique_ints(lay.slot[valid])) if valid.any() else 0
     return n_stored == in_range
 
@@ -705,18 +704,21 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         lay = build_panels(rows, cols, valid, (m, k))
     else:
         lay = build_coo(rows, cols, valid, (m, k))
-    if lay.kind in ("dense", "dia"):
+    if lay.kind == "dia":  # (not dense: a TPU's multi-pass f32 matmul splits an inf of x into inf - inf)
         lay.static["complete"] = _complete(lay, rows, cols, valid)
     if lay.kind in STORES_ZEROS and not lay.static.get("complete"):
         # The stored entries as COO (unique positions), for the product's non-finite fallback, padded to
         # a size bucket (padding: row m, column k, slot n_slots; the COO product drops them) so that
         # matrices of one shape and layout parameters share a compiled program whatever their nse.
+        # Sorted by row (the product's segment sum is told so), padding rows last.
         vslot = lay.slot[valid]
         uslot, first = np.unique(vslot, return_index=True)
+        urows, ucols = rows[valid][first], cols[valid][first]
+        by_row = np.lexsort((ucols, urows))
         pad = size_bucket(len(uslot)) - len(uslot)
-        lay.arrays["u_rows"] = np.concatenate([rows[valid][first], np.full(pad, m)]).astype(np.int32)
-        lay.arrays["u_cols"] = np.concatenate([cols[valid][first], np.full(pad, k)]).astype(np.int32)
-        lay.arrays["u_slot"] = np.concatenate([uslot, np.full(pad, lay.n_slots)]).astype(
+        lay.arrays["u_rows"] = np.concatenate([urows[by_row], np.full(pad, m)]).astype(np.int32)
+        lay.arrays["u_cols"] = np.concatenate([ucols[by_row], np.full(pad, k)]).astype(np.int32)
+        lay.arrays["u_slot"] = np.concatenate([uslot[by_row], np.full(pad, lay.n_slots)]).astype(
             np.int32 if lay.n_slots < 2**31 - 1 else np.int64)
     lay.perm = perm
     lay.estimate = {n: v for n, v in est.items() if n in LAYOUT_KINDS}
