@@ -43,8 +43,6 @@ A new kernel for these operations (a native one, say) is added here.
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
