@@ -566,7 +566,7 @@ def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None =
                          f"pick another layout (or None)")
 
 
-def _complete(lay: Layout, rows, cols, valid) -> bool:
+def _complete(lay: Layout, valid) -> bool:
     """Whether every slot of a ``dia`` layout that meets an element of ``x`` holds a stored entry (every
     in-range position of every diagonal): then no zero of padding multiplies ``x``, its element-wise
     products are IEEE's, and it needs no non-finite check (``accel.needs_check``)."""
@@ -705,7 +705,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     else:
         lay = build_coo(rows, cols, valid, (m, k))
     if lay.kind == "dia":  # (not dense: a TPU's multi-pass f32 matmul splits an inf of x into inf - inf)
-        lay.static["complete"] = _complete(lay, rows, cols, valid)
+        lay.static["complete"] = _complete(lay, valid)
     if lay.kind in STORES_ZEROS and not lay.static.get("complete"):
         # The stored entries as COO (unique positions), for the product's non-finite fallback, padded to
         # a size bucket (padding: row m, column k, slot n_slots; the COO product drops them) so that
