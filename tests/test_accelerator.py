@@ -489,3 +489,23 @@ def test_host_placement_keeps_complex_non_finite_parts():
     ref = np.asarray(accel.place_values(jnp.asarray(data), jnp.array([0, 4, 8, 8]), 9))
     np.testing.assert_array_equal(got, ref)
     assert got[0].real == 1 and got[4].real == 2 and np.isinf(got[8].real) and got[8].imag == 3
+
+
+@pytest.mark.parametrize("platform", [None, "tpu"])
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0)])
+def test_grad_of_an_empty_matrix_with_padding_entries(monkeypatch, platform, shape):
+    # every entry is padding (index = shape): gradients are zeros, with respect to the data and to x,
+    # on the CPU kernels and on the accelerator layouts
+    if platform:
+        monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: platform)
+    idx = jnp.asarray(np.broadcast_to(np.array(shape, np.int32), (2, 2)))
+    data = jnp.array([1.0, 2.0], jnp.float32)
+    x = jnp.ones(shape[1], jnp.float32)
+    g = jax.grad(lambda d: jnp.sum(matmul.spmm_dense(d, idx, shape, x)))(data)
+    np.testing.assert_array_equal(np.asarray(g), [0.0, 0.0])
+    gx = jax.grad(lambda v: jnp.sum(matmul.spmm_dense(data, idx, shape, v)))(x)
+    assert gx.shape == x.shape and not np.asarray(gx).any()
+    A = xp.BCOOArray((data, idx), shape=shape)
+    ga = jax.grad(lambda d: jnp.sum(xp.BCOOArray((d, idx), shape=shape) @ x))(data)
+    np.testing.assert_array_equal(np.asarray(ga), [0.0, 0.0])
+    assert (A @ x).shape == (shape[0],)

@@ -67,6 +67,8 @@ def place_values(data, slot, n_slots: int, dtype=None):
     ``data`` (the cotangent is a gather at ``slot``).
     """
     dtype = data.dtype if dtype is None else dtype
+    if n_slots == 0:  # an empty matrix: every entry is padding (its gradient, a gather, has nothing to read)
+        return jnp.zeros((0,), dtype)
     return jnp.zeros((n_slots,), dtype).at[slot].add(data.astype(dtype), mode="drop")
 
 

@@ -161,6 +161,8 @@ def _coo_matmul_jvp(primals, tangents, *, m):
 def _sampled(ct, indices, x):
     """``ct[row] . x[col]`` at every stored entry (0 for padding): the cotangent of ``data``."""
     rows, cols = indices[:, 0], indices[:, 1]
+    if ct.shape[0] == 0 or x.shape[0] == 0:  # an empty matrix: every entry is padding (no take from an empty axis)
+        return jnp.zeros(rows.shape, jnp.result_type(ct, x))
     g = jnp.take(ct, rows, axis=0, mode="fill", fill_value=0) * jnp.take(x, cols, axis=0, mode="fill", fill_value=0)
     return g if g.ndim == 1 else jnp.sum(g, axis=tuple(range(1, g.ndim)))
 
