@@ -400,14 +400,9 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
         return _place(op, device)
     lay = layouts.choose(np.asarray(indices), A.shape, np.dtype(A.dtype).itemsize, backend, kind=layout,
                          tile=tile, reorder=reorder)
-    slot_np, arrays, perm, inverse = accel.device_layout(lay, device)
-    slot = jax.device_put(slot_np, device)
-    if is_tracer(data):
-        values = accel.layout_values(jnp.asarray(data), slot, arrays, lay.n_slots)
-    else:  # concrete values are placed on the host: no scatter program compiled for this nse
-        values = jax.device_put(layouts.place_values_host(np.asarray(data), slot_np, lay.n_slots,
-                                                          lay.arrays.get("slot_t")), device)
-    op = SparseOperator(values, arrays, perm, inverse, slot, layout=lay.kind, static=accel.freeze_static(lay.static),
+    slot, arrays, perm, inverse = accel.device_layout(lay, device)
+    values = accel.placed_values(data, slot, lay.arrays.get("slot_t"), arrays, lay.n_slots, device)
+    op = SparseOperator(values, arrays, perm, inverse, jax.device_put(slot, device), layout=lay.kind, static=accel.freeze_static(lay.static),
                         shape=A.shape, lanes=(backend == "tpu"), description=lay.describe())
     return _place(op, device)
 

@@ -49,6 +49,23 @@ def device_layout(lay, device=None):
     return slot, {name: put(a) for name, a in lay.arrays.items()}, perm, inverse
 
 
+def placed_values(data, slot: np.ndarray, slot_t: np.ndarray | None, arrays, n_slots: int, device=None):
+    """A layout's value buffer from BCOO ``data``, on ``device``: placed on the host when ``data`` is
+    concrete (``.layouts.place_values_host``: no program compiled per ``nse``), by ``layout_values``
+    (a scatter-add, differentiable) when it is traced.
+
+    ``slot``/``slot_t`` are the NumPy slots (``device_layout``; ``slot_t``
+    the second copy a ``panels`` layout keeps, or None), ``arrays`` the
+    layout's arrays as placed.
+    """
+    from .._shapes import is_tracer
+    from .layouts import place_values_host
+
+    if is_tracer(data):
+        return layout_values(jnp.asarray(data), jnp.asarray(slot), arrays, n_slots)
+    return jax.device_put(place_values_host(np.asarray(data), slot, n_slots, slot_t), device)
+
+
 def layout_values(data, slot, arrays, n_slots: int):
     """A layout's value buffer from BCOO ``data``: ``place_values`` at ``slot``, and at ``arrays["slot_t"]``
     too where the layout keeps a second copy of the values (``panels``: its transpose's tiles)."""

@@ -285,7 +285,7 @@ def _accelerator_product(data, indices, shape, x):
     if platform is None or x.ndim not in (1, 2) or np.dtype(data.dtype).kind not in "fc":
         return None
     from . import layouts
-    from .accel import compiled_product, device_layout, freeze_static
+    from .accel import compiled_product, device_layout, freeze_static, placed_values
 
     m, k = shape
     itemsize = np.dtype(data.dtype).itemsize
@@ -299,14 +299,9 @@ def _accelerator_product(data, indices, shape, x):
 
     kind, static, n_slots, slots, arrays, perm, inverse = PLANS.get((indices,), ("accel-layout", m, k, itemsize,
                                                                                    platform), build)
-    if is_tracer(data):
-        from .accel import layout_values
-
-        values = layout_values(data, jnp.asarray(slots[0]), arrays, n_slots)  # arrays: slot_t where kept
-    else:
-        values = PLANS.get((data, indices), ("accel-values", m, k),
-                           lambda: jax.device_put(layouts.place_values_host(np.asarray(data), slots[0], n_slots,
-                                                                            slots[1]), device))
+    place = lambda: placed_values(data, *slots, arrays, n_slots, device)  # noqa: E731
+    # concrete values once per data buffer; traced ones per product
+    values = place() if is_tracer(data) else PLANS.get((data, indices), ("accel-values", m, k), place)
     dtype = jnp.result_type(data.dtype, x.dtype)
     return compiled_product(values, arrays, jnp.asarray(x, dtype), perm, inverse, kind=kind, static=static,
                             shape=(m, k), lanes=platform == "tpu")
