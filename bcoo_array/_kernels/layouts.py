@@ -566,15 +566,13 @@ def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None =
                          f"pick another layout (or None)")
 
 
-def _complete(lay: Layout, valid) -> bool:
-    """Whether every slot of a ``dia`` layout that meets an element of ``x`` holds a stored entry (every
-    in-range position of every diagonal): then no zero of padding multiplies ``x``, its element-wise
-    products are IEEE's, and it needs no non-finite check (``accel.needs_check``)."""
+def _dia_in_range(lay: Layout) -> int:
+    """Slots of a ``dia`` layout that meet an element of ``x`` (the in-range positions of its diagonals).
+    When the stored entries fill them all, no zero of padding multiplies ``x``, its element-wise products
+    are IEEE's, and it needs no non-finite check (``static["complete"]``, ``accel.needs_check``)."""
     m, k = lay.shape
     offs = np.asarray(lay.static["offsets"], np.int64)
-    in_range = int(np.maximum(0, np.minimum(m, k - offs) - np.maximum(0, -offs)).sum())
-    n_stored = len(unique_ints(lay.slot[valid])) if valid.any() else 0
-    return n_stored == in_range
+    return int(np.maximum(0, np.minimum(m, k - offs) - np.maximum(0, -offs)).sum())
 
 
 def size_bucket(n: int) -> int:
@@ -704,15 +702,14 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         lay = build_panels(rows, cols, valid, (m, k))
     else:
         lay = build_coo(rows, cols, valid, (m, k))
+    uslot, first = np.unique(lay.slot[valid], return_index=True) if lay.kind in STORES_ZEROS else (None, None)
     if lay.kind == "dia":  # (not dense: a TPU's multi-pass f32 matmul splits an inf of x into inf - inf)
-        lay.static["complete"] = _complete(lay, valid)
+        lay.static["complete"] = len(uslot) == _dia_in_range(lay)
     if lay.kind in STORES_ZEROS and not lay.static.get("complete"):
         # The stored entries as COO (unique positions), for the product's non-finite fallback, padded to
         # a size bucket (padding: row m, column k, slot n_slots; the COO product drops them) so that
         # matrices of one shape and layout parameters share a compiled program whatever their nse.
         # Sorted by row (the product's segment sum is told so), padding rows last.
-        vslot = lay.slot[valid]
-        uslot, first = np.unique(vslot, return_index=True)
         urows, ucols = rows[valid][first], cols[valid][first]
         by_row = np.lexsort((ucols, urows))
         pad = size_bucket(len(uslot)) - len(uslot)
