@@ -277,7 +277,7 @@ def _accelerator_product(data, indices, shape, x):
     of one or two dimensions. The layout is chosen once per index buffer
     (``PLANS``, beside the buffer) and its index arrays copied to the
     device; the values are placed on the host once per concrete data buffer
-    (``layouts.place_values_host``: no program compiled per ``nse``), by a
+    (``accel.placed_values``: no program compiled per ``nse``), by a
     scatter-add per product when ``data`` is traced; the product is one
     compiled program per layout and shapes (``accel.compiled_product``).
     """
