@@ -51,8 +51,8 @@ SUBLANES = 8
 #: Tiles one grid step processes (the block of the tile arrays the pipeline copies in).
 TILES_PER_STEP = 64
 
-#: Tiles one iteration of the kernel's tile loop processes (``fori_loop``'s ``unroll``): independent
-#: tiles interleave their loads and lane gathers. 1 is what was timed on a TPU v5e (docs/performance.md).
+#: Tiles one iteration of the kernel's tile loop processes (unrolled by hand, where it divides a step's
+#: tiles): independent tiles interleave their loads and lane gathers. 1 is what was timed on a TPU v5e.
 TILE_UNROLL = 1
 
 #: VMEM the kernel may use (bytes): ``x`` and the result stay resident, twice (the pipeline's buffers).
