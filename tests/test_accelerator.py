@@ -304,26 +304,29 @@ def test_review_findings_errors_and_adjoint():
     np.testing.assert_allclose(np.asarray(opc.T @ y), Sc.T @ y, rtol=1e-6)
 
 
-@pytest.mark.parametrize("unroll", [1, 4])
+@pytest.mark.parametrize("unroll", [1, 4, 8])
 def test_panels_kernel_over_several_grid_steps(monkeypatch, unroll):
-    # More tiles than one grid step holds (TILES_PER_STEP): the resident result accumulates across steps;
-    # with the tile loop unrolled too (tiles that share a row block add into one result slab in turn).
+    # More tiles than one grid step holds: the resident result accumulates across steps; with the tile
+    # loop unrolled too (groups of tiles of one row block add up in registers, groups where a row block
+    # ends add tile by tile: both occur here, 11 or 12 tiles per row block).
     from bcoo_array._kernels import panels
 
     monkeypatch.setattr(panels, "TILE_UNROLL", unroll)
 
     S = sp.random_array((1500, 1400), density=0.01, rng=11, format="csr").astype(np.float32)
     op = accelerator.prepare(_bcoo(S), layout="panels", reorder=False)
-    assert op.arrays["lcols"].shape[0] > 2 * panels.TILES_PER_STEP
+    T = op.arrays["lcols"].shape[0]
+    assert T // panels._tiles_per_step(T) > 2
     x = np.random.default_rng(12).standard_normal((1400, 2)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(op @ x), S.astype(np.float64) @ x, atol=1e-4)
 
 
-@pytest.mark.parametrize("n_tiles,n_rhs,unroll", [(40, 1, 1), (3 * 64, 3, 1), (3 * 64, 1, 4)])
+@pytest.mark.parametrize("n_tiles,n_rhs,unroll", [(40, 1, 1), (3 * 64, 3, 1), (3 * 64, 1, 4), (3 * 64, 2, 8),
+                                                   (9000, 1, 8)])
 def test_panels_kernel_lowers_for_a_tpu(monkeypatch, n_tiles, n_rhs, unroll):
     # Lowered for a TPU on this CPU (jax.export to the "tpu" platform): the Mosaic lowering's own checks
     # (block shapes of (8, 128) or whole dimensions, SMEM blocks, supported ops) run without the chip.
-    # One grid step of a small matrix and several steps of 64 tiles.
+    # One grid step of a small matrix and several steps of 64 and of TILES_PER_STEP tiles.
     from bcoo_array._kernels import panels
 
     monkeypatch.setattr(panels, "TILE_UNROLL", unroll)

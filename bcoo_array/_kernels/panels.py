@@ -48,17 +48,22 @@ from jax.interpreters import ad, batching, mlir
 LANES = 128
 SUBLANES = 8
 
-#: Tiles one grid step processes (the block of the tile arrays the pipeline copies in).
-TILES_PER_STEP = 64
+#: Tiles one grid step processes at most (the block of the tile arrays the pipeline copies in); a layout
+#: of fewer tiles takes steps of 64 or 128 (``pad_tiles``). A grid step costs about 0.35 us on a TPU.
+TILES_PER_STEP = 256
 
-#: Tiles one iteration of the kernel's tile loop processes (unrolled by hand, where it divides a step's
-#: tiles): independent tiles interleave their loads and lane gathers. 1 is what was timed on a TPU v5e.
-TILE_UNROLL = 1
+#: Tiles one iteration of the kernel's tile loop processes (unrolled by hand; it divides every step's
+#: tile count): independent tiles interleave their loads and lane gathers, and tiles of one row block add
+#: up in registers before one update of the resident result. Timed on a TPU v5e (``benchmarks/
+#: accelerator.py --layouts panels:U``): 8 is 2.7-4x faster than 1 in a solver's loop.
+TILE_UNROLL = 8
 
 #: VMEM the kernel may use (bytes): ``x`` and the result stay resident, twice (the pipeline's buffers).
 VMEM_LIMIT_BYTES = 96 << 20
 
-#: Largest ``x`` plus result (elements, per right-hand side times right-hand sides) the layout accepts.
+#: Largest ``x`` plus result (elements, per right-hand side times right-hand sides) the kernel keeps in
+#: VMEM, each held as ``(8, 128)`` slabs: a panel of ``x`` repeated on the 8 sublanes (one aligned load
+#: per tile) and 8 partial sums per row block (summed after the kernel).
 RESIDENT_MAX_ELEMENTS = 8 << 20
 
 #: Right-hand sides one kernel call takes (its tile loop is unrolled over them); more run in groups.
@@ -68,54 +73,70 @@ RHS_PER_CALL = 8
 def fits(shape, n_rhs: int = 1) -> bool:
     """Whether ``x`` and ``A @ x`` of ``n_rhs`` columns stay resident in VMEM for a matrix of ``shape``."""
     m, k = shape
-    nrp, ncp = _rows8(m), _rows8(k)
-    return (nrp + ncp) * LANES * max(n_rhs, 1) <= RESIDENT_MAX_ELEMENTS
+    return (_blocks(m) + _blocks(k)) * SUBLANES * LANES * max(n_rhs, 1) <= RESIDENT_MAX_ELEMENTS
 
 
-def _rows8(n: int) -> int:
-    """Rows of 128 lanes that hold ``n`` elements, rounded up to whole 8-row slabs."""
-    rows = -(-max(int(n), 1) // LANES)
-    return -(-rows // SUBLANES) * SUBLANES
+def _blocks(n: int) -> int:
+    """Blocks of 128 (row blocks, column panels) that hold ``n`` rows or columns (at least one)."""
+    return -(-max(int(n), 1) // LANES)
 
 
-def _kernel(meta_ref, vals_ref, cols_ref, x_ref, o_ref, *, n_rhs: int, tiles: int):
+def _kernel(meta_ref, vals_ref, cols_ref, x_ref, o_ref, *, n_rhs: int, tiles: int, unroll: int):
+    """One grid step: ``tiles`` tiles, ``unroll`` at a time.
+
+    ``x_ref`` (n_rhs, panels, 8, 128): each panel of ``x`` on all 8
+    sublanes; ``o_ref`` (n_rhs, row blocks, 8, 128): per row block the sums
+    of each sublane slot (their sum is the result, taken after the call).
+    """
     @pl.when(pl.program_id(0) == 0)
     def _():
         o_ref[...] = jnp.zeros(o_ref.shape, o_ref.dtype)
 
-    sub = jax.lax.broadcasted_iota(jnp.int32, (SUBLANES, LANES), 0)
     zero = jnp.zeros((), o_ref.dtype)
 
-    def tile(t, carry):
+    def tile(t):
         b = meta_ref[0, 0, t]
         p = meta_ref[0, 0, t + np.int32(tiles)]
-        # b, p >= 0: bit operations (floor division and % lower through sign, which needs the chip's generation)
-        xbase = pl.multiple_of(p & ~(SUBLANES - 1), SUBLANES)
-        obase = pl.multiple_of(b & ~(SUBLANES - 1), SUBLANES)
         c = cols_ref[t]
-        v = vals_ref[t]
         ok = c >= 0
         ci = jnp.maximum(c, 0)
-        xsel = sub == (p & (SUBLANES - 1))
-        osel = sub == (b & (SUBLANES - 1))
+        v = vals_ref[t]
+        prods = []
         for j in range(n_rhs):
-            slab = x_ref[j, pl.ds(xbase, SUBLANES), :]
-            xrow = jnp.sum(jnp.where(xsel, slab, zero), axis=0, keepdims=True)
-            xb = jnp.broadcast_to(xrow, (SUBLANES, LANES))
-            g = jax.vmap(lambda a, i: a[i])(xb, ci)  # in-register lane gather (tpu.dynamic_gather)
-            s = jnp.sum(jnp.where(ok, v * g, zero), axis=0, keepdims=True)
-            o_ref[j, pl.ds(obase, SUBLANES), :] += jnp.where(osel, jnp.broadcast_to(s, (SUBLANES, LANES)), zero)
+            g = jax.vmap(lambda a, i: a[i])(x_ref[j, p], ci)  # in-register lane gather (tpu.dynamic_gather)
+            prods.append(jnp.where(ok, v * g, zero))  # padding slots masked: an inf of x meets no stored zero
+        return b, prods
+
+    def group(g, carry):
+        items = [tile(g * np.int32(unroll) + np.int32(i)) for i in range(unroll)]
+        b0 = items[0][0]
+        if unroll == 1:
+            for j in range(n_rhs):
+                o_ref[j, b0] += items[0][1][j]
+            return carry
+        same = items[1][0] == b0
+        for b, _ in items[2:]:
+            same = jnp.logical_and(same, b == b0)
+
+        @pl.when(same)  # the common case: one row block, summed in registers, one update
+        def _():
+            for j in range(n_rhs):
+                parts = [prods[j] for _, prods in items]
+                while len(parts) > 1:
+                    parts = [parts[i] + parts[i + 1] if i + 1 < len(parts) else parts[i]
+                             for i in range(0, len(parts), 2)]
+                o_ref[j, b0] += parts[0]
+
+        @pl.when(jnp.logical_not(same))  # a row block ends inside the group: tile by tile
+        def _():
+            for b, prods in items:
+                for j in range(n_rhs):
+                    o_ref[j, b] += prods[j]
+
         return carry
 
     # unrolled by hand over int32 indices (fori_loop's own unroll mixes i64 and i32 under x64 in Mosaic)
-    u = TILE_UNROLL if TILE_UNROLL > 1 and tiles % TILE_UNROLL == 0 else 1
-
-    def group(g, carry):
-        for j in range(u):
-            carry = tile(g * np.int32(u) + np.int32(j), carry)
-        return carry
-
-    jax.lax.fori_loop(jnp.int32(0), jnp.int32(tiles // u), group, 0)
+    jax.lax.fori_loop(jnp.int32(0), jnp.int32(tiles // unroll), group, 0)
 
 
 def _interpret() -> bool:
@@ -126,15 +147,14 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
     """``A @ x`` for ``x`` of shape ``(n_rhs, k)``: the Pallas kernel (interpret mode off a TPU).
 
     ``values`` (T*1024,) the flat value buffer, ``meta`` (2, T) int32 row
-    block and panel of each tile, ``cols`` (T, 8, 128) int32 local columns
-    (-1 for padding); T from ``pad_tiles`` (a multiple of ``TILES_PER_STEP``,
-    or one smaller step). Returns
-    ``(n_rhs, m)``.
+    block and panel of each tile (tiles of one row block consecutive),
+    ``cols`` (T, 8, 128) int32 local columns (-1 for padding); T from
+    ``pad_tiles``. Returns ``(n_rhs, m)``.
     """
     m, k = shape
     n_rhs = x.shape[0]
-    nrp, ncp = _rows8(m), _rows8(k)
-    group = max(1, min(RHS_PER_CALL, RESIDENT_MAX_ELEMENTS // ((nrp + ncp) * LANES)))
+    nrb, ncb = _blocks(m), _blocks(k)
+    group = max(1, min(RHS_PER_CALL, RESIDENT_MAX_ELEMENTS // ((nrb + ncb) * SUBLANES * LANES)))
     if n_rhs > group:  # VMEM holds x and the result of a few right-hand sides at a time
         return jnp.concatenate([panels_kernel(values, meta, cols, x[i:i + group], shape=shape, interpret=interpret)
                                 for i in range(0, n_rhs, group)], axis=0)
@@ -142,29 +162,31 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
     T = cols.shape[0]
     per_step = _tiles_per_step(T)
     steps = T // per_step
-    xs = jnp.pad(x.astype(dtype), ((0, 0), (0, ncp * LANES - k))).reshape(n_rhs, ncp, LANES)
+    unroll = TILE_UNROLL if TILE_UNROLL >= 1 and per_step % TILE_UNROLL == 0 else 1
+    xs = jnp.pad(x.astype(dtype), ((0, 0), (0, ncb * LANES - k))).reshape(n_rhs, ncb, 1, LANES)
+    xs = jnp.broadcast_to(xs, (n_rhs, ncb, SUBLANES, LANES))  # a panel per (8, 128) slab: one load per tile
     vals = values.astype(dtype).reshape(T, SUBLANES, LANES)
     tile_block = (per_step, SUBLANES, LANES)
     # the tile table by grid step, (steps, 1, 2 * per_step): an SMEM block's last dimension must be a whole
     # 128 lanes or the array's own (row blocks of a step, then their panels)
     meta_steps = meta.reshape(2, steps, per_step).transpose(1, 0, 2).reshape(steps, 1, 2 * per_step)
     call = pl.pallas_call(
-        functools.partial(_kernel, n_rhs=n_rhs, tiles=per_step),
-        out_shape=jax.ShapeDtypeStruct((n_rhs, nrp, LANES), dtype),
+        functools.partial(_kernel, n_rhs=n_rhs, tiles=per_step, unroll=unroll),
+        out_shape=jax.ShapeDtypeStruct((n_rhs, nrb, SUBLANES, LANES), dtype),
         grid=(steps,),
         in_specs=[
             pl.BlockSpec((1, 1, 2 * per_step), lambda i: (i, 0, 0), memory_space=pltpu.SMEM),
             pl.BlockSpec(tile_block, lambda i: (i, 0, 0)),
             pl.BlockSpec(tile_block, lambda i: (i, 0, 0)),
-            pl.BlockSpec((n_rhs, ncp, LANES), lambda i: (0, 0, 0)),
+            pl.BlockSpec((n_rhs, ncb, SUBLANES, LANES), lambda i: (0, 0, 0, 0)),
         ],
-        out_specs=pl.BlockSpec((n_rhs, nrp, LANES), lambda i: (0, 0, 0)),
+        out_specs=pl.BlockSpec((n_rhs, nrb, SUBLANES, LANES), lambda i: (0, 0, 0, 0)),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
                                              vmem_limit_bytes=VMEM_LIMIT_BYTES),
         interpret=_interpret() if interpret is None else interpret,
     )
     out = call(meta_steps, vals, cols, xs)
-    return out.reshape(n_rhs, nrp * LANES)[:, :m]
+    return jnp.sum(out, axis=2, dtype=dtype).reshape(n_rhs, nrb * LANES)[:, :m]
 
 
 def _row_blocks(y, m: int):
@@ -316,15 +338,21 @@ batching.primitive_batchers[panels_matmat_p] = _batch
 
 
 def pad_tiles(n_tiles: int) -> int:
-    """Tiles a layout of ``n_tiles`` stores: a whole number of grid steps of ``TILES_PER_STEP`` tiles, or,
-    for a small matrix, one step of a multiple of 8 tiles (at least 8)."""
-    if n_tiles <= TILES_PER_STEP:
+    """Tiles a layout of ``n_tiles`` stores: one step of a multiple of 8 tiles (at least 8) for a small
+    matrix, else whole grid steps of 64, 128 or ``TILES_PER_STEP`` tiles (at most about 3% padding)."""
+    if n_tiles <= 64:
         return max(SUBLANES, -(-n_tiles // SUBLANES) * SUBLANES)
-    return -(-n_tiles // TILES_PER_STEP) * TILES_PER_STEP
+    step = 64 if n_tiles < 2048 else 128 if n_tiles < 8192 else TILES_PER_STEP
+    return -(-n_tiles // step) * step
 
 
 def _tiles_per_step(T: int) -> int:
-    return min(TILES_PER_STEP, T)
+    """The grid step of a layout of ``T`` tiles (``pad_tiles``): the largest of ``TILES_PER_STEP``, 128
+    and 64 that divides it, or all of a small layout's tiles."""
+    for step in (TILES_PER_STEP, 128, 64):
+        if T >= step and T % step == 0:
+            return step
+    return T
 
 
 def tile_positions(rows: np.ndarray, cols: np.ndarray, shape) -> tuple[np.ndarray, np.ndarray, int]:
