@@ -169,9 +169,14 @@ def test_panels_refuses_what_it_cannot_hold():
                        reorder=False)
     with pytest.raises(ValueError, match="32-bit"):
         layouts.choose(np.array([[0, 0]]), (4, 4), 8, "tpu", kind="panels")
-    # The automatic choice never takes it (not yet timed on a TPU) though its cost is reported.
-    lay = layouts.choose(np.asarray(_bcoo(MATRICES["symmetric"]).indices), (300, 300), 4, "tpu")
-    assert lay.kind != "panels" and "panels" in lay.estimate
+    # The automatic choice takes it on a TPU for an irregular pattern of 32-bit values, never for wider
+    # values nor on another backend (the Pallas kernel is a TPU kernel).
+    S = sp.random_array((1500, 1400), density=0.01, rng=11, format="csr")
+    idx = np.asarray(_bcoo(S.astype(np.float32)).indices)
+    assert layouts.choose(idx, S.shape, 4, "tpu").kind == "panels"
+    for itemsize, backend in ((8, "tpu"), (4, "cpu"), (4, "gpu")):
+        lay = layouts.choose(idx, S.shape, itemsize, backend)
+        assert lay.kind != "panels" and "panels" not in lay.estimate
 
 
 def test_eager_product_on_an_accelerator_takes_the_layout(monkeypatch):
@@ -363,12 +368,16 @@ def test_values_placed_on_the_host_equal_the_device_scatter(layout, dtype):
         np.testing.assert_allclose(host, np.asarray(dev), rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize(("n", "densities", "kind"), [(400, (0.02, 0.0205), "blocks"), (60, (0.3, 0.31), "dense")])
+@pytest.mark.parametrize(("n", "densities", "kind"), [(512, (0.02, 0.0205), "blocks"), (60, (0.3, 0.31), "dense"),
+                                                      (1500, (0.01, 0.0101), "panels")])
 def test_eager_products_compile_once_per_layout_not_per_nse(monkeypatch, n, densities, kind):
     # Eager products on an accelerator: two matrices of one shape and layout parameters but different nse
     # run one compiled program: the values are placed on the host, and the product takes no nse-sized
-    # array (blocks, a vector) or the stored entries padded to a size bucket (dense: its non-finite check).
+    # array (blocks, a vector; panels, its tiles padded to whole grid steps) or the stored entries padded
+    # to a size bucket (dense: its non-finite check).
     monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
+    if kind == "blocks":  # the cheapest layout but dense and panels here
+        monkeypatch.setattr(layouts, "AUTO_KINDS", ("blocks", "coo"))
     x = jnp.asarray(np.random.default_rng(6).standard_normal(n).astype(np.float32))
     mats = [sp.random_array((n, n), density=d, rng=s, format="csr").astype(np.float32)
             for s, d in zip((20, 21), densities)]
@@ -512,3 +521,27 @@ def test_grad_of_an_empty_matrix_with_padding_entries(monkeypatch, platform, sha
     ga = jax.grad(lambda d: jnp.sum(xp.BCOOArray((d, idx), shape=shape) @ x))(data)
     np.testing.assert_array_equal(np.asarray(ga), [0.0, 0.0])
     assert (A @ x).shape == (shape[0],)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("ncols", (None, 3))
+def test_grad_of_the_values_with_non_finite_x_at_unstored_columns(layout, ncols):
+    # d sum(W * (A @ X)) / d A[r, c] = W[r] . X[c]: finite for every stored entry when X's inf and NaN sit in
+    # columns with no stored entry. Layouts that store zeros compute the product, find it non-finite and
+    # fall back to the stored entries; the padding's 0 * inf must not reach the values' gradient (it did
+    # for the blocks SpMM, dense, dia and tiles: NaN).
+    keep = np.ones(MATRICES["rect"].shape[1])
+    keep[[0, 5]] = 0  # two columns with no stored entry
+    S = sp.csr_array(MATRICES["rect"] @ sp.diags_array(keep)).astype(np.float32)
+    S.eliminate_zeros()
+    A = _bcoo(S)
+    op = accelerator.prepare(A, layout=layout)
+    rng = np.random.default_rng(31)
+    shape = (S.shape[1],) if ncols is None else (S.shape[1], ncols)
+    X = rng.standard_normal(shape).astype(np.float32)
+    X[0], X[5] = np.inf, np.nan
+    W = rng.standard_normal((S.shape[0],) + shape[1:]).astype(np.float32)
+    gd = jax.grad(lambda d: jnp.sum(jnp.asarray(W) * (op.with_data(d) @ jnp.asarray(X))))(A.data)
+    rows, cols = np.asarray(A.indices).T
+    ref = W[rows] * X[cols] if ncols is None else np.sum(W[rows] * X[cols], axis=1)
+    np.testing.assert_allclose(np.asarray(gd), ref, rtol=1e-5, atol=1e-5)

@@ -355,9 +355,15 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     one, recomputed from the stored entries (``lax.cond``; under ``vmap``
     both branches run).
     """
-    y = _kernel(kind, static, shape, values, arrays, x, lanes, transpose)
     if not needs_check(kind, static, x.ndim) or "u_rows" not in arrays:
-        return y
+        return _kernel(kind, static, shape, values, arrays, x, lanes, transpose)
+    # The blocks layout's one-hot matrix products read a whole panel of x for each stored entry: an inf or
+    # NaN anywhere in it makes the entry's product NaN, and its gradient too, which the fallback (taken
+    # when the result is not finite) does not mend: its kernel reads x with the non-finite values zeroed,
+    # and the check looks at x as well.
+    clean = kind == "blocks"
+    xk = jnp.where(jnp.isfinite(x), x, jnp.zeros((), x.dtype)) if clean else x
+    y = _kernel(kind, static, shape, values, arrays, xk, lanes, transpose)
     m, k = shape
     rows, cols = arrays["u_rows"], arrays["u_cols"]
     if transpose:
@@ -372,6 +378,8 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
         return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
 
     finite = jnp.all(jnp.isfinite(y))
+    if clean:
+        finite = jnp.logical_and(finite, jnp.all(jnp.isfinite(x)))
     return jax.lax.cond(finite, lambda: y, sparse)
 
 

@@ -27,8 +27,8 @@ rows, and dense reductions.
 * ``panels``: 128-row blocks by 128-column panels as ``(8, 128)`` tiles,
   rows on lanes, for the Pallas TPU kernel of ``.panels`` (``x`` and the
   result resident in VMEM, an in-register lane gather per tile, no HBM
-  gather). Opt-in (``kind="panels"``) until measured on a TPU: see
-  ``AUTO_KINDS``.
+  gather). Chosen on a TPU for 32-bit values where it is the cheapest
+  (irregular matrices: 10-160x ``jax.experimental.sparse`` in a solver's loop).
 * ``coo``: the fallback, ``.coo.coo_matmat``.
 
 A reordering (reverse Cuthill-McKee, ``scipy.sparse.csgraph``: Cuthill &
@@ -66,15 +66,23 @@ TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128
 #: chip streams in the time it takes. TPU v5e, measured (``benchmarks/accelerator.py``'s
 #: calibration, 368 GB/s streamed): XLA's element gather 0.11 G/s (3,350), a lane
 #: gather (``.accel.gather``) 0.29 G/s (1,270), a gather of 128-lane rows 0.15 G
-#: rows/s (2,400 with the row's bytes), a segment sum 0.11-0.13 G/s (3,000), and
-#: a vector-unit compare-select-add about 0.1 (3.9 T element ops/s). CPUs and
-#: GPUs gather at a few times their streaming cost per element.
+#: rows/s (2,400 with the row's bytes), a segment sum 0.11-0.13 G/s (3,000). Fitted
+#: to products timed in a solver's loop (``--layouts panels,blocks``, 2026-12-06):
+#: the ``blocks`` layout's compare-select-adds at 1.0 per element (its products ran
+#: 1.6-4x slower than 0.3 priced them), a tile of the ``panels`` kernel at about
+#: 30 ns (3,000 beyond its 8 KiB of values and columns) plus 9 us per call (3.3e6: the
+#: broadcast of ``x``, the launch, the sum of the partial sums), a permutation of ``x`` or
+#: ``y`` (a lane gather) at about 2 ns per element (800), and one diagonal of the
+#: ``dia`` layout at a fixed 0.4 us beyond its bytes (140,000: 177 diagonals of
+#: bcsstk16 took 75 us where their bytes stream in 9). CPUs and GPUs gather at a
+#: few times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {
-    "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 0.3,
-            # A Pallas tile of .panels (1,024 slots): about 40 cycles of the vector unit, not yet measured.
-            "panel_tile": 10000.0},
-    "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05},
-    "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1},
+    "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
+            "panel_tile": 3000.0, "panel_call": 3.3e6, "permute": 800.0, "dia_pass": 140000.0},
+    "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
+            "permute": 32.0, "dia_pass": 0.0},
+    "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,
+            "permute": 16.0, "dia_pass": 0.0},
 }
 
 #: Block shapes ``(R, P)`` of the ``blocks`` layout (R output rows by P columns) and
@@ -95,10 +103,12 @@ _WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512
 
 LAYOUT_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "coo")
 
-#: Layouts ``choose`` picks by itself. ``panels`` (the Pallas kernel) runs in
-#: interpret mode in the tests but has not yet been timed on a TPU, so its
-#: cost is reported by ``estimate`` and it is used only when asked for.
-AUTO_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "coo")
+#: Layouts a symmetric reordering (RCM) can make cheaper (their cost grows with the pattern's spread).
+_REORDERABLE = ("tiles", "blocks", "ell", "panels")
+
+#: Layouts ``choose`` picks by itself: all of them. ``panels`` is priced for a TPU and
+#: 32-bit values only (``estimate``): the Pallas kernel runs nowhere else.
+AUTO_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "coo")
 
 #: Layouts that multiply explicit zeros at unstored positions (an ``inf`` or NaN
 #: of ``x`` there would give NaN where a sparse product gives 0): their products
@@ -368,15 +378,17 @@ def build_panels(rows, cols, valid, shape) -> Layout:
     r, c = rows[valid], cols[valid]
     ukey, inv_entry = np.unique(r * k + c, return_inverse=True)
     ur, uc = ukey // k, ukey % k
-    uslot, meta, lcols, n_tiles = _panel_tables(ur, uc, (m, k))
-    uslot_t, meta_t, lcols_t, n_tiles_t = _panel_tables(uc, ur, (k, m))
+    uslot, meta, lcols, _ = _panel_tables(ur, uc, (m, k))
+    uslot_t, meta_t, lcols_t, _ = _panel_tables(uc, ur, (k, m))
     n1, n2 = lcols.size, lcols_t.size
     slot = np.full(len(rows), n1 + n2, np.int64)
     slot[valid] = uslot[inv_entry]
     slot_t = np.full(len(rows), n1 + n2, np.int64)
     slot_t[valid] = n1 + uslot_t[inv_entry]
     lay = Layout("panels", (m, k), n1 + n2, slot)
-    lay.static = {"tiles": n_tiles, "tiles_t": n_tiles_t, "split": n1}
+    # (the tile counts stay out of ``static``: the arrays' shapes, padded to grid steps, are what a compiled
+    # product depends on, so matrices of similar nse share one program)
+    lay.static = {"split": n1}
     lay.arrays.update(meta=meta, lcols=lcols, meta_t=meta_t, lcols_t=lcols_t,
                       slot_t=slot_t.astype(np.int32 if n1 + n2 < 2**31 - 1 else np.int64))
     return lay
@@ -494,7 +506,7 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str,
     n_diag = int(unique_ints(c - r).size) if nnz else 0
     out["dia_offsets"] = n_diag
     if n_diag and n_diag * m <= 4 * nnz + m:
-        out["dia"] = n_diag * m * s + vec
+        out["dia"] = n_diag * (m * s + cost["dia_pass"]) + vec
     if nnz == 0:
         return out
     if "dia" in out and n_diag * m <= 1.05 * nnz + 2 * n_diag * n_diag:
@@ -503,7 +515,8 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str,
         n_tiles = _panels.tile_count(r, c, (m, k))
         out["panel_tiles"] = n_tiles
         if n_tiles * _panels.SUBLANES * _panels.LANES <= PANELS_MAX_PADDING * nnz + 1024:
-            out["panels"] = n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + cost["panel_tile"]) + 2 * vec
+            out["panels"] = (n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + cost["panel_tile"])
+                             + cost["panel_call"] + 2 * vec)
     best = None
     for tile, (tkeys, _, tcols) in _block_counts(r, c, k, TILE_SHAPES).items():
         bm, bk = tile
@@ -643,8 +656,10 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         Force the tile shape of the ``tiles`` layout.
     reorder : bool, optional
         Force (True) or forbid (False) the RCM reordering; by default it is
-        tried for square matrices in the ``tiles``, ``blocks`` and ``ell`` layouts and
-        kept when it lowers the estimated cost by a quarter or more.
+        tried for square matrices when the layout asked for, or the cheapest
+        one, is ``tiles``, ``blocks``, ``ell`` or ``panels``, and kept when
+        the cheapest of those layouts of the reordered matrix, its two
+        permutations per product included, costs a quarter less or more.
 
     Returns
     -------
@@ -663,11 +678,15 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         raise ValueError(f"reorder=True needs a square matrix (a symmetric permutation); shape is {(m, k)}")
     rows, cols, valid = _coo(indices, (m, k))
     est = estimate(rows, cols, valid, (m, k), itemsize, backend)
-    if kind is None:
+    forced = kind is not None
+    if not forced:
         costs = {name: est[name] for name in AUTO_KINDS if name in est}
         kind = min(costs, key=costs.get)
     perm = None
-    if kind in ("tiles", "blocks", "ell", "panels") and m == k and m > 1 and reorder is not False and valid.any():
+    # The reordering, for the layouts it helps, tried when one of them is asked for or is the cheapest; left
+    # to itself the choice then compares every reorderable layout of the reordered matrix (plus the two
+    # permutations per product) with the best layout without it.
+    if kind in _REORDERABLE and m == k and m > 1 and reorder is not False and valid.any():
         cand = _rcm(rows, cols, valid, m)
         if cand is not None:
             inv = np.empty(m, np.int64)
@@ -676,12 +695,15 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
             prow = np.where(valid, prow, m)
             pcol = np.where(valid, pcol, k)
             est_p = estimate(prow, pcol, valid, (m, k), itemsize, backend)
-            # The permutation costs two lane gathers of a vector per product.
-            perm_cost = 2 * m * (_costs(backend)["lane_gather"] if backend == "tpu" else _costs(backend)["gather"])
+            perm_cost = 2 * m * _costs(backend)["permute"]
             before = est.get(kind, math.inf)
-            after = est_p.get(kind, math.inf) + perm_cost
+            kind_p = kind
+            if not forced:
+                costs_p = {name: est_p[name] for name in AUTO_KINDS if name in est_p and name in _REORDERABLE}
+                kind_p = min(costs_p, key=costs_p.get) if costs_p else kind
+            after = est_p.get(kind_p, math.inf) + perm_cost
             if reorder or after <= 0.75 * before:
-                perm, rows, cols, est = cand, prow, pcol, est_p
+                perm, rows, cols, est, kind = cand, prow, pcol, est_p, kind_p
                 est["reordered_from"] = before
     if kind == "panels":
         _check_panels(rows, cols, valid, (m, k), itemsize, est.get("panel_tiles"))
