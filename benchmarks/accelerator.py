@@ -140,14 +140,20 @@ def _err(y, ref) -> float:
     return float(np.abs(y - ref).max() / scale)
 
 
+_DEFAULT_UNROLL: int | None = None
+
+
 def _set_unroll(lib: str) -> None:
-    """``panels.TILE_UNROLL`` for a ``bcoo_array[panels:U]`` row (1 otherwise); caches cleared on a change
-    (the kernel reads it when traced)."""
+    """``panels.TILE_UNROLL`` for a ``bcoo_array[panels:U]`` row (the module's own value otherwise); caches
+    cleared on a change (the kernel reads it when traced)."""
     import jax
 
     from bcoo_array._kernels import panels
 
-    u = int(lib[:-1].split(":")[1]) if lib.startswith("bcoo_array[panels:") else 1
+    global _DEFAULT_UNROLL
+    if _DEFAULT_UNROLL is None:
+        _DEFAULT_UNROLL = panels.TILE_UNROLL
+    u = int(lib[:-1].split(":")[1]) if lib.startswith("bcoo_array[panels:") else _DEFAULT_UNROLL
     if u != panels.TILE_UNROLL:
         panels.TILE_UNROLL = u
         jax.clear_caches()

@@ -545,3 +545,28 @@ def test_grad_of_the_values_with_non_finite_x_at_unstored_columns(layout, ncols)
     rows, cols = np.asarray(A.indices).T
     ref = W[rows] * X[cols] if ncols is None else np.sum(W[rows] * X[cols], axis=1)
     np.testing.assert_allclose(np.asarray(gd), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_eager_products_take_the_faster_compiling_panels_kernel(monkeypatch):
+    # An eager product's first call compiles its kernel: the hook's panels layout unrolls its tile loop
+    # EAGER_TILE_UNROLL times, a prepared operator (a solver's loop) TILE_UNROLL times.
+    from bcoo_array._kernels import panels
+
+    monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
+    seen = []
+    kernel = panels.panels_kernel
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("unroll"))
+        return kernel(*args, **kwargs)
+
+    monkeypatch.setattr(panels, "panels_kernel", spy)
+    S = sp.random_array((1500, 1400), density=0.01, rng=13, format="csr").astype(np.float32)
+    x = np.random.default_rng(14).standard_normal(1400).astype(np.float32)
+    A = _bcoo(S)
+    y = matmul.spmm_dense(A.data, A.indices, A.shape, jnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(y), S.astype(np.float64) @ x, atol=1e-4)
+    assert seen == [panels.EAGER_TILE_UNROLL]
+    op = accelerator.prepare(A, layout="panels", reorder=False)
+    np.testing.assert_allclose(np.asarray(op @ x), S.astype(np.float64) @ x, atol=1e-4)
+    assert seen[1:] == [None]  # panels_kernel reads TILE_UNROLL

@@ -301,13 +301,14 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
 
     m, k = shape
     split = static.get("split", values.shape[0])
+    unroll = static.get("unroll")  # None: panels.TILE_UNROLL
     xs = x[None] if x.ndim == 1 else x.T
     if transpose and "meta_t" in arrays:
-        y = panels_matmat(values[split:], arrays["meta_t"], arrays["lcols_t"], xs, shape=(k, m))
+        y = panels_matmat(values[split:], arrays["meta_t"], arrays["lcols_t"], xs, shape=(k, m), unroll=unroll)
     elif transpose:
         y = transpose_reference(values[:split], arrays["meta"], arrays["lcols"], xs, shape=shape)
     else:
-        y = panels_matmat(values[:split], arrays["meta"], arrays["lcols"], xs, shape=shape)
+        y = panels_matmat(values[:split], arrays["meta"], arrays["lcols"], xs, shape=shape, unroll=unroll)
     return y[0] if x.ndim == 1 else y.T
 
 

@@ -293,6 +293,10 @@ def _accelerator_product(data, indices, shape, x):
 
     def build():
         lay = layouts.choose(np.asarray(indices).reshape(-1, 2), (m, k), itemsize, platform)
+        if lay.kind == "panels":  # a kernel that compiles faster: an eager product's first call pays for it
+            from .panels import EAGER_TILE_UNROLL
+
+            lay.static["unroll"] = EAGER_TILE_UNROLL
         slot, arrays, perm, inverse = device_layout(lay, device)
         return (lay.kind, freeze_static(lay.static), lay.n_slots, (slot, lay.arrays.get("slot_t")), arrays, perm,
                 inverse)

@@ -58,6 +58,12 @@ TILES_PER_STEP = 256
 #: accelerator.py --layouts panels:U``): 8 is 2.7-4x faster than 1 in a solver's loop.
 TILE_UNROLL = 8
 
+#: ``TILE_UNROLL`` of the products of eager calls (``.matmul``'s accelerator hook), whose first call compiles
+#: the kernel: on a TPU v5e a first eager ``A @ v`` (2000 x 2000, 20,000 entries) took 553, 680, 793 and
+#: 1,174 ms unrolled 1, 2, 4 and 8 times (dense ``jax.numpy``: 334 ms), while a call of a prepared 4 or 8
+#: times unrolled product took the same time (0.6 ms of dispatch dominate it).
+EAGER_TILE_UNROLL = 4
+
 #: VMEM the kernel may use (bytes): ``x`` and the result stay resident, twice (the pipeline's buffers).
 VMEM_LIMIT_BYTES = 96 << 20
 
@@ -143,26 +149,29 @@ def _interpret() -> bool:
     return jax.default_backend() != "tpu"
 
 
-def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None):
+def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None, unroll: int | None = None):
     """``A @ x`` for ``x`` of shape ``(n_rhs, k)``: the Pallas kernel (interpret mode off a TPU).
 
     ``values`` (T*1024,) the flat value buffer, ``meta`` (2, T) int32 row
     block and panel of each tile (tiles of one row block consecutive),
     ``cols`` (T, 8, 128) int32 local columns (-1 for padding); T from
-    ``pad_tiles``. Returns ``(n_rhs, m)``.
+    ``pad_tiles``. ``unroll``: tiles per iteration of the tile loop
+    (None: ``TILE_UNROLL``; 1 where it does not divide a grid step's tiles).
+    Returns ``(n_rhs, m)``.
     """
     m, k = shape
     n_rhs = x.shape[0]
     nrb, ncb = _blocks(m), _blocks(k)
     group = max(1, min(RHS_PER_CALL, RESIDENT_MAX_ELEMENTS // ((nrb + ncb) * SUBLANES * LANES)))
     if n_rhs > group:  # VMEM holds x and the result of a few right-hand sides at a time
-        return jnp.concatenate([panels_kernel(values, meta, cols, x[i:i + group], shape=shape, interpret=interpret)
-                                for i in range(0, n_rhs, group)], axis=0)
+        return jnp.concatenate([panels_kernel(values, meta, cols, x[i:i + group], shape=shape, interpret=interpret,
+                                              unroll=unroll) for i in range(0, n_rhs, group)], axis=0)
     dtype = jnp.result_type(values, x)
     T = cols.shape[0]
     per_step = _tiles_per_step(T)
     steps = T // per_step
-    unroll = TILE_UNROLL if TILE_UNROLL >= 1 and per_step % TILE_UNROLL == 0 else 1
+    unroll = TILE_UNROLL if unroll is None else int(unroll)
+    unroll = unroll if unroll >= 1 and per_step % unroll == 0 else 1
     xs = jnp.pad(x.astype(dtype), ((0, 0), (0, ncb * LANES - k))).reshape(n_rhs, ncb, 1, LANES)
     xs = jnp.broadcast_to(xs, (n_rhs, ncb, SUBLANES, LANES))  # a panel per (8, 128) slab: one load per tile
     vals = values.astype(dtype).reshape(T, SUBLANES, LANES)
@@ -252,21 +261,23 @@ def values_cotangent(meta, cols, x, ct, *, shape):
 panels_matmat_p = Primitive("bcoo_array_panels_matmat")
 
 
-def panels_matmat(values, meta, cols, x, *, shape, use_kernel: bool = True):
+def panels_matmat(values, meta, cols, x, *, shape, use_kernel: bool = True, unroll: int | None = None):
     """``(A @ x.T).T`` in the ``panels`` layout: ``x`` of shape ``(n_rhs, k)`` to ``(n_rhs, m)``.
 
-    ``use_kernel=False`` takes the XLA formula (``panels_reference``).
+    ``use_kernel=False`` takes the XLA formula (``panels_reference``);
+    ``unroll`` is the kernel's (``panels_kernel``).
     Differentiable in ``values`` and ``x``, batchable over both.
     """
-    return panels_matmat_p.bind(values, meta, cols, x, shape=tuple(shape), use_kernel=bool(use_kernel))
+    return panels_matmat_p.bind(values, meta, cols, x, shape=tuple(shape), use_kernel=bool(use_kernel),
+                                unroll=None if unroll is None else int(unroll))
 
 
-def _impl(values, meta, cols, x, *, shape, use_kernel):
+def _impl(values, meta, cols, x, *, shape, use_kernel, unroll):
     dtype = jnp.result_type(values, x)
     if x.shape[0] == 0 or cols.shape[0] == 0:
         return jnp.zeros((x.shape[0], shape[0]), dtype)
     if use_kernel and np.dtype(dtype).itemsize == 4 and np.dtype(dtype).kind in "fiu":
-        return panels_kernel(values, meta, cols, x, shape=shape)
+        return panels_kernel(values, meta, cols, x, shape=shape, unroll=unroll)
     return panels_reference(values, meta, cols, x, shape=shape)  # complex x (no 32-bit tile): the XLA formula
 
 
@@ -274,7 +285,7 @@ panels_matmat_p.def_impl(_impl)
 
 
 @panels_matmat_p.def_abstract_eval
-def _abstract(values, meta, cols, x, *, shape, use_kernel):
+def _abstract(values, meta, cols, x, *, shape, use_kernel, unroll):
     dtype = jnp.result_type(values.dtype, x.dtype)
     return jax.core.ShapedArray((x.shape[0], shape[0]), dtype)
 
@@ -282,15 +293,15 @@ def _abstract(values, meta, cols, x, *, shape, use_kernel):
 mlir.register_lowering(panels_matmat_p, mlir.lower_fun(_impl, multiple_results=False))
 
 
-def _jvp(primals, tangents, *, shape, use_kernel):
+def _jvp(primals, tangents, *, shape, use_kernel, unroll):
     values, meta, cols, x = primals
     dv, _, _, dx = tangents
-    y = panels_matmat_p.bind(values, meta, cols, x, shape=shape, use_kernel=use_kernel)
+    y = panels_matmat_p.bind(values, meta, cols, x, shape=shape, use_kernel=use_kernel, unroll=unroll)
     dy = None
     if type(dv) is not ad.Zero:
-        dy = panels_matmat_p.bind(dv, meta, cols, x, shape=shape, use_kernel=use_kernel)
+        dy = panels_matmat_p.bind(dv, meta, cols, x, shape=shape, use_kernel=use_kernel, unroll=unroll)
     if type(dx) is not ad.Zero:
-        t = panels_matmat_p.bind(values, meta, cols, dx, shape=shape, use_kernel=use_kernel)
+        t = panels_matmat_p.bind(values, meta, cols, dx, shape=shape, use_kernel=use_kernel, unroll=unroll)
         dy = t if dy is None else dy + t
     if dy is None:
         dy = jnp.zeros_like(y)  # only the integer tables carried tangents (float0): the product does not move
@@ -300,7 +311,7 @@ def _jvp(primals, tangents, *, shape, use_kernel):
 ad.primitive_jvps[panels_matmat_p] = _jvp
 
 
-def _transpose(ct, values, meta, cols, x, *, shape, use_kernel):
+def _transpose(ct, values, meta, cols, x, *, shape, use_kernel, unroll):
     if type(ct) is ad.Zero:
         return None, None, None, None
     if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
@@ -314,23 +325,23 @@ def _transpose(ct, values, meta, cols, x, *, shape, use_kernel):
 ad.primitive_transposes[panels_matmat_p] = _transpose
 
 
-def _batch(args, dims, *, shape, use_kernel):
+def _batch(args, dims, *, shape, use_kernel, unroll):
     values, meta, cols, x = args
     dv, dm, dc, dx = dims
+    params = dict(shape=shape, use_kernel=use_kernel, unroll=unroll)
     if dm is not None or dc is not None:
         raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
     if dv is not None:  # mapped values: one product per value set (a loop of the kernel)
         values = jnp.moveaxis(values, dv, 0)
         if dx is not None:
             x = jnp.moveaxis(x, dx, 0)
-            out = jax.lax.map(lambda a: panels_matmat(a[0], meta, cols, a[1], shape=shape, use_kernel=use_kernel),
-                              (values, x))
+            out = jax.lax.map(lambda a: panels_matmat(a[0], meta, cols, a[1], **params), (values, x))
         else:
-            out = jax.lax.map(lambda v: panels_matmat(v, meta, cols, x, shape=shape, use_kernel=use_kernel), values)
+            out = jax.lax.map(lambda v: panels_matmat(v, meta, cols, x, **params), values)
         return out, 0
     x = jnp.moveaxis(x, dx, 0)  # (B, n_rhs, k): every mapped column is one more right-hand side
     B, n = x.shape[0], x.shape[1]
-    y = panels_matmat(values, meta, cols, x.reshape(B * n, x.shape[2]), shape=shape, use_kernel=use_kernel)
+    y = panels_matmat(values, meta, cols, x.reshape(B * n, x.shape[2]), **params)
     return y.reshape(B, n, shape[0]), 0
 
 
