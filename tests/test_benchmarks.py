@@ -78,6 +78,8 @@ RECIPES: dict[str, Recipe] = {
                                           "--repeat", "1", "--spmm", "4", "--cg", "8", "--cg-iters", "10",
                                           "--layouts", "panels,ell"],
                              "bcoo_array[panels]"),
+    # one unroll (one fresh process; the eager accelerator hook does not apply on a CPU)
+    "accelerator_first_call.py": Recipe(lambda tmp: ["--unrolls", "2"], "unroll 2: first eager A @ v"),
     # one probe, one warm call (two fresh processes)
     "eager_first_call.py": Recipe(lambda tmp: ["exp", "--repeat", "1"], "| `xp.exp(A)` |"),
     # a 256 x 256 Poisson matrix, one round of one call
