@@ -16,12 +16,18 @@ entries, all in one row block and one column panel, row ``r`` of the block
 on lane ``r``. Tiles carry their row block and panel in a small table read
 from SMEM.
 
-Per tile the kernel loads the 128-lane row of ``x`` of its panel (an aligned
-8-row load and a sublane select), gathers each slot's element with one
-in-register lane gather, multiplies, sums the 8 sublanes (one lane per row)
-and adds the row into the resident result. Padding slots are masked, so an
-``inf`` or NaN of ``x`` meets no stored zero. Several right-hand sides (SpMM,
-or ``vmap`` over ``x``) reuse each loaded tile.
+``x`` is held in VMEM with each panel repeated on the 8 sublanes, so per tile
+the kernel makes one aligned ``(8, 128)`` load of its panel, gathers each
+slot's element with one in-register lane gather, multiplies, and adds the
+``(8, 128)`` products into its row block's 8 partial sums (summed after the
+call). The tile loop takes ``TILE_UNROLL`` tiles per iteration: independent
+tiles overlap their loads and gathers, and when they share a row block (the
+common case: tiles are ordered by row block) their products add up in
+registers before one update of the resident sums. On a TPU v5e that made a
+solver's product 3-5x faster than one tile per iteration with a sublane sum
+per tile (cage11: 0.70 to 0.15 ms). Padding slots are masked, so an ``inf``
+or NaN of ``x`` meets no stored zero. Several right-hand sides (SpMM, or
+``vmap`` over ``x``) reuse each loaded tile.
 
 The product is the primitive ``panels_matmat_p`` (``jax.extend.core``) with
 its own JVP (it is linear in the values and in ``x``), transpose (``A.T @ y``
