@@ -570,3 +570,34 @@ def test_eager_products_take_the_faster_compiling_panels_kernel(monkeypatch):
     op = accelerator.prepare(A, layout="panels", reorder=False)
     np.testing.assert_allclose(np.asarray(op @ x), S.astype(np.float64) @ x, atol=1e-4)
     assert seen[1:] == [None]  # panels_kernel reads TILE_UNROLL
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_grad_of_the_values_with_an_inf_of_x_at_a_stored_column(layout):
+    # d sum(W * (A @ X)) / d A[r, c] = W[r] . X[c], +-inf where X[c] holds an inf: the layouts that store
+    # zeros fall back to the stored entries, and their kernel's own derivative (a zero cotangent times x)
+    # must not turn it into NaN (review of 2026-12-06: dense, tiles and dia gave NaN).
+    S = sp.csr_array(np.array([[1.0, 0, 2], [0, 3, 0], [4, 0, 0]], np.float32))
+    A = _bcoo(S)
+    op = accelerator.prepare(A, layout=layout)
+    for X in (np.array([np.inf, 1.0, -2.0], np.float32), np.array([[np.inf, 1.0], [1, 2], [-2, 0.5]], np.float32)):
+        W = np.arange(1.0, 1.0 + 3 * X[0].size, dtype=np.float32).reshape((3,) + X.shape[1:])
+        gd = jax.grad(lambda d: jnp.sum(jnp.asarray(W) * (op.with_data(d) @ jnp.asarray(X))))(A.data)
+        rows, cols = np.asarray(A.indices).T
+        ref = W[rows] * X[cols] if X.ndim == 1 else np.sum(W[rows] * X[cols], axis=1)
+        np.testing.assert_array_equal(np.asarray(gd), ref)
+
+
+def test_reordering_asked_for_prices_every_reorderable_layout():
+    # A band under a random symmetric permutation: RCM recovers the band, where only the diagonal layout
+    # would be priced; reorder=True must still pick the cheapest reorderable layout of the reordered
+    # matrix (review of 2026-12-06: it took ell, 4.5x the panels layout's cost without the reordering).
+    n = 2000
+    band = sp.diags_array([np.ones(n - abs(o)) for o in range(-5, 6)], offsets=list(range(-5, 6))).tocsr()
+    p = np.random.default_rng(6).permutation(n)
+    S = band[p][:, p].tocoo()
+    idx = np.stack([S.row, S.col], 1)
+    plain = layouts.choose(idx, S.shape, 4, "tpu", reorder=False)
+    asked = layouts.choose(idx, S.shape, 4, "tpu", reorder=True)
+    assert asked.perm is not None and asked.kind in ("tiles", "blocks", "panels")
+    assert asked.estimate[asked.kind] <= plain.estimate[plain.kind]

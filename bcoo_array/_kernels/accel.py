@@ -351,19 +351,20 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     Layouts that store zeros (``.layouts.STORES_ZEROS``) multiply them by
     ``x``: an ``inf`` or NaN of ``x`` at an unstored position would give NaN
     where a sparse product gives 0 (unstored entries are structural zeros,
-    ``docs/design.md``). Any such case leaves a non-finite value in the
-    result, so the result is checked (one reduction) and, only when it holds
-    one, recomputed from the stored entries (``lax.cond``; under ``vmap``
-    both branches run).
+    ``docs/design.md``). So the kernel reads ``x`` with its non-finite
+    values zeroed, ``x`` and the result are checked (two reductions) and,
+    only when either holds a non-finite value, the result is recomputed from
+    the stored entries (``lax.cond``; under ``vmap`` both branches run).
+    The values' gradient then is the stored entries' (``x[c]`` for entry
+    ``(r, c)``, an ``inf`` included), not NaN.
     """
     if not needs_check(kind, static, x.ndim) or "u_rows" not in arrays:
         return _kernel(kind, static, shape, values, arrays, x, lanes, transpose)
-    # The blocks layout's one-hot matrix products read a whole panel of x for each stored entry: an inf or
-    # NaN anywhere in it makes the entry's product NaN, and its gradient too, which the fallback (taken
-    # when the result is not finite) does not mend: its kernel reads x with the non-finite values zeroed,
-    # and the check looks at x as well.
-    clean = kind == "blocks"
-    xk = jnp.where(jnp.isfinite(x), x, jnp.zeros((), x.dtype)) if clean else x
+    # The kernel reads x with its non-finite values zeroed, and the check looks at x as well: when x holds
+    # one the fallback gives the result, and the kernel's own derivative (a zero cotangent times x) must not
+    # add 0 * inf = NaN to the values' gradient (the blocks layout's one-hot products read a whole panel of
+    # x per stored entry; the others meet x at their stored slots). With a finite x nothing changes.
+    xk = jnp.where(jnp.isfinite(x), x, jnp.zeros((), x.dtype))
     y = _kernel(kind, static, shape, values, arrays, xk, lanes, transpose)
     m, k = shape
     rows, cols = arrays["u_rows"], arrays["u_cols"]
@@ -378,9 +379,7 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
         vals = jnp.take(values, arrays["u_slot"], axis=0, mode="fill", fill_value=0).astype(dtype)
         return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
 
-    finite = jnp.all(jnp.isfinite(y))
-    if clean:
-        finite = jnp.logical_and(finite, jnp.all(jnp.isfinite(x)))
+    finite = jnp.logical_and(jnp.all(jnp.isfinite(y)), jnp.all(jnp.isfinite(x)))
     return jax.lax.cond(finite, lambda: y, sparse)
 
 

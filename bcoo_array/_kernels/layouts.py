@@ -476,14 +476,16 @@ def _block_counts(r, c, k, shapes=BLOCK_SHAPES):
     return out
 
 
-def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str, Any]:
+def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: bool = False) -> dict[str, Any]:
     """Bytes-equivalent cost of one product in each layout (``COSTS``), and each layout's best parameters.
 
     Returns a dict ``{kind: cost}`` for the layouts that apply, plus
     ``"tile"`` (the cheapest tile shape), ``"block"`` and ``"chunk"`` (the
     cheapest block shape and chunk size) and ``"dia_offsets"`` (the number
     of diagonals). When the diagonal layout stores next to no padding, no
-    other layout can move fewer bytes and the block layouts are not priced.
+    other layout can move fewer bytes and the block layouts are not priced,
+    unless ``full`` (the reordered matrix of ``choose``, which picks among the
+    layouts a reordering serves).
     Tile and block counts of the larger shapes come from merging the
     smallest shape's (one pass over the entries).
     """
@@ -509,7 +511,7 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str) -> dict[str,
         out["dia"] = n_diag * (m * s + cost["dia_pass"]) + vec
     if nnz == 0:
         return out
-    if "dia" in out and n_diag * m <= 1.05 * nnz + 2 * n_diag * n_diag:
+    if not full and "dia" in out and n_diag * m <= 1.05 * nnz + 2 * n_diag * n_diag:
         return out  # every other layout stores the nnz values and more: dia wins (a stencil, a band)
     if backend == "tpu" and itemsize == 4 and _panels.fits((m, k)):
         n_tiles = _panels.tile_count(r, c, (m, k))
@@ -694,7 +696,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
             prow, pcol = inv[np.minimum(rows, m - 1)], inv[np.minimum(cols, k - 1)]
             prow = np.where(valid, prow, m)
             pcol = np.where(valid, pcol, k)
-            est_p = estimate(prow, pcol, valid, (m, k), itemsize, backend)
+            est_p = estimate(prow, pcol, valid, (m, k), itemsize, backend, full=True)
             perm_cost = 2 * m * _costs(backend)["permute"]
             before = est.get(kind, math.inf)
             kind_p = kind
