@@ -9,9 +9,10 @@ concrete (``bcoo_array._kernels.layouts``): diagonal storage for stencils
 and banded matrices, dense ``(bm, 128)`` tiles for block-structured ones
 (after a reverse Cuthill-McKee reordering where that packs tiles fuller),
 sliced ELL for the rest, dense storage for small matrices, and the BCOO
-buffers with the native kernels on a CPU. ``layout="panels"`` (opt-in until
-timed on a TPU) feeds a Pallas TPU kernel that keeps ``x`` in VMEM
-(``bcoo_array._kernels.panels``). The guide: ``docs/guides/accelerators.md``.
+buffers with the native kernels on a CPU. On a TPU, irregular matrices of
+32-bit values take the ``panels`` layout, which feeds a Pallas TPU kernel
+that keeps ``x`` in VMEM (``bcoo_array._kernels.panels``). The guide:
+``docs/guides/accelerators.md``.
 
 ```python
 import jax
@@ -337,7 +338,8 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
     reorder : bool, optional
         Force (True) or forbid (False) the reverse Cuthill-McKee reordering
         of a square matrix (tiles, blocks, ELL and panels layouts); by
-        default kept when it lowers the estimated cost by a quarter.
+        default kept when it lowers the estimated cost by a quarter, its
+        two permutations per product included.
 
     Returns
     -------

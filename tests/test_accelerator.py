@@ -601,3 +601,37 @@ def test_reordering_asked_for_prices_every_reorderable_layout():
     asked = layouts.choose(idx, S.shape, 4, "tpu", reorder=True)
     assert asked.perm is not None and asked.kind in ("tiles", "blocks", "panels")
     assert asked.estimate[asked.kind] <= plain.estimate[plain.kind]
+
+
+@pytest.mark.parametrize("shape", [(5, 0), (0, 5)])
+def test_panels_of_a_matrix_without_rows_or_columns(shape):
+    # Only padding entries: complex operands (the XLA formula) and the values' gradient must not take from
+    # an empty axis (review of 2026-12-06).
+    m, k = shape
+    A = xp.BCOOArray((jnp.ones(2, jnp.float32), jnp.asarray(np.array([[m, k], [m, k]], np.int32))), shape=shape)
+    op = accelerator.prepare(A, layout="panels")
+    for dtype in (np.float32, np.complex64):
+        np.testing.assert_array_equal(np.asarray(op @ jnp.ones(k, dtype)), np.zeros(m, dtype))
+        np.testing.assert_array_equal(np.asarray(op.T @ jnp.ones(m, dtype)), np.zeros(k, dtype))
+    g = jax.grad(lambda d: jnp.sum(op.with_data(d) @ jnp.ones(k, jnp.float32)))(A.data)
+    gt = jax.grad(lambda d: jnp.sum(op.with_data(d).T @ jnp.ones(m, jnp.float32)))(A.data)
+    np.testing.assert_array_equal(np.asarray(g), [0, 0])
+    np.testing.assert_array_equal(np.asarray(gt), [0, 0])
+
+
+def test_panels_values_gradient_with_complex_x_is_the_real_part():
+    # float32 values, complex64 x: the cotangent of a real input is the real part (no complex-to-real cast,
+    # which JAX deprecates), as the other layouts give.
+    A = _bcoo(sp.csr_array(np.array([[1.0, 0, 2], [0, 3, 0]], np.float32)))
+    x = jnp.array([1 + 1j, 2, 3j], jnp.complex64)
+    for layout in ("coo", "panels"):
+        op = accelerator.prepare(A, layout=layout)
+        g = jax.grad(lambda d: jnp.real(jnp.sum(op.with_data(d) @ x)))(A.data)
+        np.testing.assert_allclose(np.asarray(g), [1, 0, 2])
+
+
+def test_a_forced_layout_keeps_no_reordering_that_does_not_pay():
+    # Poisson 40^2: dia wins outright, yet a forced panels layout is priced with and without RCM (review of
+    # 2026-12-06: the unpriced plain layout counted as infinitely costly, so RCM was always kept).
+    lay = layouts.choose(np.asarray(_bcoo(_poisson(40)).indices), (1600, 1600), 4, "tpu", kind="panels")
+    assert lay.kind == "panels" and lay.perm is None

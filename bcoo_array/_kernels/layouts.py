@@ -679,8 +679,9 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     if reorder and m != k:
         raise ValueError(f"reorder=True needs a square matrix (a symmetric permutation); shape is {(m, k)}")
     rows, cols, valid = _coo(indices, (m, k))
-    est = estimate(rows, cols, valid, (m, k), itemsize, backend)
     forced = kind is not None
+    # a forced layout is priced even where dia wins outright (the reordering compares its two costs)
+    est = estimate(rows, cols, valid, (m, k), itemsize, backend, full=forced)
     if not forced:
         costs = {name: est[name] for name in AUTO_KINDS if name in est}
         kind = min(costs, key=costs.get)

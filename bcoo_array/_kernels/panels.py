@@ -226,6 +226,8 @@ def panels_reference(values, meta, cols, x, *, shape):
     """
     m, k = shape
     dtype = jnp.result_type(values, x)
+    if k == 0:  # no column: every slot is padding, nothing to gather
+        return jnp.zeros((x.shape[0], m), dtype)
     T = cols.shape[0]
     colg, ok = _columns(meta, cols, k)
     vals = values.astype(dtype).reshape(T, SUBLANES, LANES)
@@ -256,6 +258,8 @@ def values_cotangent(meta, cols, x, ct, *, shape):
     """The cotangent of the flat values: ``ct[row] * x[col]`` summed over right-hand sides, 0 on padding."""
     m, k = shape
     T = cols.shape[0]
+    if k == 0 or m == 0:  # no entry can be stored: every slot is padding
+        return jnp.zeros((T * SUBLANES * LANES,), jnp.result_type(x, ct))
     colg, ok = _columns(meta, cols, k)
     xg = jnp.take(x, colg.reshape(-1), axis=1).reshape((x.shape[0], T, SUBLANES, LANES))
     yrows = jnp.take(_row_blocks(ct, m), meta[0], axis=1)[:, :, None, :]  # (n_rhs, T, 1, 128)
@@ -325,6 +329,8 @@ def _transpose(ct, values, meta, cols, x, *, shape, use_kernel, unroll):
     if ad.is_undefined_primal(x):
         return None, None, None, transpose_reference(values, meta, cols, ct, shape=shape).astype(x.aval.dtype)
     dv = values_cotangent(meta, cols, x, ct, shape=shape)
+    if not jnp.issubdtype(values.aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
+        dv = jnp.real(dv)  # real values, complex x: the cotangent of a real input is the real part
     return dv.astype(values.aval.dtype), None, None, None
 
 
