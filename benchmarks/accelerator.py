@@ -443,6 +443,7 @@ def main(argv=None) -> None:
     if args.random:
         n, nnz = (int(float(v)) for v in args.random.split(":"))
         cases.append((f"random {n:.0e}, nnz {nnz:.0e}", lambda: _random(n, nnz)))
+
     def save() -> str:  # after every case: a run cut short keeps what it measured
         table = markdown(rows, bw, f"{dev.device_kind} ({dev.platform})")
         if args.out:
