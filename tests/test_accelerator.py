@@ -529,7 +529,7 @@ def test_grad_of_the_values_with_non_finite_x_at_unstored_columns(layout, ncols)
     # d sum(W * (A @ X)) / d A[r, c] = W[r] . X[c]: finite for every stored entry when X's inf and NaN sit in
     # columns with no stored entry. Layouts that store zeros compute the product, find it non-finite and
     # fall back to the stored entries; the padding's 0 * inf must not reach the values' gradient (it did
-    # for the blocks SpMM, dense, dia and tiles: NaN).
+    # for the blocks SpMM, whose one-hot products read whole panels of X: NaN).
     keep = np.ones(MATRICES["rect"].shape[1])
     keep[[0, 5]] = 0  # two columns with no stored entry
     S = sp.csr_array(MATRICES["rect"] @ sp.diags_array(keep)).astype(np.float32)
