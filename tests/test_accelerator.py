@@ -177,6 +177,11 @@ def test_panels_refuses_what_it_cannot_hold():
     for itemsize, backend in ((8, "tpu"), (4, "cpu"), (4, "gpu")):
         lay = layouts.choose(idx, S.shape, itemsize, backend)
         assert lay.kind != "panels" and "panels" not in lay.estimate
+    # nor past PANELS_AUTO_MAX_BYTES (its tiles are mostly padding), though it can still be asked for
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(layouts, "PANELS_AUTO_MAX_BYTES", 1 << 20)
+        assert layouts.choose(idx, S.shape, 4, "tpu").kind != "panels"
+        assert layouts.choose(idx, S.shape, 4, "tpu", kind="panels").kind == "panels"
 
 
 def test_eager_product_on_an_accelerator_takes_the_layout(monkeypatch):

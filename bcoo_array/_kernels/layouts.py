@@ -94,6 +94,13 @@ CHUNK_SIZES: tuple[int, ...] = (8, 16, 32, 64, 128)
 #: groups: a random pattern puts about one entry in each 1,024-slot tile).
 PANELS_MAX_PADDING = 64
 
+#: Largest ``panels`` layout (bytes of its values and local columns, the transpose's
+#: included) the automatic choice takes: its tiles are mostly padding on scattered
+#: patterns (cage11 100 MiB against the ``blocks`` layout's 19 MiB), and an operator
+#: should not take a large share of a chip's memory (16 GiB on a TPU v5e) unasked.
+#: ``layout="panels"`` builds larger ones.
+PANELS_AUTO_MAX_BYTES = 1 << 30
+
 #: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
 DENSE_MAX_ELEMENTS = 1 << 26
 
@@ -516,7 +523,8 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
     if backend == "tpu" and itemsize == 4 and _panels.fits((m, k)):
         n_tiles = _panels.tile_count(r, c, (m, k))
         out["panel_tiles"] = n_tiles
-        if n_tiles * _panels.SUBLANES * _panels.LANES <= PANELS_MAX_PADDING * nnz + 1024:
+        slots = n_tiles * _panels.SUBLANES * _panels.LANES
+        if slots <= PANELS_MAX_PADDING * nnz + 1024 and 2 * slots * (s + 4) <= PANELS_AUTO_MAX_BYTES:
             out["panels"] = (n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + cost["panel_tile"])
                              + cost["panel_call"] + 2 * vec)
     best = None
