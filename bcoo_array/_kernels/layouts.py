@@ -28,7 +28,7 @@ rows, and dense reductions.
   rows on lanes, for the Pallas TPU kernel of ``.panels`` (``x`` and the
   result resident in VMEM, an in-register lane gather per tile, no HBM
   gather). Chosen on a TPU for 32-bit values where it is the cheapest
-  (irregular matrices: 10-160x ``jax.experimental.sparse`` in a solver's loop).
+  (irregular matrices: SpMV 11-150x ``jax.experimental.sparse`` in a solver's loop).
 * ``coo``: the fallback, ``.coo.coo_matmat``.
 
 A reordering (reverse Cuthill-McKee, ``scipy.sparse.csgraph``: Cuthill &
