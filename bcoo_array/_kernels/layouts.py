@@ -688,8 +688,8 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         raise ValueError(f"reorder=True needs a square matrix (a symmetric permutation); shape is {(m, k)}")
     rows, cols, valid = _coo(indices, (m, k))
     forced = kind is not None
-    # a forced layout is priced even where dia wins outright (the reordering compares its two costs)
-    est = estimate(rows, cols, valid, (m, k), itemsize, backend, full=forced)
+    # a forced reorderable layout is priced even where dia wins outright (the reordering compares its costs)
+    est = estimate(rows, cols, valid, (m, k), itemsize, backend, full=forced and kind in _REORDERABLE)
     if not forced:
         costs = {name: est[name] for name in AUTO_KINDS if name in est}
         kind = min(costs, key=costs.get)
