@@ -404,8 +404,9 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
                          tile=tile, reorder=reorder)
     slot, arrays, perm, inverse = accel.device_layout(lay, device)
     values = accel.placed_values(data, slot, lay.arrays.get("slot_t"), arrays, lay.n_slots, device)
-    op = SparseOperator(values, arrays, perm, inverse, jax.device_put(slot, device), layout=lay.kind, static=accel.freeze_static(lay.static),
-                        shape=A.shape, lanes=(backend == "tpu"), description=lay.describe())
+    op = SparseOperator(values, arrays, perm, inverse, jax.device_put(slot, device), layout=lay.kind,
+                        static=accel.freeze_static(lay.static), shape=A.shape, lanes=(backend == "tpu"),
+                        description=lay.describe())
     return _place(op, device)
 
 

@@ -364,7 +364,8 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     # one the fallback gives the result, and the kernel's own derivative (a zero cotangent times x) must not
     # add 0 * inf = NaN to the values' gradient (the blocks layout's one-hot products read a whole panel of
     # x per stored entry; the others meet x at their stored slots). With a finite x nothing changes.
-    xk = jnp.where(jnp.isfinite(x), x, jnp.zeros((), x.dtype))
+    x_finite = jnp.isfinite(x)
+    xk = jnp.where(x_finite, x, jnp.zeros((), x.dtype))
     y = _kernel(kind, static, shape, values, arrays, xk, lanes, transpose)
     m, k = shape
     rows, cols = arrays["u_rows"], arrays["u_cols"]
@@ -379,7 +380,7 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
         vals = jnp.take(values, arrays["u_slot"], axis=0, mode="fill", fill_value=0).astype(dtype)
         return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
 
-    finite = jnp.logical_and(jnp.all(jnp.isfinite(y)), jnp.all(jnp.isfinite(x)))
+    finite = jnp.logical_and(jnp.all(jnp.isfinite(y)), jnp.all(x_finite))
     return jax.lax.cond(finite, lambda: y, sparse)
 
 
