@@ -306,6 +306,10 @@ if which == "sparse-no-panels":  # the first call without the Pallas layout: wha
     from bcoo_array._kernels import layouts
     layouts.AUTO_KINDS = tuple(k for k in layouts.AUTO_KINDS if k != "panels")
     which = "sparse"
+elif which.startswith("sparse-unroll:"):  # the Pallas kernel's tile loop unrolled U times (its compile)
+    from bcoo_array._kernels import panels
+    panels.TILE_UNROLL = panels.EAGER_TILE_UNROLL = int(which.split(":")[1])
+    which = "sparse"
 n = 2000
 S = sp.random(n, n, density=0.005, random_state=0, format="csr", dtype=np.float32)
 v = np.random.default_rng(0).standard_normal(n).astype(np.float32)

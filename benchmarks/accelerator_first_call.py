@@ -4,44 +4,24 @@
 
 A first eager product compiles its program; for the ``panels`` layout (the
 Pallas TPU kernel) that compile grows with the number of tiles one loop
-iteration processes (``panels.TILE_UNROLL``). For each unroll this runs one
-fresh process that places a 2000 x 2000 float32 matrix with 20,000 entries
-(the matrix of ``benchmarks/accelerator.py --first-call``) on the default
-device and times its first ``A @ v``, then the host-side layout choice. On
-a TPU v5e: 553, 680, 793 and 1,174 ms for 1, 2, 4 and 8 (dense
-``jax.numpy``'s first call: 334 ms), which is why eager products run
-``panels.EAGER_TILE_UNROLL`` = 4 and prepared operators 8. Off a TPU the
-kernel runs in interpret mode and the times say nothing about a chip.
+iteration processes (``panels.TILE_UNROLL``). For each unroll this runs
+``benchmarks/accelerator.py``'s first-call program in a fresh process: a
+2000 x 2000 float32 matrix with 20,000 entries placed on the default
+device, its first ``A @ v``, then ``A @ v`` of a matrix with another
+``nse``. On a TPU v5e the first call took 553, 680, 793 and 1,174 ms for
+1, 2, 4 and 8 (dense ``jax.numpy``'s first call: 334 ms), which is why eager
+products run ``panels.EAGER_TILE_UNROLL`` = 4 and prepared operators 8. Off
+a TPU the eager hook does not apply and the times say nothing about a chip.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 
-_CODE = r"""
-import sys, time
-import numpy as np, scipy.sparse as sp, jax, jax.numpy as jnp
-import bcoo_array as xp
-from bcoo_array._kernels import layouts, panels
-u = int(sys.argv[1])
-panels.TILE_UNROLL = panels.EAGER_TILE_UNROLL = u
-n = 2000
-S = sp.random(n, n, density=0.005, random_state=0, format="csr", dtype=np.float32)
-dev = jax.devices()[0]
-A = xp.from_scipy(S).to_device(dev)
-v = jax.device_put(jnp.ones(n, jnp.float32), dev)
-jax.block_until_ready(v)
-t0 = time.perf_counter()
-jax.block_until_ready(A @ v)
-first = time.perf_counter() - t0
-t0 = time.perf_counter()
-lay = layouts.choose(np.stack(S.tocoo().coords, 1), S.shape, 4, dev.platform)
-choose = time.perf_counter() - t0
-print(f"unroll {u}: first eager A @ v {first * 1e3:.0f} ms on {dev.device_kind} ({lay.describe()}); "
-      f"layout choice {choose * 1e3:.0f} ms")
-"""
+from accelerator import _FIRST_CALL
 
 
 def main(argv=None) -> None:
@@ -49,8 +29,14 @@ def main(argv=None) -> None:
     p.add_argument("--unrolls", default="1,2,4,8", help="tile-loop unrolls to time, one fresh process each")
     args = p.parse_args(argv)
     for u in (int(v) for v in args.unrolls.split(",") if v):
-        out = subprocess.run([sys.executable, "-c", _CODE, str(u)], capture_output=True, text=True)
-        print(out.stdout.strip() if out.returncode == 0 else f"unroll {u}: failed: {out.stderr[-600:]}", flush=True)
+        out = subprocess.run([sys.executable, "-c", _FIRST_CALL, f"sparse-unroll:{u}", "matmul"],
+                             capture_output=True, text=True)
+        if out.returncode:
+            print(f"unroll {u}: failed: {out.stderr[-600:]}", flush=True)
+            continue
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"unroll {u}: first eager A @ v {res['first'] * 1e3:.0f} ms, next with a new nse "
+              f"{res['new_nse'] * 1e3:.1f} ms, warm {res['warm'] * 1e3:.2f} ms", flush=True)
 
 
 if __name__ == "__main__":
