@@ -153,10 +153,29 @@ def _set_unroll(lib: str) -> None:
     global _DEFAULT_UNROLL
     if _DEFAULT_UNROLL is None:
         _DEFAULT_UNROLL = panels.TILE_UNROLL
-    u = int(lib[:-1].split(":")[1]) if lib.startswith("bcoo_array[panels:") else _DEFAULT_UNROLL
+    u = int(lib[:-1].split(":")[1]) if lib.startswith("bcoo_array[panels") and ":" in lib else _DEFAULT_UNROLL
     if u != panels.TILE_UNROLL:
         panels.TILE_UNROLL = u
         jax.clear_caches()
+
+
+def _prepare_forced(S, dev, spec: str):
+    """The operator of a forced layout ``spec``: ``kind[-mixed|-uniform][+rcm][:U]`` (panels tiles mixed or
+    uniform, ``layouts.PANELS_MIXED``; the RCM reordering forced; ``U`` read by ``_set_unroll``)."""
+    import bcoo_array as xp
+    from bcoo_array import accelerator
+    from bcoo_array._kernels import layouts
+
+    kind = spec.split(":")[0]
+    reorder = True if kind.endswith("+rcm") else None
+    kind = kind.removesuffix("+rcm")
+    mixed = {"-mixed": True, "-uniform": False}.get(kind[kind.rfind("-"):]) if "-" in kind else None
+    kind = kind.split("-")[0]
+    saved, layouts.PANELS_MIXED = layouts.PANELS_MIXED, mixed
+    try:
+        return accelerator.prepare(xp.from_scipy(S), device=dev, layout=kind, reorder=reorder)
+    finally:
+        layouts.PANELS_MIXED = saved
 
 
 def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: list, forced=(), libs=None) -> None:
@@ -190,7 +209,7 @@ def bench_matrix(name: str, S, dev, repeat: int, spmm_cols, bw: float, rows: lis
     for kind in forced:
         try:
             t0 = time.perf_counter()
-            extra[kind] = accelerator.prepare(xp.from_scipy(S), device=dev, layout=kind.split(":")[0])
+            extra[kind] = _prepare_forced(S, dev, kind)
             jax.block_until_ready(extra[kind].values)
             print(f"  forced layout {extra[kind].description} (prepared in {(time.perf_counter() - t0) * 1e3:.0f} ms, "
                   f"{extra[kind].nbytes / 2**20:.1f} MiB)", flush=True)
@@ -307,8 +326,11 @@ if which == "sparse-no-panels":  # the first call without the Pallas layout: wha
     layouts.AUTO_KINDS = tuple(k for k in layouts.AUTO_KINDS if k != "panels")
     which = "sparse"
 elif which.startswith("sparse-unroll:"):  # the Pallas kernel's tile loop unrolled U times (its compile)
-    from bcoo_array._kernels import panels
-    panels.TILE_UNROLL = panels.EAGER_TILE_UNROLL = int(which.split(":")[1])
+    from bcoo_array._kernels import layouts, panels
+    _, unroll, *tiles = which.split(":")  # sparse-unroll:U[:mixed|:uniform]
+    panels.TILE_UNROLL = panels.EAGER_TILE_UNROLL = int(unroll)
+    if tiles:
+        layouts.PANELS_MIXED = tiles[0] == "mixed"
     which = "sparse"
 n = 2000
 S = sp.random(n, n, density=0.005, random_state=0, format="csr", dtype=np.float32)
@@ -414,7 +436,8 @@ def main(argv=None) -> None:
     p.add_argument("--cg", default="512", help="Poisson grid size K for the CG row ('' for none)")
     p.add_argument("--cg-iters", type=int, default=200)
     p.add_argument("--layouts", default="",
-                   help="layouts timed beside the chosen one, e.g. 'panels,ell' ('panels:4': tile loop unrolled 4x)")
+                   help="layouts timed beside the chosen one, e.g. 'panels,ell' ('panels:4': tile loop "
+                        "unrolled 4x; 'panels-mixed', 'panels-uniform': its tiles; '+rcm': reordered)")
     p.add_argument("--libs", default="", help="only these rows, e.g. 'bcoo_array,jax BCOO,scipy' (default: all)")
     p.add_argument("--first-call", action="store_true")
     p.add_argument("--choose-only", default=None, metavar="BACKEND",

@@ -27,16 +27,20 @@ from accelerator import _FIRST_CALL
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--unrolls", default="1,2,4,8", help="tile-loop unrolls to time, one fresh process each")
+    p.add_argument("--tiles", default="", help="'mixed,uniform': force the panels tiles (default: the cost "
+                                                "model's choice)")
     args = p.parse_args(argv)
-    for u in (int(v) for v in args.unrolls.split(",") if v):
-        out = subprocess.run([sys.executable, "-c", _FIRST_CALL, f"sparse-unroll:{u}", "matmul"],
-                             capture_output=True, text=True)
-        if out.returncode:
-            print(f"unroll {u}: failed: {out.stderr[-600:]}", flush=True)
-            continue
-        res = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"unroll {u}: first eager A @ v {res['first'] * 1e3:.0f} ms, next with a new nse "
-              f"{res['new_nse'] * 1e3:.1f} ms, warm {res['warm'] * 1e3:.2f} ms", flush=True)
+    for tiles in args.tiles.split(","):
+        for u in (int(v) for v in args.unrolls.split(",") if v):
+            which = f"sparse-unroll:{u}" + (f":{tiles}" if tiles else "")
+            label = f"unroll {u}" + (f", {tiles} tiles" if tiles else "")
+            out = subprocess.run([sys.executable, "-c", _FIRST_CALL, which, "matmul"], capture_output=True, text=True)
+            if out.returncode:
+                print(f"{label}: failed: {out.stderr[-600:]}", flush=True)
+                continue
+            res = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"{label}: first eager A @ v {res['first'] * 1e3:.0f} ms, next with a new nse "
+                  f"{res['new_nse'] * 1e3:.1f} ms, warm {res['warm'] * 1e3:.2f} ms", flush=True)
 
 
 if __name__ == "__main__":

@@ -137,14 +137,18 @@ def test_tpu_cost_model_choices():
     assert accelerator.prepare(_bcoo(small)).layout == "bcoo"
 
 
-def test_panels_kernel_in_interpret_mode_matches_its_xla_formula():
+@pytest.mark.parametrize("mixed", (False, True))
+def test_panels_kernel_in_interpret_mode_matches_its_xla_formula(monkeypatch, mixed):
     # The Pallas kernel (interpret mode on a CPU) against the layout's XLA formula and scipy: several
-    # right-hand sides, a mapped x (more right-hand sides) and mapped values (a loop of the kernel).
+    # right-hand sides, a mapped x (more right-hand sides) and mapped values (a loop of the kernel);
+    # uniform tiles and mixed ones (each sublane reads its own panel).
     from bcoo_array._kernels import panels
 
+    monkeypatch.setattr(layouts, "PANELS_MIXED", mixed)
     S = sp.random_array((260, 390), density=0.04, rng=7, format="csr").astype(np.float32)
     lay = layouts.choose(np.asarray(_bcoo(S).indices), S.shape, 4, "tpu", kind="panels")
     assert lay.kind == "panels" and lay.arrays["lcols"].shape[1:] == (8, 128)
+    assert lay.arrays["meta"].shape[0] == (9 if mixed else 2)
     A = _bcoo(S)
     split = lay.static["split"]  # the matrix's tiles; its transpose's follow
     values = accel_values = jnp.zeros(lay.n_slots, jnp.float32).at[lay.slot].add(A.data, mode="drop")[:split]
@@ -226,10 +230,17 @@ def _patterns(draw):
 
 
 @settings(max_examples=12, deadline=None)
-@given(case=_patterns(), layout=st.sampled_from(("dense", "dia", "tiles", "blocks", "ell", "panels", "coo")))
-def test_every_layout_on_random_patterns(case, layout):
+@given(case=_patterns(), layout=st.sampled_from(("dense", "dia", "tiles", "blocks", "ell", "panels", "coo")),
+       mixed=st.sampled_from((None, True, False)))
+def test_every_layout_on_random_patterns(case, layout, mixed):
     # Hypothesis for breadth: odd shapes, empty rows and columns, duplicates (they add up), with
-    # padding entries (index == shape) that every layout must drop.
+    # padding entries (index == shape) that every layout must drop; panels with mixed or uniform tiles.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(layouts, "PANELS_MIXED", mixed)
+        _check_layout_on_pattern(case, layout)
+
+
+def _check_layout_on_pattern(case, layout):
     shape, rows, cols, data = case
     S = sp.coo_array((data.astype(np.float64), (rows, cols)), shape=shape)
     pad = np.array([[shape[0], shape[1]]] * 3, np.int32)
@@ -314,34 +325,37 @@ def test_review_findings_errors_and_adjoint():
     np.testing.assert_allclose(np.asarray(opc.T @ y), Sc.T @ y, rtol=1e-6)
 
 
-@pytest.mark.parametrize("unroll", [1, 4, 8])
-def test_panels_kernel_over_several_grid_steps(monkeypatch, unroll):
+@pytest.mark.parametrize("unroll,mixed", [(1, False), (4, False), (8, False), (1, True), (8, True)])
+def test_panels_kernel_over_several_grid_steps(monkeypatch, unroll, mixed):
     # More tiles than one grid step holds: the resident result accumulates across steps; with the tile
     # loop unrolled too (groups of tiles of one row block add up in registers, groups where a row block
-    # ends add tile by tile: both occur here, 11 or 12 tiles per row block).
+    # ends add tile by tile: both occur here, 5 to 12 tiles per row block); uniform and mixed tiles.
     from bcoo_array._kernels import panels
 
     monkeypatch.setattr(panels, "TILE_UNROLL", unroll)
+    monkeypatch.setattr(layouts, "PANELS_MIXED", mixed)
 
-    S = sp.random_array((1500, 1400), density=0.01, rng=11, format="csr").astype(np.float32)
+    S = sp.random_array((2500 if mixed else 1500, 1400), density=0.01, rng=11, format="csr").astype(np.float32)
     op = accelerator.prepare(_bcoo(S), layout="panels", reorder=False)
     T = op.arrays["lcols"].shape[0]
-    assert T // panels._tiles_per_step(T) > 2
+    assert T // panels._tiles_per_step(T) > 2 and op.arrays["meta"].shape[0] == (9 if mixed else 2)
     x = np.random.default_rng(12).standard_normal((1400, 2)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(op @ x), S.astype(np.float64) @ x, atol=1e-4)
 
 
-@pytest.mark.parametrize("n_tiles,n_rhs,unroll", [(40, 1, 1), (3 * 64, 3, 1), (3 * 64, 1, 4), (3 * 64, 2, 8),
-                                                   (9000, 1, 8)])
-def test_panels_kernel_lowers_for_a_tpu(monkeypatch, n_tiles, n_rhs, unroll):
+@pytest.mark.parametrize("n_tiles,n_rhs,unroll,meta_rows", [
+    (40, 1, 1, 2), (3 * 64, 3, 1, 2), (3 * 64, 1, 4, 2), (3 * 64, 2, 8, 2), (9000, 1, 8, 2),
+    (40, 1, 1, 9), (3 * 64, 2, 8, 9), (9000, 1, 8, 9)])
+def test_panels_kernel_lowers_for_a_tpu(monkeypatch, n_tiles, n_rhs, unroll, meta_rows):
     # Lowered for a TPU on this CPU (jax.export to the "tpu" platform): the Mosaic lowering's own checks
     # (block shapes of (8, 128) or whole dimensions, SMEM blocks, supported ops) run without the chip.
-    # One grid step of a small matrix and several steps of 64 and of TILES_PER_STEP tiles.
+    # One grid step of a small matrix and several steps of 64 and of TILES_PER_STEP tiles; uniform tiles
+    # (2 rows of tile table) and mixed ones (9: a panel per sublane).
     from bcoo_array._kernels import panels
 
     monkeypatch.setattr(panels, "TILE_UNROLL", unroll)
     T = panels.pad_tiles(n_tiles)
-    args = (np.zeros(T * 1024, np.float32), np.zeros((2, T), np.int32), np.full((T, 8, 128), -1, np.int32),
+    args = (np.zeros(T * 1024, np.float32), np.zeros((meta_rows, T), np.int32), np.full((T, 8, 128), -1, np.int32),
             np.zeros((n_rhs, 1000), np.float32))
     f = jax.jit(lambda v, m, c, x: panels.panels_kernel(v, m, c, x, shape=(900, 1000), interpret=False))
     exported = jax.export.export(f, platforms=["tpu"])(*args)
@@ -640,3 +654,39 @@ def test_a_forced_layout_keeps_no_reordering_that_does_not_pay():
     # 2026-12-06: the unpriced plain layout counted as infinitely costly, so RCM was always kept).
     lay = layouts.choose(np.asarray(_bcoo(_poisson(40)).indices), (1600, 1600), 4, "tpu", kind="panels")
     assert lay.kind == "panels" and lay.perm is None
+
+
+@pytest.mark.parametrize("mixed", (False, True))
+def test_panel_tile_positions_place_every_entry_once(mixed):
+    # Host packing of the panels layout: every unique entry gets its own slot, on its row's lane of a
+    # tile of its row block, in a sublane that reads its column's panel; tiles of a row block are
+    # consecutive; the count is the cost model's.
+    from bcoo_array._kernels import panels
+
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        m, k = (int(v) for v in rng.integers(1, 700, 2))
+        S = sp.coo_array(sp.random_array((m, k), density=float(rng.uniform(0.002, 0.2)), rng=seed)
+                         + sp.eye(m, k, 3, format="coo"))
+        S.sum_duplicates()
+        order = np.lexsort((S.col, S.row))
+        r, c = S.row[order].astype(np.int64), S.col[order].astype(np.int64)
+        slot, meta, n_tiles = panels.tile_positions(r, c, (m, k), mixed)
+        assert len(np.unique(slot)) == len(slot) and slot.max() < n_tiles * 1024
+        assert n_tiles == panels.tile_counts(r, c, (m, k))[int(mixed)]
+        tile, sub, lane = slot // 1024, slot % 1024 // 128, slot % 128
+        np.testing.assert_array_equal(meta[0][tile] * 128 + lane, r)
+        np.testing.assert_array_equal((meta[1:][sub, tile] if mixed else meta[1][tile]), c // 128)
+        assert meta.shape == ((9 if mixed else 2), n_tiles) and (np.diff(meta[0]) >= 0).all()
+
+
+def test_panels_tiles_are_mixed_where_groups_are_shallow():
+    # The cost model packs a scattered pattern's shallow groups into mixed tiles (fewer tiles), and
+    # keeps uniform tiles for a wide band (its groups fill whole tiles).
+    rng = np.random.default_rng(3)
+    scattered = sp.random_array((3000, 3000), density=0.003, rng=rng, format="coo")
+    band = sp.coo_array(sp.diags([np.ones(3000 - abs(d)) for d in range(-40, 41)], list(range(-40, 41))))
+    for S, mixed in ((scattered, True), (band, False)):
+        lay = layouts.choose(np.stack([S.row, S.col], 1), S.shape, 4, "tpu", kind="panels", reorder=False)
+        assert lay.arrays["meta"].shape[0] == (9 if mixed else 2)
+        assert ("mixed tiles" in lay.describe()) == mixed

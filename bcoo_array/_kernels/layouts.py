@@ -78,7 +78,8 @@ TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128
 #: few times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {
     "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
-            "panel_tile": 3000.0, "panel_call": 3.3e6, "permute": 800.0, "dia_pass": 140000.0},
+            "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
+            "dia_pass": 140000.0},
     "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,
@@ -93,6 +94,11 @@ CHUNK_SIZES: tuple[int, ...] = (8, 16, 32, 64, 128)
 #: Most slots per stored entry a ``panels`` layout may hold (its tiles are padded ELL
 #: groups: a random pattern puts about one entry in each 1,024-slot tile).
 PANELS_MAX_PADDING = 64
+
+#: Tiles of the ``panels`` layout: ``None`` prices uniform tiles (one column panel each) against mixed
+#: ones (a panel per sublane: fewer tiles on scattered patterns, 8 loads of ``x`` per tile) and keeps the
+#: cheaper, for the matrix and for its transpose; ``True`` or ``False`` forces mixed or uniform tiles.
+PANELS_MIXED: bool | None = None
 
 #: Largest ``panels`` layout (bytes of its values and local columns, the transpose's
 #: included) the automatic choice takes: its tiles are mostly padding on scattered
@@ -184,6 +190,8 @@ class Layout:
             parts.append(f"{len(self.static['offsets'])} diagonals")
         if self.kind in ("tiles", "ell"):
             parts.append(f"{len(self.static['buckets'])} buckets")
+        if self.kind == "panels" and self.arrays["meta"].shape[0] > 2:
+            parts.append("mixed tiles")
         nnz = int(np.count_nonzero(self.slot < self.n_slots))
         stored = self.static.get("split", self.n_slots)  # panels: the matrix's part (its transpose follows)
         if stored:
@@ -355,11 +363,25 @@ def build_ell(rows, cols, valid, shape) -> Layout:
     return lay
 
 
+def _panel_tiles(counts: tuple[int, int], backend: str = "tpu") -> tuple[int, bool]:
+    """The tile count and tile kind (mixed or not) of a ``panels`` layout from its uniform and mixed tile
+    counts (``panels.tile_counts``): the cheaper (``COSTS``), unless ``PANELS_MIXED`` forces one."""
+    n_uniform, n_mixed = counts
+    mixed = PANELS_MIXED
+    if mixed is None:
+        cost = _costs(backend)
+        tile_bytes = _panels.SUBLANES * _panels.LANES * 8  # 32-bit values and local columns
+        mixed = (n_mixed * (tile_bytes + cost.get("panel_mixed_tile", 0.0))
+                 < n_uniform * (tile_bytes + cost.get("panel_tile", 0.0)))
+    return (n_mixed, True) if mixed else (n_uniform, False)
+
+
 def _panel_tables(ur, uc, shape):
     """The tile table, local columns and each unique entry's slot of a ``panels`` layout of ``shape``."""
-    uslot, meta, n_tiles = _panels.tile_positions(ur, uc, shape)
+    _, mixed = _panel_tiles(_panels.tile_counts(ur, uc, shape))
+    uslot, meta, n_tiles = _panels.tile_positions(ur, uc, shape, mixed)
     T = _panels.pad_tiles(n_tiles)
-    meta_p = np.zeros((2, T), np.int32)
+    meta_p = np.zeros((meta.shape[0], T), np.int32)
     meta_p[:, :n_tiles] = meta
     if n_tiles:
         meta_p[0, n_tiles:] = meta[0, -1]
@@ -374,7 +396,9 @@ def build_panels(rows, cols, valid, shape) -> Layout:
     of the matrix and of its transpose (so ``A.T @ y`` runs the same kernel).
 
     Arrays: ``meta`` (2, T) int32, the row block and panel of each tile
-    (padding tiles repeat the last row block and hold no entry), ``lcols``
+    (padding tiles repeat the last row block and hold no entry), or (9, T)
+    for mixed tiles, whose sublanes each read their own panel (the cheaper
+    of the two, ``_panel_tiles``, for the matrix and its transpose apart), ``lcols``
     (T, 8, 128) int32, each slot's column within its panel (-1 for
     padding), the same of the transpose (``meta_t``, ``lcols_t``) and
     ``slot_t``, each entry's slot in the transpose's part of the value
@@ -521,11 +545,12 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
     if not full and "dia" in out and n_diag * m <= 1.05 * nnz + 2 * n_diag * n_diag:
         return out  # every other layout stores the nnz values and more: dia wins (a stencil, a band)
     if backend == "tpu" and itemsize == 4 and _panels.fits((m, k)):
-        n_tiles = _panels.tile_count(r, c, (m, k))
-        out["panel_tiles"] = n_tiles
+        n_tiles, mixed = _panel_tiles(_panels.tile_counts(r, c, (m, k)), backend)
+        out["panel_tiles"], out["panel_mixed"] = n_tiles, mixed
         slots = n_tiles * _panels.SUBLANES * _panels.LANES
         if slots <= PANELS_MAX_PADDING * nnz + 1024 and 2 * slots * (s + 4) <= PANELS_AUTO_MAX_BYTES:
-            out["panels"] = (n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + cost["panel_tile"])
+            per_tile = cost["panel_mixed_tile" if mixed else "panel_tile"]
+            out["panels"] = (n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + per_tile)
                              + cost["panel_call"] + 2 * vec)
     best = None
     for tile, (tkeys, _, tcols) in _block_counts(r, c, k, TILE_SHAPES).items():
@@ -581,7 +606,7 @@ def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None =
                          f"{_panels.RESIDENT_MAX_ELEMENTS} resident elements: pick another layout (or None)")
     key = unique_ints(rows[valid] * k + cols[valid])
     if n_tiles is None:
-        n_tiles = _panels.tile_count(key // k, key % k, (m, k))
+        n_tiles, _ = _panel_tiles(_panels.tile_counts(key // k, key % k, (m, k)))
     slots = n_tiles * _panels.SUBLANES * _panels.LANES
     if slots > PANELS_MAX_PADDING * len(key) + 1024:
         raise ValueError(f"layout='panels' would store {slots} slots for {len(key)} entries (more than "

@@ -93,12 +93,15 @@ def _blocks(n: int) -> int:
     return -(-max(int(n), 1) // LANES)
 
 
-def _kernel(meta_ref, vals_ref, cols_ref, x_ref, o_ref, *, n_rhs: int, tiles: int, unroll: int):
+def _kernel(meta_ref, vals_ref, cols_ref, x_ref, o_ref, *, n_rhs: int, tiles: int, unroll: int, mixed: bool):
     """One grid step: ``tiles`` tiles, ``unroll`` at a time.
 
     ``x_ref`` (n_rhs, panels, 8, 128): each panel of ``x`` on all 8
     sublanes; ``o_ref`` (n_rhs, row blocks, 8, 128): per row block the sums
     of each sublane slot (their sum is the result, taken after the call).
+    ``meta_ref`` holds the step's row blocks, then its panels (uniform
+    tiles) or the panels of sublane 0, 1, ... 7 (``mixed`` tiles: a tile's
+    ``x`` is assembled from 8 loads, one per sublane).
     """
     @pl.when(pl.program_id(0) == 0)
     def _():
@@ -106,16 +109,21 @@ def _kernel(meta_ref, vals_ref, cols_ref, x_ref, o_ref, *, n_rhs: int, tiles: in
 
     zero = jnp.zeros((), o_ref.dtype)
 
+    sublane = jax.lax.broadcasted_iota(jnp.int32, (SUBLANES, LANES), 0) if mixed else None
+
     def tile(t):
         b = meta_ref[0, 0, t]
-        p = meta_ref[0, 0, t + np.int32(tiles)]
+        ps = [meta_ref[0, 0, t + np.int32((1 + s) * tiles)] for s in range(SUBLANES if mixed else 1)]
         c = cols_ref[t]
         ok = c >= 0
         ci = jnp.maximum(c, 0)
         v = vals_ref[t]
         prods = []
         for j in range(n_rhs):
-            g = jax.vmap(lambda a, i: a[i])(x_ref[j, p], ci)  # in-register lane gather (tpu.dynamic_gather)
+            xp = x_ref[j, ps[0]]
+            for s in range(1, len(ps)):  # a mixed tile: sublane s reads its own panel
+                xp = jnp.where(sublane == s, x_ref[j, ps[s]], xp)
+            g = jax.vmap(lambda a, i: a[i])(xp, ci)  # in-register lane gather (tpu.dynamic_gather)
             prods.append(jnp.where(ok, v * g, zero))  # padding slots masked: an inf of x meets no stored zero
         return b, prods
 
@@ -159,7 +167,8 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
     """``A @ x`` for ``x`` of shape ``(n_rhs, k)``: the Pallas kernel (interpret mode off a TPU).
 
     ``values`` (T*1024,) the flat value buffer, ``meta`` (2, T) int32 row
-    block and panel of each tile (tiles of one row block consecutive),
+    block and panel of each tile (tiles of one row block consecutive), or
+    (9, T) for mixed tiles (row block, then the panel of each sublane),
     ``cols`` (T, 8, 128) int32 local columns (-1 for padding); T from
     ``pad_tiles``. ``unroll``: tiles per iteration of the tile loop
     (None: ``TILE_UNROLL``; 1 where it does not divide a grid step's tiles).
@@ -182,15 +191,16 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
     xs = jnp.broadcast_to(xs, (n_rhs, ncb, SUBLANES, LANES))  # a panel per (8, 128) slab: one load per tile
     vals = values.astype(dtype).reshape(T, SUBLANES, LANES)
     tile_block = (per_step, SUBLANES, LANES)
-    # the tile table by grid step, (steps, 1, 2 * per_step): an SMEM block's last dimension must be a whole
-    # 128 lanes or the array's own (row blocks of a step, then their panels)
-    meta_steps = meta.reshape(2, steps, per_step).transpose(1, 0, 2).reshape(steps, 1, 2 * per_step)
+    # the tile table by grid step, (steps, 1, R * per_step): an SMEM block's last dimension must be a whole
+    # 128 lanes or the array's own (row blocks of a step, then their panels: R = 2, or 9 for mixed tiles)
+    R = meta.shape[0]
+    meta_steps = meta.reshape(R, steps, per_step).transpose(1, 0, 2).reshape(steps, 1, R * per_step)
     call = pl.pallas_call(
-        functools.partial(_kernel, n_rhs=n_rhs, tiles=per_step, unroll=unroll),
+        functools.partial(_kernel, n_rhs=n_rhs, tiles=per_step, unroll=unroll, mixed=R > 2),
         out_shape=jax.ShapeDtypeStruct((n_rhs, nrb, SUBLANES, LANES), dtype),
         grid=(steps,),
         in_specs=[
-            pl.BlockSpec((1, 1, 2 * per_step), lambda i: (i, 0, 0), memory_space=pltpu.SMEM),
+            pl.BlockSpec((1, 1, R * per_step), lambda i: (i, 0, 0), memory_space=pltpu.SMEM),
             pl.BlockSpec(tile_block, lambda i: (i, 0, 0)),
             pl.BlockSpec(tile_block, lambda i: (i, 0, 0)),
             pl.BlockSpec((n_rhs, ncb, SUBLANES, LANES), lambda i: (0, 0, 0, 0)),
@@ -213,7 +223,8 @@ def _row_blocks(y, m: int):
 def _columns(meta, cols, k: int):
     """Each slot's global column (clipped into range) and whether it holds an entry."""
     ok = cols >= 0
-    colg = meta[1][:, None, None] * LANES + jnp.maximum(cols, 0)
+    panel = meta[1:].T[:, :, None]  # (T, 1 or 8, 1): the tile's panel, or each of its sublanes'
+    colg = panel * LANES + jnp.maximum(cols, 0)
     return jnp.minimum(colg, k - 1), ok
 
 
@@ -379,51 +390,83 @@ def _tiles_per_step(T: int) -> int:
     return T
 
 
-def tile_positions(rows: np.ndarray, cols: np.ndarray, shape) -> tuple[np.ndarray, np.ndarray, int]:
+def tile_positions(rows: np.ndarray, cols: np.ndarray, shape, mixed: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray, int]:
     """Host: each unique entry's slot in the tile buffer, the tile table and the tile count.
 
-    ``rows``/``cols`` are unique positions sorted by row then column.
+    ``rows``/``cols`` are unique positions sorted by row then column. The
+    entries of a row block in a column panel (a *group*) take, row by row,
+    sublane rows ``0, 1, ...`` up to the group's depth (its longest row).
+    Uniform tiles (``mixed=False``) hold one group each, its depth rounded
+    up to 8 sublanes; mixed tiles pack the sublane rows of all the groups of
+    one row block, one after the other, so a tile's sublanes can read
+    different panels (fewer tiles where groups are shallow: scattered
+    patterns).
+
     Returns ``(slot, meta, n_tiles)``: ``slot`` (nnz,) into the flat buffer
-    of ``n_tiles * 1024`` values, ``meta`` (2, n_tiles) the row block and
-    panel of each tile.
+    of ``n_tiles * 1024`` values; ``meta`` the row block of each tile
+    (``meta[0]``) and its panel (uniform: ``meta[1]``, shape ``(2,
+    n_tiles)``) or the panel of each of its 8 sublanes (mixed:
+    ``meta[1:9]``, shape ``(9, n_tiles)``).
     """
     m, k = shape
     ncp = -(-k // LANES)
+    n = len(rows)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros((1 + (SUBLANES if mixed else 1), 0), np.int32), 0
     rb, lane, pb = rows // LANES, rows % LANES, cols // LANES
     group = rb * ncp + pb
     order = np.lexsort((cols, lane, group))
     g, ln = group[order], lane[order]
-    n = len(g)
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros((2, 0), np.int32), 0
     run_key = g * LANES + ln
     new_run = np.concatenate([[True], run_key[1:] != run_key[:-1]])
     run_start = np.maximum.accumulate(np.where(new_run, np.arange(n), 0))
     depth = np.arange(n) - run_start  # slot depth of each entry within its row's run
     new_group = np.concatenate([[True], g[1:] != g[:-1]])
     gid = np.cumsum(new_group) - 1
-    ug = g[new_group]
+    ug = g[new_group]  # sorted: by row block, then panel
     group_depth = np.zeros(len(ug), np.int64)
     np.maximum.at(group_depth, gid, depth + 1)
-    group_tiles = -(-group_depth // SUBLANES)
-    tile_start = np.concatenate([[0], np.cumsum(group_tiles)])
-    n_tiles = int(tile_start[-1])
-    tile = tile_start[gid] + depth // SUBLANES
-    slot_sorted = tile * (SUBLANES * LANES) + (depth % SUBLANES) * LANES + ln
+    g_rb, g_pb = ug // ncp, ug % ncp
+    if not mixed:
+        group_tiles = -(-group_depth // SUBLANES)
+        tile_start = np.concatenate([[0], np.cumsum(group_tiles)])
+        n_tiles = int(tile_start[-1])
+        sub_row = tile_start[gid] * SUBLANES + depth  # each entry's sublane row, counted over all tiles
+        tg = np.repeat(np.arange(len(ug)), group_tiles)
+        meta = np.stack([g_rb[tg], g_pb[tg]]).astype(np.int32)
+    else:
+        # a row block's groups one after the other, in sublane rows; each row block starts a new tile
+        new_rb = np.concatenate([[True], g_rb[1:] != g_rb[:-1]])
+        rb_id = np.cumsum(new_rb) - 1
+        rb_rows = np.bincount(rb_id, weights=group_depth).astype(np.int64)
+        rb_tiles = -(-rb_rows // SUBLANES)
+        rb_start = np.concatenate([[0], np.cumsum(rb_tiles)])[:-1] * SUBLANES
+        ends = np.cumsum(group_depth)
+        offset = ends - group_depth - np.concatenate([[0], ends])[np.flatnonzero(new_rb)][rb_id]
+        g_start = rb_start[rb_id] + offset  # the group's first sublane row
+        n_tiles = int(rb_tiles.sum())
+        sub_row = g_start[gid] + depth
+        panel = np.full(n_tiles * SUBLANES, -1, np.int64)
+        panel[np.repeat(g_start - np.concatenate([[0], ends[:-1]]), group_depth) + np.arange(ends[-1])] = \
+            np.repeat(g_pb, group_depth)
+        filled = np.maximum.accumulate(np.where(panel >= 0, np.arange(len(panel)), 0))
+        panel = panel[filled]  # a row block's last tile: padding sublanes repeat its last panel
+        meta = np.concatenate([np.repeat(g_rb[new_rb], rb_tiles)[None],
+                               panel.reshape(n_tiles, SUBLANES).T]).astype(np.int32)
+    tile, sub = sub_row // SUBLANES, sub_row % SUBLANES
+    slot_sorted = tile * (SUBLANES * LANES) + sub * LANES + ln
     slot = np.empty(n, np.int64)
     slot[order] = slot_sorted
-    meta = np.empty((2, n_tiles), np.int32)
-    tg = np.repeat(np.arange(len(ug)), group_tiles)
-    meta[0] = ug[tg] // ncp
-    meta[1] = ug[tg] % ncp
     return slot, meta, n_tiles
 
 
-def tile_count(rows: np.ndarray, cols: np.ndarray, shape) -> int:
-    """Host: tiles the ``panels`` layout of these unique positions needs (the cost model's count)."""
+def tile_counts(rows: np.ndarray, cols: np.ndarray, shape) -> tuple[int, int]:
+    """Host: tiles the ``panels`` layout of these unique positions needs, uniform and mixed
+    (``tile_positions``; the cost model's counts)."""
     m, k = shape
     if len(rows) == 0:
-        return 0
+        return 0, 0
     ncp = -(-k // LANES)
     group = (rows // LANES) * ncp + cols // LANES
     run = group * LANES + rows % LANES
@@ -431,4 +474,6 @@ def tile_count(rows: np.ndarray, cols: np.ndarray, shape) -> int:
     ug, gid = np.unique(ukey // LANES, return_inverse=True)
     depth = np.zeros(len(ug), np.int64)
     np.maximum.at(depth, gid, counts)
-    return int((-(-depth // SUBLANES)).sum())
+    _, rb_id = np.unique(ug // ncp, return_inverse=True)
+    rb_rows = np.bincount(rb_id, weights=depth).astype(np.int64)
+    return int((-(-depth // SUBLANES)).sum()), int((-(-rb_rows // SUBLANES)).sum())
