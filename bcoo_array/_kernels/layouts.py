@@ -27,8 +27,11 @@ rows, and dense reductions.
 * ``panels``: 128-row blocks by 128-column panels as ``(8, 128)`` tiles,
   rows on lanes, for the Pallas TPU kernel of ``.panels`` (``x`` and the
   result resident in VMEM, an in-register lane gather per tile, no HBM
-  gather). Chosen on a TPU for 32-bit values where it is the cheapest
-  (irregular matrices: SpMV 11-150x ``jax.experimental.sparse`` in a solver's loop).
+  gather). A tile reads one column panel (uniform tiles) or one per
+  sublane (mixed tiles: a quarter to a half of the tiles on scattered
+  patterns), whichever is cheaper. Chosen on a TPU for 32-bit values where
+  it is the cheapest (irregular matrices: SpMV 24-170x
+  ``jax.experimental.sparse`` in a solver's loop).
 * ``coo``: the fallback, ``.coo.coo_matmat``.
 
 A reordering (reverse Cuthill-McKee, ``scipy.sparse.csgraph``: Cuthill &
@@ -363,11 +366,12 @@ def build_ell(rows, cols, valid, shape) -> Layout:
     return lay
 
 
-def _panel_tiles(counts: tuple[int, int], backend: str = "tpu") -> tuple[int, bool]:
+def _panel_tiles(counts: tuple[int, int], backend: str = "tpu", mixed: bool | None = None) -> tuple[int, bool]:
     """The tile count and tile kind (mixed or not) of a ``panels`` layout from its uniform and mixed tile
-    counts (``panels.tile_counts``): the cheaper (``COSTS``), unless ``PANELS_MIXED`` forces one."""
+    counts (``panels.tile_counts``): ``PANELS_MIXED`` where it forces one, else ``mixed`` where given, else
+    the cheaper (``COSTS``)."""
     n_uniform, n_mixed = counts
-    mixed = PANELS_MIXED
+    mixed = mixed if PANELS_MIXED is None else PANELS_MIXED
     if mixed is None:
         cost = _costs(backend)
         tile_bytes = _panels.SUBLANES * _panels.LANES * 8  # 32-bit values and local columns
@@ -376,9 +380,9 @@ def _panel_tiles(counts: tuple[int, int], backend: str = "tpu") -> tuple[int, bo
     return (n_mixed, True) if mixed else (n_uniform, False)
 
 
-def _panel_tables(ur, uc, shape):
+def _panel_tables(ur, uc, shape, mixed: bool | None = None):
     """The tile table, local columns and each unique entry's slot of a ``panels`` layout of ``shape``."""
-    _, mixed = _panel_tiles(_panels.tile_counts(ur, uc, shape))
+    _, mixed = _panel_tiles(_panels.tile_counts(ur, uc, shape), mixed=mixed)
     uslot, meta, n_tiles = _panels.tile_positions(ur, uc, shape, mixed)
     T = _panels.pad_tiles(n_tiles)
     meta_p = np.zeros((meta.shape[0], T), np.int32)
@@ -391,7 +395,7 @@ def _panel_tables(ur, uc, shape):
     return uslot, meta_p, lcols.reshape(T, _panels.SUBLANES, _panels.LANES), n_tiles
 
 
-def build_panels(rows, cols, valid, shape) -> Layout:
+def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     """The ``panels`` layout (``.panels``): ``(8, 128)`` tiles of one row block and one column panel each,
     of the matrix and of its transpose (so ``A.T @ y`` runs the same kernel).
 
@@ -409,8 +413,8 @@ def build_panels(rows, cols, valid, shape) -> Layout:
     r, c = rows[valid], cols[valid]
     ukey, inv_entry = np.unique(r * k + c, return_inverse=True)
     ur, uc = ukey // k, ukey % k
-    uslot, meta, lcols, _ = _panel_tables(ur, uc, (m, k))
-    uslot_t, meta_t, lcols_t, _ = _panel_tables(uc, ur, (k, m))
+    uslot, meta, lcols, _ = _panel_tables(ur, uc, (m, k), mixed)
+    uslot_t, meta_t, lcols_t, _ = _panel_tables(uc, ur, (k, m), mixed)
     n1, n2 = lcols.size, lcols_t.size
     slot = np.full(len(rows), n1 + n2, np.int64)
     slot[valid] = uslot[inv_entry]
@@ -507,7 +511,8 @@ def _block_counts(r, c, k, shapes=BLOCK_SHAPES):
     return out
 
 
-def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: bool = False) -> dict[str, Any]:
+def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: bool = False,
+             mixed_tiles: bool | None = None) -> dict[str, Any]:
     """Bytes-equivalent cost of one product in each layout (``COSTS``), and each layout's best parameters.
 
     Returns a dict ``{kind: cost}`` for the layouts that apply, plus
@@ -545,7 +550,7 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
     if not full and "dia" in out and n_diag * m <= 1.05 * nnz + 2 * n_diag * n_diag:
         return out  # every other layout stores the nnz values and more: dia wins (a stencil, a band)
     if backend == "tpu" and itemsize == 4 and _panels.fits((m, k)):
-        n_tiles, mixed = _panel_tiles(_panels.tile_counts(r, c, (m, k)), backend)
+        n_tiles, mixed = _panel_tiles(_panels.tile_counts(r, c, (m, k)), backend, mixed_tiles)
         out["panel_tiles"], out["panel_mixed"] = n_tiles, mixed
         slots = n_tiles * _panels.SUBLANES * _panels.LANES
         if slots <= PANELS_MAX_PADDING * nnz + 1024 and 2 * slots * (s + 4) <= PANELS_AUTO_MAX_BYTES:
@@ -594,7 +599,8 @@ def _rcm(rows, cols, valid, n: int) -> np.ndarray | None:
     return perm
 
 
-def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None = None) -> None:
+def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None = None,
+                  mixed: bool | None = None) -> None:
     """Refuse a ``panels`` layout that would not fit VMEM or would be mostly padding (``n_tiles``: the
     estimate's count, when it made one)."""
     m, k = shape
@@ -606,7 +612,7 @@ def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None =
                          f"{_panels.RESIDENT_MAX_ELEMENTS} resident elements: pick another layout (or None)")
     key = unique_ints(rows[valid] * k + cols[valid])
     if n_tiles is None:
-        n_tiles, _ = _panel_tiles(_panels.tile_counts(key // k, key % k, (m, k)))
+        n_tiles, _ = _panel_tiles(_panels.tile_counts(key // k, key % k, (m, k)), mixed=mixed)
     slots = n_tiles * _panels.SUBLANES * _panels.LANES
     if slots > PANELS_MAX_PADDING * len(key) + 1024:
         raise ValueError(f"layout='panels' would store {slots} slots for {len(key)} entries (more than "
@@ -673,7 +679,8 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
 
 
 def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = None,
-           tile: tuple[int, int] | None = None, reorder: bool | None = None) -> Layout:
+           tile: tuple[int, int] | None = None, reorder: bool | None = None,
+           mixed_tiles: bool | None = None) -> Layout:
     """Build the cheapest layout of a 2-D matrix for ``backend`` (or the one asked for).
 
     Parameters
@@ -695,6 +702,11 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         one, is ``tiles``, ``blocks``, ``ell`` or ``panels``, and kept when
         the cheapest of those layouts of the reordered matrix, its two
         permutations per product included, costs a quarter less or more.
+    mixed_tiles : bool, optional
+        Tiles of a ``panels`` layout: mixed (True: a column panel per
+        sublane) or uniform (False: one panel per tile, a kernel that
+        compiles in about half the time); by default the cheaper per product.
+        ``PANELS_MIXED``, where set, overrides it.
 
     Returns
     -------
@@ -714,7 +726,8 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     rows, cols, valid = _coo(indices, (m, k))
     forced = kind is not None
     # a forced reorderable layout is priced even where dia wins outright (the reordering compares its costs)
-    est = estimate(rows, cols, valid, (m, k), itemsize, backend, full=forced and kind in _REORDERABLE)
+    est = estimate(rows, cols, valid, (m, k), itemsize, backend, full=forced and kind in _REORDERABLE,
+                   mixed_tiles=mixed_tiles)
     if not forced:
         costs = {name: est[name] for name in AUTO_KINDS if name in est}
         kind = min(costs, key=costs.get)
@@ -730,7 +743,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
             prow, pcol = inv[np.minimum(rows, m - 1)], inv[np.minimum(cols, k - 1)]
             prow = np.where(valid, prow, m)
             pcol = np.where(valid, pcol, k)
-            est_p = estimate(prow, pcol, valid, (m, k), itemsize, backend, full=True)
+            est_p = estimate(prow, pcol, valid, (m, k), itemsize, backend, full=True, mixed_tiles=mixed_tiles)
             perm_cost = 2 * m * _costs(backend)["permute"]
             before = est.get(kind, math.inf)
             kind_p = kind
@@ -742,7 +755,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
                 perm, rows, cols, est, kind = cand, prow, pcol, est_p, kind_p
                 est["reordered_from"] = before
     if kind == "panels":
-        _check_panels(rows, cols, valid, (m, k), itemsize, est.get("panel_tiles"))
+        _check_panels(rows, cols, valid, (m, k), itemsize, est.get("panel_tiles"), mixed_tiles)
     if kind == "tiles" and tile is None and "tile" not in est:
         tile = TILE_SHAPES[0]
     if kind == "dense":
@@ -757,7 +770,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     elif kind == "ell":
         lay = build_ell(rows, cols, valid, (m, k))
     elif kind == "panels":
-        lay = build_panels(rows, cols, valid, (m, k))
+        lay = build_panels(rows, cols, valid, (m, k), mixed_tiles)
     else:
         lay = build_coo(rows, cols, valid, (m, k))
     uslot, first = np.unique(lay.slot[valid], return_index=True) if lay.kind in STORES_ZEROS else (None, None)
