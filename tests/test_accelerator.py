@@ -691,3 +691,33 @@ def test_panels_tiles_are_mixed_where_groups_are_shallow():
         lay = layouts.choose(np.stack([S.row, S.col], 1), S.shape, 4, "tpu", kind="panels", reorder=False)
         assert lay.arrays["meta"].shape[0] == (9 if mixed else 2)
         assert ("mixed tiles" in lay.describe()) == mixed
+
+
+def test_panels_takes_its_coo_entries_for_many_columns(monkeypatch):
+    # Many columns of x on a scattered pattern: the kernel's cost grows with the columns, a COO product's
+    # row gather barely does, so the panels layout runs its row-sorted COO entries (a third copy of the
+    # values); a few columns stay on the kernel. Same results, transposes and values' gradients either way.
+    from bcoo_array._kernels import accel, coo
+
+    rng = np.random.default_rng(21)
+    n = 3000
+    rows, cols = rng.integers(0, n, 4500), rng.integers(0, n, 4500)
+    data = rng.standard_normal(4500).astype(np.float32)
+    S = sp.coo_array((data.astype(np.float64), (rows, cols)), shape=(n, n))  # duplicates add up
+    A = xp.BCOOArray((jnp.asarray(data), jnp.asarray(np.stack([rows, cols], 1).astype(np.int32))), shape=(n, n))
+    op = accelerator.prepare(A, layout="panels", reorder=False)
+    tiles, entries = op.arrays["lcols"].shape[0], op.arrays["c_rows"].shape[0]
+    assert not accel._wide_product_is_cheaper(tiles, entries, 8)
+    assert accel._wide_product_is_cheaper(tiles, entries, 160)
+    calls = []
+    real = coo.coo_matmat
+    monkeypatch.setattr(coo, "coo_matmat", lambda *a, **kw: calls.append(a[3].shape) or real(*a, **kw))
+    for n_rhs, wide in ((8, False), (160, True)):
+        X = rng.standard_normal((n, n_rhs)).astype(np.float32)
+        calls.clear()
+        np.testing.assert_allclose(np.asarray(op @ X), S @ X.astype(np.float64), atol=2e-4)
+        np.testing.assert_allclose(np.asarray(op.T @ X), S.T @ X.astype(np.float64), atol=2e-4)
+        assert bool(calls) == wide
+        W = rng.standard_normal((n, n_rhs)).astype(np.float32)
+        g = jax.grad(lambda d: jnp.sum(W * (op.with_data(d) @ X)))(A.data)
+        np.testing.assert_allclose(np.asarray(g), np.sum(W[rows] * X[cols], axis=1), rtol=1e-4, atol=1e-4)

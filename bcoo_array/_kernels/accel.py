@@ -55,8 +55,8 @@ def placed_values(data, slot: np.ndarray, slot_t: np.ndarray | None, arrays, n_s
     (a scatter-add, differentiable) when it is traced.
 
     ``slot``/``slot_t`` are the NumPy slots (``device_layout``; ``slot_t``
-    the second copy a ``panels`` layout keeps, or None), ``arrays`` the
-    layout's arrays as placed.
+    (nse, c) the further copies a ``panels`` layout keeps, or None),
+    ``arrays`` the layout's arrays as placed.
     """
     from .._shapes import is_tracer
     from .layouts import place_values_host
@@ -67,12 +67,14 @@ def placed_values(data, slot: np.ndarray, slot_t: np.ndarray | None, arrays, n_s
 
 
 def layout_values(data, slot, arrays, n_slots: int):
-    """A layout's value buffer from BCOO ``data``: ``place_values`` at ``slot``, and at ``arrays["slot_t"]``
-    too where the layout keeps a second copy of the values (``panels``: its transpose's tiles)."""
+    """A layout's value buffer from BCOO ``data``: ``place_values`` at ``slot``, and at each column of
+    ``arrays["slot_t"]`` (nse, c) too where the layout keeps more copies of the values (``panels``: its
+    transpose's tiles and its row-sorted COO entries)."""
     values = place_values(data, slot, n_slots)
     slot_t = arrays.get("slot_t")
     if slot_t is not None:
-        values = values + place_values(data, slot_t, n_slots)
+        for j in range(slot_t.shape[1]):
+            values = values + place_values(data, slot_t[:, j], n_slots)
     return values
 
 
@@ -289,22 +291,52 @@ def permute(x, perm, lanes: bool):
     return gather(x, perm, lanes)
 
 
+def _wide_product_is_cheaper(n_tiles: int, n_entries: int, n_rhs: int) -> bool:
+    """Whether ``n_rhs`` columns cost less as a COO product (a gather of ``x``'s rows per entry, a sorted
+    segment sum) than in ``n_tiles`` panels tiles, each of which takes one lane gather per column
+    (``.layouts.COSTS``: ``panel_rhs_tile`` and ``coo_row_entry``, a 128-lane row per entry and column
+    block). Decided from the arrays' shapes, so the choice costs no program of its own."""
+    from .layouts import COSTS
+
+    cost = COSTS["tpu"]
+    rows = -(-n_rhs // 128)
+    return n_rhs > 1 and n_rhs * n_tiles * cost["panel_rhs_tile"] > rows * n_entries * cost["coo_row_entry"]
+
+
 def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     """``A @ x`` (or ``A.T @ x``) in the ``panels`` layout: the Pallas kernel of ``.panels``.
 
     The kernel takes right-hand sides as rows (``(n, k)``). ``A.T @ x`` runs
     the same kernel on the transpose's tiles (the second part of the value
     buffer, from ``static["split"]``), or, for a layout without them, the
-    kernel's XLA transpose formula.
+    kernel's XLA transpose formula. Many columns of ``x`` on a scattered
+    pattern (more than about twice the entries per tile; ``nh2010``: 128)
+    run as a COO product of the layout's row-sorted entries (its third
+    part, ``c_rows``/``c_cols``) where that is cheaper
+    (``_wide_product_is_cheaper``): the kernel's cost grows with the
+    columns, a row gather's barely does up to 128.
     """
     from .panels import panels_matmat, transpose_reference
 
     m, k = shape
     split = static.get("split", values.shape[0])
     unroll = static.get("unroll")  # None: panels.TILE_UNROLL
+    if x.ndim == 2 and "c_rows" in arrays:
+        tiles = arrays["lcols_t" if transpose else "lcols"].shape[0]
+        if _wide_product_is_cheaper(tiles, arrays["c_rows"].shape[0], x.shape[1]):
+            from .coo import coo_matmat
+
+            rows, cols = arrays["c_rows"], arrays["c_cols"]
+            if transpose:
+                rows, cols, m = cols, rows, k
+            offset = arrays["lcols"].size + (arrays["lcols_t"].size if "lcols_t" in arrays else 0)
+            dtype = jnp.result_type(values, x)
+            vals = jax.lax.dynamic_slice_in_dim(values, offset, rows.shape[0]).astype(dtype)
+            return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
     xs = x[None] if x.ndim == 1 else x.T
     if transpose and "meta_t" in arrays:
-        y = panels_matmat(values[split:], arrays["meta_t"], arrays["lcols_t"], xs, shape=(k, m), unroll=unroll)
+        y = panels_matmat(values[split:split + arrays["lcols_t"].size], arrays["meta_t"], arrays["lcols_t"], xs,
+                          shape=(k, m), unroll=unroll)
     elif transpose:
         y = transpose_reference(values[:split], arrays["meta"], arrays["lcols"], xs, shape=shape)
     else:

@@ -77,12 +77,15 @@ TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128
 #: broadcast of ``x``, the launch, the sum of the partial sums), a permutation of ``x`` or
 #: ``y`` (a lane gather) at about 2 ns per element (800), and one diagonal of the
 #: ``dia`` layout at a fixed 0.4 us beyond its bytes (140,000: 177 diagonals of
-#: bcsstk16 took 75 us where their bytes stream in 9). CPUs and GPUs gather at a
-#: few times their streaming cost per element.
+#: bcsstk16 took 75 us where their bytes stream in 9). Several columns of ``x``
+#: (``--spmm 16,128``, 352 GB/s): a panels tile costs about 9 ns more per column
+#: (3,200), a COO product's row gather and segment sum about 17 ns per entry up to
+#: 128 columns (6,000; jax.experimental.sparse's BCOO on nh2010 and cage11). CPUs
+#: and GPUs gather at a few times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {
     "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
             "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
-            "dia_pass": 140000.0},
+            "dia_pass": 140000.0, "panel_rhs_tile": 3200.0, "coo_row_entry": 6000.0},
     "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,
@@ -397,16 +400,20 @@ def _panel_tables(ur, uc, shape, mixed: bool | None = None):
 
 def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     """The ``panels`` layout (``.panels``): ``(8, 128)`` tiles of one row block and one column panel each,
-    of the matrix and of its transpose (so ``A.T @ y`` runs the same kernel).
+    of the matrix and of its transpose (so ``A.T @ y`` runs the same kernel), and its unique entries in
+    row order (a COO product for many columns of ``x``, ``accel.panels_product``).
 
     Arrays: ``meta`` (2, T) int32, the row block and panel of each tile
     (padding tiles repeat the last row block and hold no entry), or (9, T)
     for mixed tiles, whose sublanes each read their own panel (the cheaper
     of the two, ``_panel_tiles``, for the matrix and its transpose apart), ``lcols``
     (T, 8, 128) int32, each slot's column within its panel (-1 for
-    padding), the same of the transpose (``meta_t``, ``lcols_t``) and
-    ``slot_t``, each entry's slot in the transpose's part of the value
-    buffer, which follows the matrix's part (``static["split"]`` slots).
+    padding), the same of the transpose (``meta_t``, ``lcols_t``), the
+    unique entries' rows and columns (``c_rows``, ``c_cols``, padded to a
+    ``size_bucket`` with row ``m`` and column ``k``) and ``slot_t`` (nse,
+    2), each entry's slot in the transpose's part of the value buffer and in
+    its COO part. The value buffer holds the matrix's tiles
+    (``static["split"]`` slots), the transpose's, then the COO entries.
     T is a whole number of the kernel's grid steps.
     """
     m, k = shape
@@ -416,16 +423,22 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     uslot, meta, lcols, _ = _panel_tables(ur, uc, (m, k), mixed)
     uslot_t, meta_t, lcols_t, _ = _panel_tables(uc, ur, (k, m), mixed)
     n1, n2 = lcols.size, lcols_t.size
-    slot = np.full(len(rows), n1 + n2, np.int64)
+    n3 = size_bucket(len(ukey))  # the COO part, padded (row m, column k) so that its shape repeats
+    n_slots = n1 + n2 + n3
+    slot = np.full(len(rows), n_slots, np.int64)
     slot[valid] = uslot[inv_entry]
-    slot_t = np.full(len(rows), n1 + n2, np.int64)
-    slot_t[valid] = n1 + uslot_t[inv_entry]
-    lay = Layout("panels", (m, k), n1 + n2, slot)
+    slot_t = np.full((len(rows), 2), n_slots, np.int64)
+    slot_t[valid, 0] = n1 + uslot_t[inv_entry]
+    slot_t[valid, 1] = n1 + n2 + inv_entry  # unique positions in row order: ukey is sorted
+    lay = Layout("panels", (m, k), n_slots, slot)
     # (the tile counts stay out of ``static``: the arrays' shapes, padded to grid steps, are what a compiled
     # product depends on, so matrices of similar nse share one program)
     lay.static = {"split": n1}
+    pad = n3 - len(ukey)
     lay.arrays.update(meta=meta, lcols=lcols, meta_t=meta_t, lcols_t=lcols_t,
-                      slot_t=slot_t.astype(np.int32 if n1 + n2 < 2**31 - 1 else np.int64))
+                      c_rows=np.concatenate([ur, np.full(pad, m)]).astype(np.int32),
+                      c_cols=np.concatenate([uc, np.full(pad, k)]).astype(np.int32),
+                      slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
 
 
@@ -647,8 +660,9 @@ def size_bucket(n: int) -> int:
 def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: np.ndarray | None = None):
     """Host: a layout's flat value buffer from concrete BCOO ``data`` (NumPy), no device program compiled.
 
-    ``data`` (nse,) is added at ``slot`` (nse,), and at ``slot_t`` too where
-    the layout keeps a second copy (``panels``: its transpose's tiles);
+    ``data`` (nse,) is added at ``slot`` (nse,), and at each column of
+    ``slot_t`` (nse, c) too where the layout keeps more copies (``panels``:
+    its transpose's tiles and its COO entries);
     slots ``>= n_slots`` (padding) are dropped; duplicates add up, in
     float64 (complex128) and rounded once to ``data.dtype`` (integers in
     their own dtype, exactly). What
@@ -663,7 +677,8 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
     data = np.asarray(data).reshape(-1)
     exact = data.dtype.kind in "iub"  # integers add in their own dtype (wrapping as XLA's scatter-add)
     out = np.zeros(n_slots, data.dtype if exact else np.complex128 if data.dtype.kind == "c" else np.float64)
-    for where in (slot,) if slot_t is None else (slot, slot_t):
+    copies = () if slot_t is None else tuple(np.asarray(slot_t).reshape(len(data), -1).T)
+    for where in (slot, *copies):
         where = np.asarray(where).reshape(-1)
         keep = (where >= 0) & (where < n_slots)
         w, d = where[keep], data[keep]
