@@ -310,7 +310,8 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     the same kernel on the transpose's tiles (the second part of the value
     buffer, from ``static["split"]``), or, for a layout without them, the
     kernel's XLA transpose formula. Many columns of ``x`` on a scattered
-    pattern (more than about twice the entries per tile; ``nh2010``: 128)
+    pattern (more than about the entries per tile: nh2010 and delaunay_n16
+    from 128 columns, not cage11)
     run as a COO product of the layout's row-sorted entries (its third
     part, ``c_rows``/``c_cols``) where that is cheaper
     (``_wide_product_is_cheaper``): the kernel's cost grows with the
