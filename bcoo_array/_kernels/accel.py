@@ -311,11 +311,11 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     buffer, from ``static["split"]``), or, for a layout without them, the
     kernel's XLA transpose formula. Many columns of ``x`` on a scattered
     pattern (more than about the entries per tile: nh2010 and delaunay_n16
-    from 128 columns, not cage11)
-    run as a COO product of the layout's row-sorted entries (its third
-    part, ``c_rows``/``c_cols``) where that is cheaper
-    (``_wide_product_is_cheaper``): the kernel's cost grows with the
-    columns, a row gather's barely does up to 128.
+    from 128 columns, not cage11) run as a COO product of the layout's
+    row-sorted entries (the value buffer's third part, ``c_rows`` and
+    ``c_cols``) where that is cheaper (``_wide_product_is_cheaper``): the
+    kernel's cost grows with the columns, a row gather's barely does up to
+    128.
     """
     from .panels import panels_matmat, transpose_reference
 
@@ -332,7 +332,7 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
                 rows, cols, m = cols, rows, k
             offset = arrays["lcols"].size + (arrays["lcols_t"].size if "lcols_t" in arrays else 0)
             dtype = jnp.result_type(values, x)
-            vals = jax.lax.dynamic_slice_in_dim(values, offset, rows.shape[0]).astype(dtype)
+            vals = values[offset:offset + rows.shape[0]].astype(dtype)
             return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
     xs = x[None] if x.ndim == 1 else x.T
     if transpose and "meta_t" in arrays:

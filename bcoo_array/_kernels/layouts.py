@@ -78,7 +78,7 @@ TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128
 #: ``y`` (a lane gather) at about 2 ns per element (800), and one diagonal of the
 #: ``dia`` layout at a fixed 0.4 us beyond its bytes (140,000: 177 diagonals of
 #: bcsstk16 took 75 us where their bytes stream in 9). Several columns of ``x``
-#: (``--spmm 16,128``, 352 GB/s, in a loop): a panels tile costs 8-10 ns more per
+#: (``--spmm 16,128``, in a loop, 2026-12-06): a panels tile costs 8-10 ns more per
 #: column (3,700: delaunay_n16's 3,584 mixed tiles took 4.78 ms for 128 columns), a
 #: COO product's row gather and sorted segment sum 11.4 ns per entry up to 128
 #: columns (4,000: nh2010's 234,550 entries took 2.67 ms). CPUs and GPUs gather at
@@ -109,9 +109,9 @@ PANELS_MIXED: bool | None = None
 
 #: Largest ``panels`` layout (bytes of its values and local columns, the transpose's
 #: included) the automatic choice takes: its tiles are mostly padding on scattered
-#: patterns (cage11 100 MiB against the ``blocks`` layout's 19 MiB), and an operator
-#: should not take a large share of a chip's memory (16 GiB on a TPU v5e) unasked.
-#: ``layout="panels"`` builds larger ones.
+#: patterns (cage11 100 MiB with uniform tiles, 40 MiB with mixed ones, against the
+#: ``blocks`` layout's 19 MiB), and an operator should not take a large share of a
+#: chip's memory (16 GiB on a TPU v5e) unasked. ``layout="panels"`` builds larger ones.
 PANELS_AUTO_MAX_BYTES = 1 << 30
 
 #: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
