@@ -721,3 +721,16 @@ def test_panels_takes_its_coo_entries_for_many_columns(monkeypatch):
         W = rng.standard_normal((n, n_rhs)).astype(np.float32)
         g = jax.grad(lambda d: jnp.sum(W * (op.with_data(d) @ X)))(A.data)
         np.testing.assert_allclose(np.asarray(g), np.sum(W[rows] * X[cols], axis=1), rtol=1e-4, atol=1e-4)
+
+
+def test_panels_of_a_matrix_without_stored_entries():
+    # nse == 0 (review of this session: the placement of the layout's further value copies, slot_t of shape
+    # (0, 2), failed to reshape): every product is zero, with a vector, few and many columns (the COO path).
+    A = xp.from_scipy(sp.csr_array((200, 130), dtype=np.float32))
+    assert A.nse == 0
+    op = accelerator.prepare(A, layout="panels")
+    for x in (np.ones(130, np.float32), np.ones((130, 3), np.float32), np.ones((130, 300), np.float32)):
+        np.testing.assert_array_equal(np.asarray(op @ x), np.zeros((200,) + x.shape[1:], np.float32))
+    np.testing.assert_array_equal(np.asarray(op.T @ np.ones(200, np.float32)), np.zeros(130, np.float32))
+    assert np.asarray(layouts.place_values_host(np.zeros(0, np.float32), np.zeros(0, np.int32), 10,
+                                                np.zeros((0, 2), np.int32))).shape == (10,)

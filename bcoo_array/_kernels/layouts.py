@@ -678,7 +678,8 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
     data = np.asarray(data).reshape(-1)
     exact = data.dtype.kind in "iub"  # integers add in their own dtype (wrapping as XLA's scatter-add)
     out = np.zeros(n_slots, data.dtype if exact else np.complex128 if data.dtype.kind == "c" else np.float64)
-    copies = () if slot_t is None else tuple(np.asarray(slot_t).reshape(len(data), -1).T)
+    slot_t = None if slot_t is None else np.asarray(slot_t)
+    copies = () if slot_t is None else (slot_t,) if slot_t.ndim == 1 else tuple(slot_t.T)  # (nse,) or (nse, c)
     for where in (slot, *copies):
         where = np.asarray(where).reshape(-1)
         keep = (where >= 0) & (where < n_slots)
