@@ -1,6 +1,6 @@
 """First eager ``A @ v`` on an accelerator by the ``panels`` kernel's tile-loop unroll, each in a fresh process.
 
-    python benchmarks/accelerator_first_call.py [--unrolls 1,2,4,8]
+    python benchmarks/accelerator_first_call.py [--unrolls 1,2,4,8] [--tiles mixed,uniform]
 
 A first eager product compiles its program; for the ``panels`` layout (the
 Pallas TPU kernel) that compile grows with the number of tiles one loop
@@ -10,8 +10,11 @@ iteration processes (``panels.TILE_UNROLL``). For each unroll this runs
 device, its first ``A @ v``, then ``A @ v`` of a matrix with another
 ``nse``. On a TPU v5e the first call took 553, 680, 793 and 1,174 ms for
 1, 2, 4 and 8 (dense ``jax.numpy``'s first call: 334 ms), which is why eager
-products run ``panels.EAGER_TILE_UNROLL`` = 4 and prepared operators 8. Off
-a TPU the eager hook does not apply and the times say nothing about a chip.
+products run ``panels.EAGER_TILE_UNROLL`` = 4 and prepared operators 8.
+``--tiles mixed,uniform`` forces the layout's tiles: unrolled 4 times, the
+first call took 1,221 ms with mixed tiles and 691 ms with uniform ones,
+which is why eager products take uniform tiles. Off a TPU the eager hook
+does not apply and the times say nothing about a chip.
 """
 
 from __future__ import annotations
