@@ -693,11 +693,12 @@ def test_panels_tiles_are_mixed_where_groups_are_shallow():
         assert ("mixed tiles" in lay.describe()) == mixed
 
 
-def test_panels_takes_its_coo_entries_for_many_columns(monkeypatch):
-    # Many columns of x on a scattered pattern: the kernel's cost grows with the columns, a COO product's
-    # row gather barely does, so the panels layout runs its row-sorted COO entries (a third copy of the
-    # values); a few columns stay on the kernel. Same results, transposes and values' gradients either way.
-    from bcoo_array._kernels import accel, coo
+def test_panels_takes_its_sell_slots_for_many_columns(monkeypatch):
+    # Many columns of x on a scattered pattern: the panels kernel's cost grows with the columns, the SELL
+    # kernel's (a row of x per stored entry) does not up to 128, so the panels layout runs its SELL-8 slots
+    # (the value buffer's third and fourth parts); a few columns stay on the panels kernel. Same results,
+    # transposes, values' gradients and vmap either way (the SELL kernel in interpret mode on a CPU).
+    from bcoo_array._kernels import sell
 
     rng = np.random.default_rng(21)
     n = 3000
@@ -706,12 +707,12 @@ def test_panels_takes_its_coo_entries_for_many_columns(monkeypatch):
     S = sp.coo_array((data.astype(np.float64), (rows, cols)), shape=(n, n))  # duplicates add up
     A = xp.BCOOArray((jnp.asarray(data), jnp.asarray(np.stack([rows, cols], 1).astype(np.int32))), shape=(n, n))
     op = accelerator.prepare(A, layout="panels", reorder=False)
-    tiles, entries = op.arrays["lcols"].shape[0], op.arrays["c_rows"].shape[0]
-    assert not accel._wide_product_is_cheaper(tiles, entries, 8)
-    assert accel._wide_product_is_cheaper(tiles, entries, 160)
+    tiles, slots = op.arrays["lcols"].shape[0], op.arrays["s_rows"].shape[0]
+    assert not accel._sell_is_cheaper(tiles, slots, 8, (n, n), True)
+    assert accel._sell_is_cheaper(tiles, slots, 160, (n, n), True)
     calls = []
-    real = coo.coo_matmat
-    monkeypatch.setattr(coo, "coo_matmat", lambda *a, **kw: calls.append(a[3].shape) or real(*a, **kw))
+    real = sell.sell_kernel
+    monkeypatch.setattr(sell, "sell_kernel", lambda *a, **kw: calls.append(a[3].shape) or real(*a, **kw))
     for n_rhs, wide in ((8, False), (160, True)):
         X = rng.standard_normal((n, n_rhs)).astype(np.float32)
         calls.clear()
@@ -721,11 +722,68 @@ def test_panels_takes_its_coo_entries_for_many_columns(monkeypatch):
         W = rng.standard_normal((n, n_rhs)).astype(np.float32)
         g = jax.grad(lambda d: jnp.sum(W * (op.with_data(d) @ X)))(A.data)
         np.testing.assert_allclose(np.asarray(g), np.sum(W[rows] * X[cols], axis=1), rtol=1e-4, atol=1e-4)
+        gx = jax.grad(lambda z: jnp.sum(W * (op @ z)))(jnp.asarray(X))
+        np.testing.assert_allclose(np.asarray(gx), S.T @ W.astype(np.float64), atol=2e-4)
+    Xb = rng.standard_normal((2, n, 80)).astype(np.float32)  # vmap: 2 x 80 columns run as 160
+    calls.clear()
+    got = jax.vmap(lambda z: op @ z)(jnp.asarray(Xb))
+    assert calls[0] == (n, 160)
+    for i in range(2):
+        np.testing.assert_allclose(np.asarray(got[i]), S @ Xb[i].astype(np.float64), atol=2e-4)
+
+
+@pytest.mark.parametrize("slots_per_step", (128, 256, 2048))
+def test_sell_kernel_in_interpret_mode_matches_scipy(slots_per_step):
+    # The SELL-8 kernel (interpret mode) and its XLA formula against scipy: rows of every length, a dense row
+    # whose slice straddles grid steps, empty rows and columns, odd depths (the depth loop's remainder),
+    # more than 128 columns (two calls), and an inf of x in a column without entries (never read).
+    from bcoo_array._kernels import sell
+
+    rng = np.random.default_rng(slots_per_step)
+    m, k = 203, 150
+    S = sp.random_array((m, k), density=0.04, rng=rng, format="lil").astype(np.float32)
+    S[7, :140] = rng.standard_normal(140)
+    S[:, 149] = 0
+    S[50:60, :] = 0
+    S = sp.csr_array(S)
+    S.eliminate_zeros()
+    S.sort_indices()
+    C = S.tocoo()
+    slot, table, s_rows, s_cols = sell.sell_tables(C.row, C.col, (m, k), slots_per_step)
+    assert len(np.unique(slot)) == len(slot) and table.shape[1] % 128 == 0
+    np.testing.assert_array_equal(s_rows[slot], C.row)
+    np.testing.assert_array_equal(s_cols[slot], C.col)
+    assert np.all((s_rows == m) | np.isin(np.arange(len(s_rows)), slot))  # every other slot is padding
+    vals = np.zeros(len(s_rows), np.float32)
+    vals[slot] = C.data
+    X = rng.standard_normal((k, 130)).astype(np.float32)
+    X[149, :] = np.inf
+    ref = S.astype(np.float64) @ np.where(np.isfinite(X), X, 0).astype(np.float64)
+    args = (jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols), jnp.asarray(X))
+    for unroll in (1, 2, 3):
+        got = sell.sell_kernel(*args, shape=(m, k), interpret=True, unroll=unroll)
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
+    got = sell.sell_reference(jnp.asarray(vals), jnp.asarray(s_rows), jnp.asarray(s_cols), jnp.asarray(X),
+                              shape=(m, k))
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_sell_kernel_lowers_for_a_tpu():
+    # jax.export to the "tpu" platform on this CPU: the Mosaic lowering's own checks (SMEM blocks, dynamic
+    # row loads and stores, the DMAs of x and the result) run without the chip.
+    from bcoo_array._kernels import sell
+
+    steps = 3
+    args = (np.zeros(steps * sell.SLOTS_PER_STEP, np.float32), np.zeros((steps, sell._table_width(2048)), np.int32),
+            np.zeros(steps * sell.SLOTS_PER_STEP, np.int32), np.zeros((1000, 200), np.float32))
+    f = jax.jit(lambda v, t, c, x: sell.sell_kernel(v, t, c, x, shape=(900, 1000), interpret=False))
+    exported = jax.export.export(f, platforms=["tpu"])(*args)
+    assert exported.mlir_module().count("tpu_custom_call") >= 2  # 200 columns: two calls of 128 lanes
 
 
 def test_panels_of_a_matrix_without_stored_entries():
     # nse == 0 (review of this session: the placement of the layout's further value copies, slot_t of shape
-    # (0, 2), failed to reshape): every product is zero, with a vector, few and many columns (the COO path).
+    # (0, 2), failed to reshape): every product is zero, with a vector, few and many columns (the SELL path).
     A = xp.from_scipy(sp.csr_array((200, 130), dtype=np.float32))
     assert A.nse == 0
     op = accelerator.prepare(A, layout="panels")
@@ -733,4 +791,4 @@ def test_panels_of_a_matrix_without_stored_entries():
         np.testing.assert_array_equal(np.asarray(op @ x), np.zeros((200,) + x.shape[1:], np.float32))
     np.testing.assert_array_equal(np.asarray(op.T @ np.ones(200, np.float32)), np.zeros(130, np.float32))
     assert np.asarray(layouts.place_values_host(np.zeros(0, np.float32), np.zeros(0, np.int32), 10,
-                                                np.zeros((0, 2), np.int32))).shape == (10,)
+                                                np.zeros((0, 3), np.int32))).shape == (10,)

@@ -291,49 +291,57 @@ def permute(x, perm, lanes: bool):
     return gather(x, perm, lanes)
 
 
-def _wide_product_is_cheaper(n_tiles: int, n_entries: int, n_rhs: int) -> bool:
-    """Whether ``n_rhs`` columns cost less as a COO product (a gather of ``x``'s rows per entry, a sorted
-    segment sum) than in ``n_tiles`` panels tiles, each of which takes one lane gather per column
-    (``.layouts.COSTS``: ``panel_rhs_tile`` and ``coo_row_entry``, a 128-lane row per entry and column
-    block). Decided from the arrays' shapes, so the choice costs no program of its own."""
+def _sell_is_cheaper(n_tiles: int, n_slots: int, n_rhs: int, shape, kernel: bool) -> bool:
+    """Whether ``n_rhs`` columns of ``x`` cost less on the layout's SELL-8 slots (``.sell``) than in its
+    ``n_tiles`` panels tiles, each of which takes one lane gather per column (``.layouts.COSTS``:
+    ``panel_rhs_tile`` against ``sell_slot`` per slot and ``sell_chunk`` per slice of 8 rows, per 128
+    columns; ``coo_row_entry`` per slot where the SELL kernel does not apply and its XLA formula, a COO
+    product, runs). Decided from the arrays' shapes, so the choice costs no program of its own."""
     from .layouts import COSTS
+    from .sell import SLOTS_PER_STEP
 
     cost = COSTS["tpu"]
-    rows = -(-n_rhs // 128)
-    return n_rhs > 1 and n_rhs * n_tiles * cost["panel_rhs_tile"] > rows * n_entries * cost["coo_row_entry"]
+    groups = -(-n_rhs // 128)
+    if kernel:
+        steps = n_slots // SLOTS_PER_STEP
+        wide = groups * (n_slots * cost["sell_slot"] + (-(-shape[0] // 8) + steps) * cost["sell_chunk"])
+    else:
+        wide = groups * n_slots * cost["coo_row_entry"]
+    return n_rhs > 1 and n_rhs * n_tiles * cost["panel_rhs_tile"] > wide
 
 
 def panels_product(values, arrays, static, shape, x, transpose: bool = False):
-    """``A @ x`` (or ``A.T @ x``) in the ``panels`` layout: the Pallas kernel of ``.panels``.
+    """``A @ x`` (or ``A.T @ x``) in the ``panels`` layout: the Pallas kernels of ``.panels`` and ``.sell``.
 
-    The kernel takes right-hand sides as rows (``(n, k)``). ``A.T @ x`` runs
-    the same kernel on the transpose's tiles (the second part of the value
-    buffer, from ``static["split"]``), or, for a layout without them, the
-    kernel's XLA transpose formula. Many columns of ``x`` on a scattered
-    pattern (more than about the entries per tile: nh2010 and delaunay_n16
-    from 128 columns, not cage11) run as a COO product of the layout's
-    row-sorted entries (the value buffer's third part, ``c_rows`` and
-    ``c_cols``) where that is cheaper (``_wide_product_is_cheaper``): the
-    kernel's cost grows with the columns, a row gather's barely does up to
-    128.
+    The panels kernel takes right-hand sides as rows (``(n, k)``). ``A.T @
+    x`` runs the same kernel on the transpose's tiles (the second part of
+    the value buffer, from ``static["split"]``), or, for a layout without
+    them, the kernel's XLA transpose formula. Many columns of ``x`` run on
+    the layout's SELL-8 slots (``.sell``: a row of ``x`` per stored entry,
+    the value buffer's third part, or its fourth for the transpose) where
+    ``_sell_is_cheaper`` says so: the panels kernel's cost grows with the
+    columns, the SELL kernel's does not up to 128. On a TPU v5e with 128
+    columns: nh2010 1.03 ms against 2.63 (0.62 against 1.02 with 16 columns
+    on the panels kernel), cage11 1.63 against 1.85, bcsstk16 0.69 against
+    0.43 (the panels kernel stays).
     """
     from .panels import panels_matmat, transpose_reference
+    from .sell import fits, sell_matmat
 
     m, k = shape
     split = static.get("split", values.shape[0])
     unroll = static.get("unroll")  # None: panels.TILE_UNROLL
-    if x.ndim == 2 and "c_rows" in arrays:
-        tiles = arrays["lcols_t" if transpose else "lcols"].shape[0]
-        if _wide_product_is_cheaper(tiles, arrays["c_rows"].shape[0], x.shape[1]):
-            from .coo import coo_matmat
-
-            rows, cols = arrays["c_rows"], arrays["c_cols"]
-            if transpose:
-                rows, cols, m = cols, rows, k
-            offset = arrays["lcols"].size + (arrays["lcols_t"].size if "lcols_t" in arrays else 0)
-            dtype = jnp.result_type(values, x)
-            vals = values[offset:offset + rows.shape[0]].astype(dtype)
-            return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
+    if x.ndim == 2 and "s_table" in arrays:
+        sfx = "_t" if transpose else ""
+        tiles = arrays["lcols" + sfx].shape[0]
+        n_slots = arrays["s_rows" + sfx].shape[0]
+        out_shape = (k, m) if transpose else (m, k)
+        dtype = jnp.result_type(values, x)
+        kernel = np.dtype(dtype) == np.float32 and fits(out_shape)
+        if _sell_is_cheaper(tiles, n_slots, x.shape[1], out_shape, kernel):
+            offset = arrays["lcols"].size + arrays["lcols_t"].size + (arrays["s_rows"].size if transpose else 0)
+            return sell_matmat(values[offset:offset + n_slots], arrays["s_table" + sfx], arrays["s_rows" + sfx],
+                               arrays["s_cols" + sfx], x.astype(dtype), shape=out_shape)
     xs = x[None] if x.ndim == 1 else x.T
     if transpose and "meta_t" in arrays:
         y = panels_matmat(values[split:split + arrays["lcols_t"].size], arrays["meta_t"], arrays["lcols_t"], xs,

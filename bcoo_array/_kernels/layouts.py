@@ -60,6 +60,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import panels as _panels
+from . import sell as _sell
 from .host import unique_ints
 
 #: Tile shapes tried for the ``tiles`` layout: (bm, bk), bk a TPU lane row.
@@ -81,12 +82,16 @@ TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128
 #: (``--spmm 16,128``, in a loop, 2026-12-06): a panels tile costs 8-10 ns more per
 #: column (3,700: delaunay_n16's 3,584 mixed tiles took 4.78 ms for 128 columns), a
 #: COO product's row gather and sorted segment sum 11.4 ns per entry up to 128
-#: columns (4,000: nh2010's 234,550 entries took 2.67 ms). CPUs and GPUs gather at
+#: columns (4,000: nh2010's 234,550 entries took 2.67 ms). The SELL-8 kernel
+#: (``.sell``, 128 columns, 2026-12-06): 2.3 ns per slot (800) and 75 ns per slice
+#: of 8 rows (26,000), fitted to nh2010 (1.03 ms), cage11 (1.63), delaunay_n16
+#: (1.58), bayer10 (0.34) and bcsstk16 (0.69). CPUs and GPUs gather at
 #: a few times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {
     "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
             "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
-            "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0},
+            "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0,
+            "sell_slot": 800.0, "sell_chunk": 26000.0},
     "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,
@@ -405,8 +410,8 @@ def _panel_tables(ur, uc, shape, mixed: bool | None = None):
 
 def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     """The ``panels`` layout (``.panels``): ``(8, 128)`` tiles of one row block and one column panel each,
-    of the matrix and of its transpose (so ``A.T @ y`` runs the same kernel), and its unique entries in
-    row order (a COO product for many columns of ``x``, ``accel.panels_product``).
+    of the matrix and of its transpose (so ``A.T @ y`` runs the same kernel), and the SELL-8 slots of both
+    (``.sell``: a row-gather kernel for many columns of ``x``, ``accel.panels_product``).
 
     Arrays: ``meta`` (2, T) int32, the row block and panel of each tile
     (padding tiles repeat the last row block and hold no entry), or (9, T)
@@ -414,11 +419,13 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     of the two, ``_panel_tiles``, for the matrix and its transpose apart), ``lcols``
     (T, 8, 128) int32, each slot's column within its panel (-1 for
     padding), the same of the transpose (``meta_t``, ``lcols_t``), the
-    unique entries' rows and columns (``c_rows``, ``c_cols``, padded to a
-    ``size_bucket`` with row ``m`` and column ``k``) and ``slot_t`` (nse,
-    2), each entry's slot in the transpose's part of the value buffer and in
-    its COO part. The value buffer holds the matrix's tiles
-    (``static["split"]`` slots), the transpose's, then the COO entries.
+    SELL chunk table and each SELL slot's row and column (``s_table``,
+    ``s_rows``, ``s_cols``, in ``sell.pad_steps`` grid steps so that shapes
+    repeat across matrices; ``s_table_t``, ``s_rows_t``, ``s_cols_t`` of the
+    transpose) and ``slot_t`` (nse, 3), each entry's slot in the
+    transpose's tiles and in the two SELL parts of the value buffer. The
+    value buffer holds the matrix's tiles (``static["split"]`` slots), the
+    transpose's, the matrix's SELL slots, then the transpose's.
     T is a whole number of the kernel's grid steps.
     """
     m, k = shape
@@ -427,22 +434,26 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     ur, uc = ukey // k, ukey % k
     uslot, meta, lcols, _ = _panel_tables(ur, uc, (m, k), mixed)
     uslot_t, meta_t, lcols_t, _ = _panel_tables(uc, ur, (k, m), mixed)
-    n1, n2 = lcols.size, lcols_t.size
-    n3 = size_bucket(len(ukey))  # the COO part, padded (row m, column k) so that its shape repeats
-    n_slots = n1 + n2 + n3
+    order_t = np.lexsort((ur, uc))  # the unique entries by column, then row: the transpose's rows
+    sslot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=True)
+    sslot_t, s_table_t, s_rows_t, s_cols_t = _sell.sell_tables(uc[order_t], ur[order_t], (k, m), pad=True)
+    uslot_st = np.empty_like(sslot_t)
+    uslot_st[order_t] = sslot_t
+    n1, n2, n3, n4 = lcols.size, lcols_t.size, s_rows.size, s_rows_t.size
+    n_slots = n1 + n2 + n3 + n4
     slot = np.full(len(rows), n_slots, np.int64)
     slot[valid] = uslot[inv_entry]
-    slot_t = np.full((len(rows), 2), n_slots, np.int64)
+    slot_t = np.full((len(rows), 3), n_slots, np.int64)
     slot_t[valid, 0] = n1 + uslot_t[inv_entry]
-    slot_t[valid, 1] = n1 + n2 + inv_entry  # unique positions in row order: ukey is sorted
+    slot_t[valid, 1] = n1 + n2 + sslot[inv_entry]
+    slot_t[valid, 2] = n1 + n2 + n3 + uslot_st[inv_entry]
     lay = Layout("panels", (m, k), n_slots, slot)
     # (the tile counts stay out of ``static``: the arrays' shapes, padded to grid steps, are what a compiled
     # product depends on, so matrices of similar nse share one program)
     lay.static = {"split": n1}
-    pad = n3 - len(ukey)
     lay.arrays.update(meta=meta, lcols=lcols, meta_t=meta_t, lcols_t=lcols_t,
-                      c_rows=np.concatenate([ur, np.full(pad, m)]).astype(np.int32),
-                      c_cols=np.concatenate([uc, np.full(pad, k)]).astype(np.int32),
+                      s_table=s_table, s_rows=s_rows, s_cols=s_cols,
+                      s_table_t=s_table_t, s_rows_t=s_rows_t, s_cols_t=s_cols_t,
                       slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
 

@@ -1,0 +1,366 @@
+"""Products with many right-hand sides: a SELL-8 row-gather Pallas TPU kernel, ``x`` resident in VMEM.
+
+The ``panels`` kernel (``.panels``) picks one element of ``x`` per stored
+entry and right-hand side, so its cost grows with the columns of ``x``
+(about 9 ns per tile and column on a TPU v5e). With many columns a stored
+entry ``(r, c, v)`` is better served by a whole row: ``y[r, :] += v *
+x[c, :]`` is one 128-lane vector operation for up to 128 columns. XLA's row
+gathers cost about 9 ns per row on a TPU (``.layouts.COSTS``), so this
+kernel gathers inside VMEM instead:
+
+- ``x`` (``k`` rows, the right-hand sides on the 128 lanes) is copied into
+  VMEM once per call, as ``(8, 128)`` tiles of 8 rows. Entry ``(r, c, v)``
+  loads tile ``c // 8`` (one aligned load) and keeps its sublane ``c % 8``
+  (a compare and a select), scaled by ``v``.
+- Rows are cut into *slices* of 8 (sliced ELLPACK, SELL-C with C = 8;
+  Kreutzer et al., "A unified sparse matrix data format for efficient
+  general sparse matrix-vector multiplication on modern processors with
+  wide SIMD units", SIAM J. Sci. Comput. 36(5), 2014). A slice stores its
+  rows' entries depth by depth: 8 slots per depth, slot ``i`` for the
+  slice's row ``i`` (padding slots read a zero tile of ``x``). The 8 rows
+  keep 8 register accumulators; at the slice's end each is summed over its
+  sublanes into its row of the result.
+- The slots (columns and values, 32-bit scalars) reach SMEM in blocks of
+  ``SLOTS_PER_STEP`` per grid step. A slice's depths may straddle steps:
+  each step's table lists its *chunks* (slice, first slot, depths) and a
+  chunk adds its rows to the result, which stays in VMEM for the call.
+
+Per slot the vector work is one load, a compare, a multiply, a select and an
+add, whatever the number of columns up to 128; the scalar unit reads the
+slot's column and value from SMEM.
+
+The product is the primitive ``sell_matmat_p`` (linear in the values and in
+``x``: its JVP binds it again, its transpose is JAX's transpose of the XLA
+formula ``sell_reference``, a COO product of the same slots). Off a TPU the
+kernel runs in Pallas interpret mode (how the tests check it on a CPU) and
+``sell_reference`` is the portable path.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+#: Lanes of a vector register (right-hand sides per kernel call) and its sublanes (rows of a slice).
+LANES = 128
+SUBLANES = 8
+
+#: Slots (a column and a value each) one grid step brings into SMEM: a multiple of 128.
+SLOTS_PER_STEP = 2048
+
+#: Fields of a chunk in the step table: its first slot, its depths, the 8 rows of its slice.
+CHUNK_FIELDS = 2 + SUBLANES
+
+#: Depths (8 slots each) one iteration of the kernel's depth loop takes (unrolled by hand).
+DEPTH_UNROLL = 2
+
+#: VMEM the kernel may use (bytes): ``x`` and the result, resident once each.
+VMEM_LIMIT_BYTES = 100 << 20
+
+#: Largest ``x`` plus result the kernel keeps in VMEM (bytes; 128 lanes per row of either).
+RESIDENT_MAX_BYTES = 88 << 20
+
+
+def fits(shape) -> bool:
+    """Whether ``x`` and ``A @ x`` (128 lanes per row, 32-bit) of a matrix of ``shape`` stay in VMEM."""
+    m, k = shape
+    return (_tiles(m) + _tiles(k) + 2) * SUBLANES * LANES * 4 <= RESIDENT_MAX_BYTES
+
+
+def _tiles(n: int) -> int:
+    """``(8, 128)`` tiles that hold ``n`` rows (at least one)."""
+    return -(-max(int(n), 1) // SUBLANES)
+
+
+# --- host: the slot tables ------------------------------------------------------------------------------
+
+def _table_width(slots_per_step: int) -> int:
+    """Columns of the chunk table: a count, then 10 per chunk (at most one chunk per 8 slots), whole 128s."""
+    return -(-(1 + CHUNK_FIELDS * (slots_per_step // SUBLANES)) // 128) * 128
+
+
+def pad_steps(steps: int) -> int:
+    """Grid steps a SELL table of ``steps`` steps is padded to: up to 8 as they are, then four sizes per
+    octave (``.layouts.size_bucket``, at most 25% more), so that matrices of similar size share programs."""
+    from .layouts import size_bucket
+
+    return max(1, steps) if steps <= 8 else size_bucket(steps)
+
+
+def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int = SLOTS_PER_STEP,
+                pad: bool = False):
+    """Host: the SELL-8 slots of unique entries sorted by row (then column), in grid steps.
+
+    Rows are sorted by their entry count, longest first (SELL-C-sigma with
+    sigma the whole matrix), and taken 8 at a time: a *slice* holds ``8 *
+    depth`` slots, ``depth`` its longest row, and slot ``8 * d + i`` of a
+    slice is the ``d``-th entry of its row ``i``. Empty rows get no slice.
+
+    Returns ``(slot, table, s_rows, s_cols)``:
+
+    - ``slot`` (nnz,) int64, each entry's slot;
+    - ``table`` (steps, W) int32, per grid step its chunk count then, per
+      chunk (the depths of a slice that fall in the step), its first slot
+      within the step, its depths and the slice's 8 rows (row ``8 * ceil(m
+      / 8)`` for a missing one: a row of the kernel's result that is
+      dropped); ``W = _table_width(slots_per_step)``;
+    - ``s_rows``/``s_cols`` (steps * slots_per_step,) int32, each slot's row
+      and column; padding slots have row ``m`` and column ``8 * ceil(k /
+      8)`` (at least ``k``: a zero row of the kernel's ``x``, and out of
+      range for the XLA formula).
+
+    ``pad`` adds empty grid steps up to ``pad_steps``. Raises ``ValueError``
+    where a row or column index is negative or out of ``shape``.
+    """
+    m, k = shape
+    E = int(slots_per_step)
+    if len(rows) and (min(rows.min(), cols.min()) < 0 or rows.max() >= m or cols.max() >= k):
+        raise ValueError(f"sell_tables: rows and cols must index a matrix of shape {tuple(shape)}")
+    n = len(rows)
+    rows = np.asarray(rows, np.int64)
+    cols = np.asarray(cols, np.int64)
+    counts = np.bincount(rows, minlength=m)
+    order = np.argsort(-counts, kind="stable")[:int(np.count_nonzero(counts))]  # non-empty rows, longest first
+    rank = np.empty(m, np.int64)
+    rank[order] = np.arange(len(order))
+    n_slices = -(-len(order) // SUBLANES)
+    slice_rows = np.full(n_slices * SUBLANES, _tiles(m) * SUBLANES, np.int64)
+    slice_rows[:len(order)] = order
+    slice_rows = slice_rows.reshape(n_slices, SUBLANES)
+    depth = counts[slice_rows[:, 0]] if n_slices else np.zeros(0, np.int64)  # a slice's first row is its longest
+    start = np.concatenate([[0], np.cumsum(depth * SUBLANES)])  # each slice's first slot in the stream
+    row_start = np.concatenate([[0], np.cumsum(counts)])[:-1]
+    d = np.arange(n) - row_start[rows]  # the entry's depth within its row
+    slot = start[rank[rows] // SUBLANES] + d * SUBLANES + rank[rows] % SUBLANES
+    steps = max(1, -(-int(start[-1]) // E))
+    steps = pad_steps(steps) if pad else steps
+    s_rows = np.full(steps * E, m, np.int64)
+    s_cols = np.full(steps * E, _tiles(k) * SUBLANES, np.int64)
+    s_rows[slot] = rows
+    s_cols[slot] = cols
+    # chunks: each slice cut at the step boundaries
+    first, last = start[:-1] // E, (start[1:] - 1) // E
+    n_chunks = last - first + 1
+    sl = np.repeat(np.arange(n_slices), n_chunks)
+    step = np.repeat(first, n_chunks) + (np.arange(int(n_chunks.sum())) - np.repeat(np.cumsum(n_chunks) - n_chunks,
+                                                                                    n_chunks))
+    lo = np.maximum(start[sl], step * E)
+    hi = np.minimum(start[sl + 1], (step + 1) * E)
+    per_step = np.bincount(step, minlength=steps)
+    table = np.zeros((steps, _table_width(E)), np.int64)
+    table[:, 0] = per_step
+    pos = np.arange(len(sl)) - np.repeat(np.cumsum(per_step) - per_step, per_step)  # chunk's place in its step
+    at = 1 + CHUNK_FIELDS * pos
+    table[step, at] = lo - step * E
+    table[step, at + 1] = (hi - lo) // SUBLANES
+    for i in range(SUBLANES):
+        table[step, at + 2 + i] = slice_rows[sl, i]
+    return slot, table.astype(np.int32), s_rows.astype(np.int32), s_cols.astype(np.int32)
+
+
+# --- the kernel -----------------------------------------------------------------------------------------
+
+def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int):
+    """One grid step: its chunks, each ``depths`` rows of 8 slots into its slice's 8 row accumulators.
+
+    ``x_vmem`` (rows of k + 8, 128): ``x`` then zero rows;
+    ``o_vmem`` (rows of m + 8, 128): the result, written back at the last step.
+    """
+    step = pl.program_id(0)
+
+    @pl.when(step == 0)
+    def _():
+        copy = pltpu.make_async_copy(x_hbm, x_vmem, sem)
+        copy.start()
+        o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
+        copy.wait()
+
+    zero = jnp.zeros((1, LANES), o_vmem.dtype)
+
+    def slots(p, accs):  # the 8 slots from p: one dynamic row load of x each, scaled by the slot's value
+        return tuple(accs[i] + x_vmem[pl.ds(cols_ref[0, 0, p + np.int32(i)], 1), :] * vals_ref[0, 0, p + np.int32(i)]
+                     for i in range(SUBLANES))
+
+    def chunk(q, carry):
+        base = np.int32(1) + np.int32(CHUNK_FIELDS) * q
+        off, depths = table_ref[0, 0, base], table_ref[0, 0, base + 1]
+
+        def depth_group(g, accs):
+            p = off + g * np.int32(SUBLANES * unroll)
+            for u in range(unroll):
+                accs = slots(p + np.int32(SUBLANES * u), accs)
+            return accs
+
+        groups = jax.lax.div(depths, np.int32(unroll))  # (lax.div: no sign fix-up, depths >= 0)
+        accs = jax.lax.fori_loop(np.int32(0), groups, depth_group, (zero,) * SUBLANES)
+        if unroll > 1:  # the depths left over
+            accs = jax.lax.fori_loop(groups * np.int32(unroll), depths,
+                                     lambda d, a: slots(off + d * np.int32(SUBLANES), a), accs)
+        for i in range(SUBLANES):
+            r = table_ref[0, 0, base + np.int32(2 + i)]
+            o_vmem[pl.ds(r, 1), :] += accs[i]
+        return carry
+
+    jax.lax.fori_loop(np.int32(0), table_ref[0, 0, 0], chunk, 0)
+
+    @pl.when(step == pl.num_programs(0) - 1)
+    def _():
+        copy = pltpu.make_async_copy(o_vmem, o_hbm, sem)
+        copy.start()
+        copy.wait()
+
+
+def _interpret() -> bool:
+    return jax.default_backend() != "tpu"
+
+
+def sell_kernel(values, table, cols, x, *, shape, interpret: bool | None = None, unroll: int | None = None):
+    """``A @ x`` for ``x`` of shape ``(k, n)``, 32-bit: the Pallas kernel (interpret mode off a TPU).
+
+    ``values``/``cols`` (steps * SLOTS_PER_STEP,) the slots' values and
+    columns, ``table`` (steps, W) int32 (``sell_tables``). ``x`` is taken
+    128 columns per call; ``unroll`` depths per iteration of the depth loop
+    (None: ``DEPTH_UNROLL``). Returns ``(m, n)``.
+    """
+    m, k = shape
+    n = x.shape[1]
+    if n > LANES:
+        return jnp.concatenate([sell_kernel(values, table, cols, x[:, i:i + LANES], shape=shape, interpret=interpret,
+                                            unroll=unroll) for i in range(0, n, LANES)], axis=1)
+    dtype = jnp.result_type(values, x)
+    steps, width = table.shape
+    E = cols.shape[0] // steps
+    kr, mr = (_tiles(k) + 1) * SUBLANES, (_tiles(m) + 1) * SUBLANES
+    xs = jnp.pad(x.astype(dtype), ((0, kr - k), (0, LANES - n)))
+    smem = functools.partial(pl.BlockSpec, memory_space=pltpu.SMEM)
+    call = pl.pallas_call(
+        functools.partial(_kernel, unroll=DEPTH_UNROLL if unroll is None else max(1, int(unroll))),
+        out_shape=jax.ShapeDtypeStruct((mr, LANES), dtype),
+        grid=(steps,),
+        in_specs=[
+            smem((1, 1, width), lambda i: (i, 0, 0)),
+            smem((1, 1, E), lambda i: (i, 0, 0)),
+            smem((1, 1, E), lambda i: (i, 0, 0)),
+            pl.BlockSpec(memory_space=pl.ANY),
+        ],
+        out_specs=pl.BlockSpec(memory_space=pl.ANY),
+        scratch_shapes=[pltpu.VMEM((kr, LANES), dtype), pltpu.VMEM((mr, LANES), dtype), pltpu.SemaphoreType.DMA(())],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
+                                             vmem_limit_bytes=VMEM_LIMIT_BYTES),
+        interpret=_interpret() if interpret is None else interpret,
+    )
+    out = call(table.reshape(steps, 1, width), cols.reshape(steps, 1, E),
+               values.astype(dtype).reshape(steps, 1, E), xs)
+    return out[:m, :n]
+
+
+def sell_reference(values, rows, cols, x, *, shape):
+    """``A @ x`` from the slots in XLA: a COO product (a row gather of ``x`` per slot, a segment sum);
+    padding slots (row ``m``) add nothing."""
+    from .coo import coo_matmat
+
+    m, k = shape
+    dtype = jnp.result_type(values, x)
+    return coo_matmat(values.astype(dtype), rows, cols, x.astype(dtype), m)
+
+
+# --- the primitive --------------------------------------------------------------------------------------
+
+sell_matmat_p = Primitive("bcoo_array_sell_matmat")
+
+
+def sell_matmat(values, table, rows, cols, x, *, shape, use_kernel: bool = True):
+    """``A @ x`` from a SELL-8 slot table: ``x`` of shape ``(k, n)`` to ``(m, n)``.
+
+    ``use_kernel=False`` takes the XLA formula (``sell_reference``).
+    Differentiable in ``values`` and ``x``, batchable over both.
+    """
+    return sell_matmat_p.bind(values, table, rows, cols, x, shape=tuple(shape), use_kernel=bool(use_kernel))
+
+
+def _impl(values, table, rows, cols, x, *, shape, use_kernel):
+    dtype = jnp.result_type(values, x)
+    if x.shape[1] == 0 or shape[0] == 0:
+        return jnp.zeros((shape[0], x.shape[1]), dtype)
+    if use_kernel and np.dtype(dtype) == np.float32 and shape[1] > 0 and fits(shape):
+        return sell_kernel(values, table, cols, x, shape=shape)
+    return sell_reference(values, rows, cols, x, shape=shape)
+
+
+sell_matmat_p.def_impl(_impl)
+
+
+@sell_matmat_p.def_abstract_eval
+def _abstract(values, table, rows, cols, x, *, shape, use_kernel):
+    return jax.core.ShapedArray((shape[0], x.shape[1]), jnp.result_type(values.dtype, x.dtype))
+
+
+mlir.register_lowering(sell_matmat_p, mlir.lower_fun(_impl, multiple_results=False))
+
+
+def _jvp(primals, tangents, *, shape, use_kernel):
+    values, table, rows, cols, x = primals
+    dv, _, _, _, dx = tangents
+    bind = functools.partial(sell_matmat_p.bind, shape=shape, use_kernel=use_kernel)
+    y = bind(values, table, rows, cols, x)
+    dy = None
+    if type(dv) is not ad.Zero:
+        dy = bind(dv, table, rows, cols, x)
+    if type(dx) is not ad.Zero:
+        t = bind(values, table, rows, cols, dx)
+        dy = t if dy is None else dy + t
+    if dy is None:
+        dy = jnp.zeros_like(y)  # only the integer tables carried tangents (float0)
+    return y, dy
+
+
+ad.primitive_jvps[sell_matmat_p] = _jvp
+
+
+def _transpose(ct, values, table, rows, cols, x, *, shape, use_kernel):
+    if type(ct) is ad.Zero:
+        return None, None, None, None, None
+    if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
+        raise ValueError("the SELL product is bilinear: transpose it in the values or in x, not both")
+    if ad.is_undefined_primal(x):
+        f = lambda z: sell_reference(values, rows, cols, z, shape=shape)  # noqa: E731
+        (dx,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(x.aval.shape, ct.dtype))(ct)
+        return None, None, None, None, dx.astype(x.aval.dtype)
+    f = lambda v: sell_reference(v, rows, cols, x, shape=shape)  # noqa: E731
+    (dv,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(values.aval.shape, ct.dtype))(ct)
+    if not jnp.issubdtype(values.aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
+        dv = jnp.real(dv)
+    return dv.astype(values.aval.dtype), None, None, None, None
+
+
+ad.primitive_transposes[sell_matmat_p] = _transpose
+
+
+def _batch(args, dims, *, shape, use_kernel):
+    values, table, rows, cols, x = args
+    dv, dt, dr, dc, dx = dims
+    params = dict(shape=shape, use_kernel=use_kernel)
+    if dt is not None or dr is not None or dc is not None:
+        raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
+    if dv is not None:  # mapped values: one product per value set
+        values = jnp.moveaxis(values, dv, 0)
+        if dx is not None:
+            x = jnp.moveaxis(x, dx, 0)
+            out = jax.lax.map(lambda a: sell_matmat(a[0], table, rows, cols, a[1], **params), (values, x))
+        else:
+            out = jax.lax.map(lambda v: sell_matmat(v, table, rows, cols, x, **params), values)
+        return out, 0
+    x = jnp.moveaxis(x, dx, 1)  # (k, B, n): every mapped column is one more right-hand side
+    k, B, n = x.shape
+    y = sell_matmat(values, table, rows, cols, x.reshape(k, B * n), **params)
+    return y.reshape(shape[0], B, n), 1
+
+
+batching.primitive_batchers[sell_matmat_p] = _batch
