@@ -205,9 +205,10 @@ class Layout:
         if self.kind == "panels":  # the matrix's tiles and its transpose's are chosen apart
             kinds = ["mixed" if self.arrays[n].shape[0] > 2 else "uniform" for n in ("meta", "meta_t")
                      if n in self.arrays]
-            if "mixed" in kinds:
-                parts.append("mixed tiles" if len(set(kinds)) == 1 else "mixed tiles (transpose: uniform)"
-                             if kinds[0] == "mixed" else "uniform tiles (transpose: mixed)")
+            if len(set(kinds)) > 1:
+                parts.append(f"{kinds[0]} tiles (transpose: {kinds[1]})")
+            elif "mixed" in kinds:
+                parts.append("mixed tiles")
         nnz = int(np.count_nonzero(self.slot < self.n_slots))
         stored = self.static.get("split", self.n_slots)  # panels: the matrix's part (its transpose follows)
         if stored:
