@@ -708,8 +708,9 @@ def test_panels_takes_its_sell_slots_for_many_columns(monkeypatch):
     A = xp.BCOOArray((jnp.asarray(data), jnp.asarray(np.stack([rows, cols], 1).astype(np.int32))), shape=(n, n))
     op = accelerator.prepare(A, layout="panels", reorder=False)
     tiles, slots = op.arrays["lcols"].shape[0], op.arrays["s_rows"].shape[0]
-    assert not accel._sell_is_cheaper(tiles, slots, 8, (n, n), True)
-    assert accel._sell_is_cheaper(tiles, slots, 160, (n, n), True)
+    mixed = op.arrays["meta"].shape[0] > 2
+    assert not accel._sell_is_cheaper(tiles, mixed, slots, 8, (n, n), True)
+    assert accel._sell_is_cheaper(tiles, mixed, slots, 160, (n, n), True)
     calls = []
     real = sell.sell_kernel
     monkeypatch.setattr(sell, "sell_kernel", lambda *a, **kw: calls.append(a[3].shape) or real(*a, **kw))
@@ -730,6 +731,18 @@ def test_panels_takes_its_sell_slots_for_many_columns(monkeypatch):
     assert calls[0] == (n, 160)
     for i in range(2):
         np.testing.assert_allclose(np.asarray(got[i]), S @ Xb[i].astype(np.float64), atol=2e-4)
+
+
+@pytest.mark.parametrize("name, tiles, mixed, slots, n, n_rhs, sell_wins", [
+    ("nh2010", 4736, True, 262144, 48837, 128, True), ("nh2010", 4736, True, 262144, 48837, 16, False),
+    ("delaunay_n16", 3584, True, 393216, 65536, 128, True), ("cage11", 1664, True, 655360, 39082, 128, True),
+    ("bayer10", 704, True, 98304, 13436, 128, True), ("bayer10", 704, True, 98304, 13436, 16, False),
+    ("bcsstk16", 640, False, 327680, 4884, 128, False)])
+def test_the_sell_choice_follows_the_chip_measurements(name, tiles, mixed, slots, n, n_rhs, sell_wins):
+    # The panels layouts of five shared matrices (tile counts and SELL slots as built here) and the kernel
+    # that was faster on a TPU v5e (benchmarks/accelerator.py, in a loop): SELL at 128 columns but on
+    # bcsstk16's uniform tiles (0.43 against 0.71 ms), the panels kernel at 16 columns everywhere.
+    assert accel._sell_is_cheaper(tiles, mixed, slots, n_rhs, (n, n), True) == sell_wins
 
 
 @pytest.mark.parametrize("slots_per_step", (128, 256, 2048))

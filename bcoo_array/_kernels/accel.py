@@ -291,10 +291,11 @@ def permute(x, perm, lanes: bool):
     return gather(x, perm, lanes)
 
 
-def _sell_is_cheaper(n_tiles: int, n_slots: int, n_rhs: int, shape, kernel: bool) -> bool:
+def _sell_is_cheaper(n_tiles: int, mixed: bool, n_slots: int, n_rhs: int, shape, kernel: bool) -> bool:
     """Whether ``n_rhs`` columns of ``x`` cost less on the layout's SELL-8 slots (``.sell``) than in its
     ``n_tiles`` panels tiles, each of which takes one lane gather per column (``.layouts.COSTS``:
-    ``panel_rhs_tile`` against ``sell_slot`` per slot and ``sell_chunk`` per slice of 8 rows, per 128
+    ``panel_rhs_tile`` per mixed tile, ``panel_rhs_uniform_tile`` per uniform one (``mixed``), against
+    ``sell_slot`` per slot and ``sell_chunk`` per slice of 8 rows, per 128
     columns; ``coo_row_entry`` per slot where the SELL kernel does not apply and its XLA formula, a COO
     product, runs). Decided from the arrays' shapes, so the choice costs no program of its own."""
     from .layouts import COSTS
@@ -307,7 +308,8 @@ def _sell_is_cheaper(n_tiles: int, n_slots: int, n_rhs: int, shape, kernel: bool
         wide = groups * (n_slots * cost["sell_slot"] + (-(-shape[0] // 8) + steps) * cost["sell_chunk"])
     else:
         wide = groups * n_slots * cost["coo_row_entry"]
-    return n_rhs > 1 and n_rhs * n_tiles * cost["panel_rhs_tile"] > wide
+    per_tile = cost["panel_rhs_tile" if mixed else "panel_rhs_uniform_tile"]
+    return n_rhs > 1 and n_rhs * n_tiles * per_tile > wide
 
 
 def panels_product(values, arrays, static, shape, x, transpose: bool = False):
@@ -321,9 +323,10 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     the value buffer's third part, or its fourth for the transpose) where
     ``_sell_is_cheaper`` says so: the panels kernel's cost grows with the
     columns, the SELL kernel's does not up to 128. On a TPU v5e with 128
-    columns: nh2010 1.03 ms against 2.63 (0.62 against 1.02 with 16 columns
-    on the panels kernel), cage11 1.63 against 1.85, bcsstk16 0.69 against
-    0.43 (the panels kernel stays).
+    columns, in a loop: nh2010 1.04 ms against 2.67 for a COO product (0.62
+    against 1.02 with 16 columns on the panels kernel), cage11 1.69 against
+    1.90 on the panels kernel, bcsstk16 0.71 against 0.43 (uniform tiles:
+    the panels kernel stays).
     """
     from .panels import panels_matmat, transpose_reference
     from .sell import fits, sell_matmat
@@ -338,7 +341,8 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
         out_shape = (k, m) if transpose else (m, k)
         dtype = jnp.result_type(values, x)
         kernel = np.dtype(dtype) == np.float32 and fits(out_shape)
-        if _sell_is_cheaper(tiles, n_slots, x.shape[1], out_shape, kernel):
+        mixed = arrays["meta" + sfx].shape[0] > 2
+        if _sell_is_cheaper(tiles, mixed, n_slots, x.shape[1], out_shape, kernel):
             offset = arrays["lcols"].size + arrays["lcols_t"].size + (arrays["s_rows"].size if transpose else 0)
             return sell_matmat(values[offset:offset + n_slots], arrays["s_table" + sfx], arrays["s_rows" + sfx],
                                arrays["s_cols" + sfx], x.astype(dtype), shape=out_shape)

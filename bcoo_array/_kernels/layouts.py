@@ -79,8 +79,9 @@ TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128
 #: ``y`` (a lane gather) at about 2 ns per element (800), and one diagonal of the
 #: ``dia`` layout at a fixed 0.4 us beyond its bytes (140,000: 177 diagonals of
 #: bcsstk16 took 75 us where their bytes stream in 9). Several columns of ``x``
-#: (``--spmm 16,128``, in a loop, 2026-12-06): a panels tile costs 8-10 ns more per
-#: column (3,700: delaunay_n16's 3,584 mixed tiles took 4.78 ms for 128 columns), a
+#: (``--spmm 16,128``, in a loop, 2026-12-06): a mixed panels tile costs 6.5-10 ns more
+#: per column (3,700: delaunay_n16's 3,584 mixed tiles took 4.78 ms for 128 columns),
+#: a uniform one 5.3 ns (1,850: bcsstk16's 640 took 0.43 ms), a
 #: COO product's row gather and sorted segment sum 11.4 ns per entry up to 128
 #: columns (4,000: nh2010's 234,550 entries took 2.67 ms). The SELL-8 kernel
 #: (``.sell``, 128 columns, 2026-12-06): 2.3 ns per slot (800) and 75 ns per slice
@@ -91,7 +92,7 @@ COSTS: dict[str, dict[str, float]] = {
     "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
             "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
             "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0,
-            "sell_slot": 800.0, "sell_chunk": 26000.0},
+            "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0},
     "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,
