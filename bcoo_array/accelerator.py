@@ -11,7 +11,9 @@ and banded matrices, dense ``(bm, 128)`` tiles for block-structured ones
 sliced ELL for the rest, dense storage for small matrices, and the BCOO
 buffers with the native kernels on a CPU. On a TPU, irregular matrices of
 32-bit values take the ``panels`` layout, which feeds a Pallas TPU kernel
-that keeps ``x`` in VMEM (``bcoo_array._kernels.panels``). The guide:
+that keeps ``x`` in VMEM (``bcoo_array._kernels.panels``), and, for many
+columns of ``x``, a row-gather kernel on the same matrix's SELL-8 slots
+(``bcoo_array._kernels.sell``). The guide:
 ``docs/guides/accelerators.md``.
 
 ```python

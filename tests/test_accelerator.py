@@ -709,8 +709,8 @@ def test_panels_takes_its_sell_slots_for_many_columns(monkeypatch):
     op = accelerator.prepare(A, layout="panels", reorder=False)
     tiles, slots = op.arrays["lcols"].shape[0], op.arrays["s_rows"].shape[0]
     mixed = op.arrays["meta"].shape[0] > 2
-    assert not accel._sell_is_cheaper(tiles, mixed, slots, 8, (n, n), True)
-    assert accel._sell_is_cheaper(tiles, mixed, slots, 160, (n, n), True)
+    assert not sell.sell_is_cheaper(tiles, mixed, slots, 8, (n, n), True)
+    assert sell.sell_is_cheaper(tiles, mixed, slots, 160, (n, n), True)
     calls = []
     real = sell.sell_kernel
     monkeypatch.setattr(sell, "sell_kernel", lambda *a, **kw: calls.append(a[3].shape) or real(*a, **kw))
@@ -718,13 +718,25 @@ def test_panels_takes_its_sell_slots_for_many_columns(monkeypatch):
         X = rng.standard_normal((n, n_rhs)).astype(np.float32)
         calls.clear()
         np.testing.assert_allclose(np.asarray(op @ X), S @ X.astype(np.float64), atol=2e-4)
-        np.testing.assert_allclose(np.asarray(op.T @ X), S.T @ X.astype(np.float64), atol=2e-4)
         assert bool(calls) == wide
+        calls.clear()
+        np.testing.assert_allclose(np.asarray(op.T @ X), S.T @ X.astype(np.float64), atol=2e-4)
+        assert bool(calls) == wide  # the transpose's own SELL slots
         W = rng.standard_normal((n, n_rhs)).astype(np.float32)
         g = jax.grad(lambda d: jnp.sum(W * (op.with_data(d) @ X)))(A.data)
         np.testing.assert_allclose(np.asarray(g), np.sum(W[rows] * X[cols], axis=1), rtol=1e-4, atol=1e-4)
         gx = jax.grad(lambda z: jnp.sum(W * (op @ z)))(jnp.asarray(X))
         np.testing.assert_allclose(np.asarray(gx), S.T @ W.astype(np.float64), atol=2e-4)
+    V = rng.standard_normal((160, n)).astype(np.float32)  # vmap over 160 vectors: 160 right-hand sides
+    calls.clear()
+    got = jax.jit(jax.vmap(lambda v: op @ v))(jnp.asarray(V))
+    assert calls and calls[0] == (n, 160)
+    np.testing.assert_allclose(np.asarray(got), (S @ V.T.astype(np.float64)).T, atol=2e-4)
+    Wv = rng.standard_normal((160, n)).astype(np.float32)
+    g = jax.grad(lambda d: jnp.sum(Wv * jax.vmap(lambda v: op.with_data(d) @ v)(jnp.asarray(V))))(A.data)
+    np.testing.assert_allclose(np.asarray(g), np.sum(Wv.T[rows] * V.T[cols], axis=1), rtol=1e-4, atol=1e-4)
+    jv = jax.jvp(lambda d: jax.vmap(lambda v: op.with_data(d) @ v)(jnp.asarray(V)), (A.data,), (A.data,))[1]
+    np.testing.assert_allclose(np.asarray(jv), (S @ V.T.astype(np.float64)).T, atol=2e-4)  # linear in the values
     Xb = rng.standard_normal((2, n, 80)).astype(np.float32)  # vmap: 2 x 80 columns run as 160
     calls.clear()
     got = jax.vmap(lambda z: op @ z)(jnp.asarray(Xb))
@@ -742,7 +754,9 @@ def test_the_sell_choice_follows_the_chip_measurements(name, tiles, mixed, slots
     # The panels layouts of five shared matrices (tile counts and SELL slots as built here) and the kernel
     # that was faster on a TPU v5e (benchmarks/accelerator.py, in a loop): SELL at 128 columns but on
     # bcsstk16's uniform tiles (0.43 against 0.71 ms), the panels kernel at 16 columns everywhere.
-    assert accel._sell_is_cheaper(tiles, mixed, slots, n_rhs, (n, n), True) == sell_wins
+    from bcoo_array._kernels import sell
+
+    assert sell.sell_is_cheaper(tiles, mixed, slots, n_rhs, (n, n), True) == sell_wins
 
 
 @pytest.mark.parametrize("slots_per_step", (128, 256, 2048))

@@ -291,69 +291,43 @@ def permute(x, perm, lanes: bool):
     return gather(x, perm, lanes)
 
 
-def _sell_is_cheaper(n_tiles: int, mixed: bool, n_slots: int, n_rhs: int, shape, kernel: bool) -> bool:
-    """Whether ``n_rhs`` columns of ``x`` cost less on the layout's SELL-8 slots (``.sell``) than in its
-    ``n_tiles`` panels tiles, each of which takes one lane gather per column (``.layouts.COSTS``:
-    ``panel_rhs_tile`` per mixed tile, ``panel_rhs_uniform_tile`` per uniform one (``mixed``), against
-    ``sell_slot`` per slot and ``sell_chunk`` per slice of 8 rows, per 128
-    columns; ``coo_row_entry`` per slot where the SELL kernel does not apply and its XLA formula, a COO
-    product, runs). Decided from the arrays' shapes, so the choice costs no program of its own."""
-    from .layouts import COSTS
-    from .sell import SLOTS_PER_STEP
-
-    cost = COSTS["tpu"]
-    groups = -(-n_rhs // 128)
-    if kernel:
-        steps = n_slots // SLOTS_PER_STEP
-        wide = groups * (n_slots * cost["sell_slot"] + (-(-shape[0] // 8) + steps) * cost["sell_chunk"])
-    else:
-        wide = groups * n_slots * cost["coo_row_entry"]
-    per_tile = cost["panel_rhs_tile" if mixed else "panel_rhs_uniform_tile"]
-    return n_rhs > 1 and n_rhs * n_tiles * per_tile > wide
-
-
 def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     """``A @ x`` (or ``A.T @ x``) in the ``panels`` layout: the Pallas kernels of ``.panels`` and ``.sell``.
 
     The panels kernel takes right-hand sides as rows (``(n, k)``). ``A.T @
     x`` runs the same kernel on the transpose's tiles (the second part of
     the value buffer, from ``static["split"]``), or, for a layout without
-    them, the kernel's XLA transpose formula. Many columns of ``x`` run on
-    the layout's SELL-8 slots (``.sell``: a row of ``x`` per stored entry,
-    the value buffer's third part, or its fourth for the transpose) where
-    ``_sell_is_cheaper`` says so: the panels kernel's cost grows with the
-    columns, the SELL kernel's does not up to 128. On a TPU v5e with 128
-    columns, in a loop: nh2010 1.04 ms against 2.67 for a COO product (0.62
-    against 1.02 with 16 columns on the panels kernel), cage11 1.69 against
-    1.90 on the panels kernel, bcsstk16 0.71 against 0.43 (uniform tiles:
-    the panels kernel stays).
+    them, the kernel's XLA transpose formula. The product also gets the
+    layout's SELL-8 slots of the same orientation (``.sell``: a row of
+    ``x`` per stored entry; the value buffer's third part, or its fourth
+    for the transpose), which many columns of ``x`` (or a ``vmap`` over
+    many vectors) run on where ``.sell.sell_is_cheaper`` says so: the
+    panels kernel's cost grows with the columns, the SELL kernel's does not
+    up to 128. On a TPU v5e with 128 columns, in a loop: nh2010 1.04 ms
+    against 2.67 for a COO product (0.62 against 1.02 with 16 columns on the
+    panels kernel), cage11 1.69 against 1.90 on the panels kernel, bcsstk16
+    0.71 against 0.43 (uniform tiles: the panels kernel stays).
     """
     from .panels import panels_matmat, transpose_reference
-    from .sell import fits, sell_matmat
 
     m, k = shape
     split = static.get("split", values.shape[0])
     unroll = static.get("unroll")  # None: panels.TILE_UNROLL
-    if x.ndim == 2 and "s_table" in arrays:
-        sfx = "_t" if transpose else ""
-        tiles = arrays["lcols" + sfx].shape[0]
-        n_slots = arrays["s_rows" + sfx].shape[0]
-        out_shape = (k, m) if transpose else (m, k)
-        dtype = jnp.result_type(values, x)
-        kernel = np.dtype(dtype) == np.float32 and fits(out_shape)
-        mixed = arrays["meta" + sfx].shape[0] > 2
-        if _sell_is_cheaper(tiles, mixed, n_slots, x.shape[1], out_shape, kernel):
-            offset = arrays["lcols"].size + arrays["lcols_t"].size + (arrays["s_rows"].size if transpose else 0)
-            return sell_matmat(values[offset:offset + n_slots], arrays["s_table" + sfx], arrays["s_rows" + sfx],
-                               arrays["s_cols" + sfx], x.astype(dtype), shape=out_shape)
     xs = x[None] if x.ndim == 1 else x.T
+    sell = ()
+    if "s_table" in arrays:
+        sfx = "_t" if transpose else ""
+        offset = arrays["lcols"].size + arrays["lcols_t"].size + (arrays["s_rows"].size if transpose else 0)
+        n_slots = arrays["s_rows" + sfx].shape[0]
+        sell = (values[offset:offset + n_slots], arrays["s_table" + sfx], arrays["s_rows" + sfx],
+                arrays["s_cols" + sfx])
     if transpose and "meta_t" in arrays:
         y = panels_matmat(values[split:split + arrays["lcols_t"].size], arrays["meta_t"], arrays["lcols_t"], xs,
-                          shape=(k, m), unroll=unroll)
+                          shape=(k, m), unroll=unroll, sell=sell)
     elif transpose:
         y = transpose_reference(values[:split], arrays["meta"], arrays["lcols"], xs, shape=shape)
     else:
-        y = panels_matmat(values[:split], arrays["meta"], arrays["lcols"], xs, shape=shape, unroll=unroll)
+        y = panels_matmat(values[:split], arrays["meta"], arrays["lcols"], xs, shape=shape, unroll=unroll, sell=sell)
     return y[0] if x.ndim == 1 else y.T
 
 

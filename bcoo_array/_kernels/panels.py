@@ -292,21 +292,42 @@ def values_cotangent(meta, cols, x, ct, *, shape):
 panels_matmat_p = Primitive("bcoo_array_panels_matmat")
 
 
-def panels_matmat(values, meta, cols, x, *, shape, use_kernel: bool = True, unroll: int | None = None):
+def panels_matmat(values, meta, cols, x, *, shape, use_kernel: bool = True, unroll: int | None = None, sell=()):
     """``(A @ x.T).T`` in the ``panels`` layout: ``x`` of shape ``(n_rhs, k)`` to ``(n_rhs, m)``.
 
-    ``use_kernel=False`` takes the XLA formula (``panels_reference``);
-    ``unroll`` is the kernel's (``panels_kernel``).
-    Differentiable in ``values`` and ``x``, batchable over both.
+    ``use_kernel=False`` takes the XLA formulas (``panels_reference``,
+    ``.sell.sell_reference``); ``unroll`` is the kernel's
+    (``panels_kernel``). ``sell``: the layout's SELL-8 slots of the same
+    matrix, ``(values, table, rows, cols)`` (``.sell``), or ``()``. With
+    them, ``n_rhs`` right-hand sides run on whichever is cheaper
+    (``.sell.sell_is_cheaper``), decided from the shapes when the product is
+    traced, so a ``vmap`` over many vectors reaches the SELL kernel too.
+    Differentiable in the values (both copies) and ``x``, batchable over
+    them.
     """
-    return panels_matmat_p.bind(values, meta, cols, x, shape=tuple(shape), use_kernel=bool(use_kernel),
+    return panels_matmat_p.bind(values, meta, cols, x, *sell, shape=tuple(shape), use_kernel=bool(use_kernel),
                                 unroll=None if unroll is None else int(unroll))
 
 
-def _impl(values, meta, cols, x, *, shape, use_kernel, unroll):
+def _takes_sell(meta, cols, sell, n_rhs: int, dtype, *, shape, use_kernel: bool) -> bool:
+    """Whether a product of ``n_rhs`` right-hand sides runs on the SELL slots (``.sell.sell_is_cheaper``)."""
+    from .sell import fits, sell_is_cheaper
+
+    if not sell:
+        return False
+    kernel = use_kernel and np.dtype(dtype) == np.float32 and fits(shape)
+    return sell_is_cheaper(cols.shape[0], meta.shape[0] > 2, sell[2].shape[0], n_rhs, shape, kernel)
+
+
+def _impl(values, meta, cols, x, *sell, shape, use_kernel, unroll):
+    from .sell import sell_matmat
+
     dtype = jnp.result_type(values, x)
     if x.shape[0] == 0 or cols.shape[0] == 0:
         return jnp.zeros((x.shape[0], shape[0]), dtype)
+    if _takes_sell(meta, cols, sell, x.shape[0], dtype, shape=shape, use_kernel=use_kernel):
+        sv, table, rows, scols = sell
+        return sell_matmat(sv, table, rows, scols, x.T.astype(dtype), shape=shape, use_kernel=use_kernel).T
     if use_kernel and np.dtype(dtype).itemsize == 4 and np.dtype(dtype).kind in "fiu":
         return panels_kernel(values, meta, cols, x, shape=shape, unroll=unroll)
     return panels_reference(values, meta, cols, x, shape=shape)  # complex x (no 32-bit tile): the XLA formula
@@ -316,7 +337,7 @@ panels_matmat_p.def_impl(_impl)
 
 
 @panels_matmat_p.def_abstract_eval
-def _abstract(values, meta, cols, x, *, shape, use_kernel, unroll):
+def _abstract(values, meta, cols, x, *sell, shape, use_kernel, unroll):
     dtype = jnp.result_type(values.dtype, x.dtype)
     return jax.core.ShapedArray((x.shape[0], shape[0]), dtype)
 
@@ -325,14 +346,18 @@ mlir.register_lowering(panels_matmat_p, mlir.lower_fun(_impl, multiple_results=F
 
 
 def _jvp(primals, tangents, *, shape, use_kernel, unroll):
-    values, meta, cols, x = primals
-    dv, _, _, dx = tangents
-    y = panels_matmat_p.bind(values, meta, cols, x, shape=shape, use_kernel=use_kernel, unroll=unroll)
+    values, meta, cols, x, *sell = primals
+    dv, _, _, dx, *dsell = tangents
+    bind = functools.partial(panels_matmat_p.bind, shape=shape, use_kernel=use_kernel, unroll=unroll)
+    y = bind(values, meta, cols, x, *sell)
     dy = None
-    if type(dv) is not ad.Zero:
-        dy = panels_matmat_p.bind(dv, meta, cols, x, shape=shape, use_kernel=use_kernel, unroll=unroll)
+    dsv = dsell[0] if dsell else ad.Zero
+    if type(dv) is not ad.Zero or (sell and type(dsv) is not ad.Zero):  # linear in the two value copies
+        dv = ad.instantiate_zeros(dv)
+        tangent_sell = (ad.instantiate_zeros(dsv), *sell[1:]) if sell else ()
+        dy = bind(dv, meta, cols, x, *tangent_sell)
     if type(dx) is not ad.Zero:
-        t = panels_matmat_p.bind(values, meta, cols, dx, shape=shape, use_kernel=use_kernel, unroll=unroll)
+        t = bind(values, meta, cols, dx, *sell)
         dy = t if dy is None else dy + t
     if dy is None:
         dy = jnp.zeros_like(y)  # only the integer tables carried tangents (float0): the product does not move
@@ -342,39 +367,68 @@ def _jvp(primals, tangents, *, shape, use_kernel, unroll):
 ad.primitive_jvps[panels_matmat_p] = _jvp
 
 
-def _transpose(ct, values, meta, cols, x, *, shape, use_kernel, unroll):
+def _transpose(ct, values, meta, cols, x, *sell, shape, use_kernel, unroll):
+    from .sell import sell_reference
+
+    none = (None,) * (4 + len(sell))
     if type(ct) is ad.Zero:
-        return None, None, None, None
-    if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
+        return none
+    value_args = [values] + ([sell[0]] if sell else [])
+    if any(ad.is_undefined_primal(v) for v in value_args) and ad.is_undefined_primal(x):
         raise ValueError("the panels product is bilinear: transpose it in the values or in x, not both")
     if ad.is_undefined_primal(x):
-        return None, None, None, transpose_reference(values, meta, cols, ct, shape=shape).astype(x.aval.dtype)
-    dv = values_cotangent(meta, cols, x, ct, shape=shape)
-    if not jnp.issubdtype(values.aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
-        dv = jnp.real(dv)  # real values, complex x: the cotangent of a real input is the real part
-    return dv.astype(values.aval.dtype), None, None, None
+        return none[:3] + (transpose_reference(values, meta, cols, ct, shape=shape).astype(x.aval.dtype),) + none[4:]
+
+    def real(dv, aval):  # real values, complex x: the cotangent of a real input is the real part
+        if not jnp.issubdtype(aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
+            dv = jnp.real(dv)
+        return dv.astype(aval.dtype)
+
+    out = list(none)
+    dtype = jnp.result_type(ct, x)
+    if _takes_sell(meta, cols, sell, x.shape[0], dtype, shape=shape, use_kernel=use_kernel):
+        sv, table, rows, scols = sell  # the values' cotangent lands on the copy the product read
+        f = lambda v: sell_reference(v, rows, scols, x.T, shape=shape).T  # noqa: E731
+        (dsv,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(sv.aval.shape, dtype))(ct)
+        if ad.is_undefined_primal(sv):
+            out[4] = real(dsv, sv.aval)
+        if ad.is_undefined_primal(values):
+            out[0] = jnp.zeros(values.aval.shape, values.aval.dtype)
+        return tuple(out)
+    if ad.is_undefined_primal(values):
+        out[0] = real(values_cotangent(meta, cols, x, ct, shape=shape), values.aval)
+    if sell and ad.is_undefined_primal(sell[0]):
+        out[4] = jnp.zeros(sell[0].aval.shape, sell[0].aval.dtype)
+    return tuple(out)
 
 
 ad.primitive_transposes[panels_matmat_p] = _transpose
 
 
 def _batch(args, dims, *, shape, use_kernel, unroll):
-    values, meta, cols, x = args
-    dv, dm, dc, dx = dims
+    values, meta, cols, x, *sell = args
+    dv, dm, dc, dx, *dsell = dims
     params = dict(shape=shape, use_kernel=use_kernel, unroll=unroll)
-    if dm is not None or dc is not None:
+    if dm is not None or dc is not None or any(d is not None for d in dsell[1:]):
         raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
-    if dv is not None:  # mapped values: one product per value set (a loop of the kernel)
-        values = jnp.moveaxis(values, dv, 0)
-        if dx is not None:
-            x = jnp.moveaxis(x, dx, 0)
-            out = jax.lax.map(lambda a: panels_matmat(a[0], meta, cols, a[1], **params), (values, x))
-        else:
-            out = jax.lax.map(lambda v: panels_matmat(v, meta, cols, x, **params), values)
-        return out, 0
+    dsv = dsell[0] if dsell else None
+    if dv is not None or dsv is not None:  # mapped values: one product per value set (a loop of the kernel)
+        B = (values.shape[dv] if dv is not None else sell[0].shape[dsv])
+        values = jnp.moveaxis(values, dv, 0) if dv is not None else jnp.broadcast_to(values, (B,) + values.shape)
+        svals = ()
+        if sell:
+            svals = jnp.moveaxis(sell[0], dsv, 0) if dsv is not None else jnp.broadcast_to(sell[0], (B,) + sell[0].shape)
+        xs = jnp.moveaxis(x, dx, 0) if dx is not None else None
+
+        def one(a):
+            v, sv, xi = a
+            s = (sv, *sell[1:]) if sell else ()
+            return panels_matmat(v, meta, cols, x if xi is None else xi, sell=s, **params)
+
+        return jax.lax.map(one, (values, svals if sell else None, xs)), 0
     x = jnp.moveaxis(x, dx, 0)  # (B, n_rhs, k): every mapped column is one more right-hand side
     B, n = x.shape[0], x.shape[1]
-    y = panels_matmat(values, meta, cols, x.reshape(B * n, x.shape[2]), **params)
+    y = panels_matmat(values, meta, cols, x.reshape(B * n, x.shape[2]), sell=tuple(sell), **params)
     return y.reshape(B, n, shape[0]), 0
 
 
