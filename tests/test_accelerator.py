@@ -795,6 +795,35 @@ def test_sell_kernel_in_interpret_mode_matches_scipy(slots_per_step):
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
 
 
+@settings(max_examples=10, deadline=None)
+@given(m=st.integers(1, 300), k=st.integers(1, 300), density=st.sampled_from((0.0, 0.01, 0.05, 0.3)),
+       long_row=st.booleans(), slots_per_step=st.sampled_from((128, 256)), n_rhs=st.sampled_from((1, 5, 129)),
+       unroll=st.sampled_from((1, 2)), seed=st.integers(0, 2**16))
+def test_sell_kernel_breadth(m, k, density, long_row, slots_per_step, n_rhs, unroll, seed):
+    # Hypothesis: shapes from 1 x 1, empty and full rows, one row long enough to straddle grid steps, right-hand
+    # sides from 1 to 129 (two calls): the kernel (interpret mode) and its XLA formula against scipy.
+    from bcoo_array._kernels import sell
+
+    rng = np.random.default_rng(seed)
+    S = sp.random_array((m, k), density=density, rng=rng, format="lil").astype(np.float32)
+    if long_row:
+        S[rng.integers(m), :] = rng.standard_normal(k).astype(np.float32)
+    S = sp.csr_array(S)
+    S.sort_indices()
+    C = S.tocoo()
+    slot, table, s_rows, s_cols = sell.sell_tables(C.row, C.col, (m, k), slots_per_step)
+    vals = np.zeros(len(s_rows), np.float32)
+    vals[slot] = C.data
+    X = rng.standard_normal((k, n_rhs)).astype(np.float32)
+    ref = S.astype(np.float64) @ X.astype(np.float64)
+    got = sell.sell_kernel(jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols), jnp.asarray(X), shape=(m, k),
+                           interpret=True, unroll=unroll)
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-4)
+    got = sell.sell_reference(jnp.asarray(vals), jnp.asarray(s_rows), jnp.asarray(s_cols), jnp.asarray(X),
+                              shape=(m, k))
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-4)
+
+
 def test_sell_kernel_lowers_for_a_tpu():
     # jax.export to the "tpu" platform on this CPU: the Mosaic lowering's own checks (SMEM blocks, dynamic
     # row loads and stores, the DMAs of x and the result) run without the chip.
