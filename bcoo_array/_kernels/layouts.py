@@ -113,8 +113,8 @@ PANELS_MAX_PADDING = 64
 #: cheaper, for the matrix and for its transpose; ``True`` or ``False`` forces mixed or uniform tiles.
 PANELS_MIXED: bool | None = None
 
-#: Largest ``panels`` layout (bytes of its values and local columns, the transpose's
-#: included) the automatic choice takes: its tiles are mostly padding on scattered
+#: Largest ``panels`` layout (bytes of its values and local columns, and of its SELL
+#: slots' values, rows and columns, the transpose's included) the automatic choice takes: its tiles are mostly padding on scattered
 #: patterns (cage11 100 MiB with uniform tiles, 40 MiB with mixed ones, against the
 #: ``blocks`` layout's 19 MiB), and an operator should not take a large share of a
 #: chip's memory (16 GiB on a TPU v5e) unasked. ``layout="panels"`` builds larger ones.
@@ -584,7 +584,8 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
         n_tiles, mixed = _panel_tiles(_panels.tile_counts(r, c, (m, k)), backend, mixed_tiles)
         out["panel_tiles"], out["panel_mixed"] = n_tiles, mixed
         slots = n_tiles * _panels.SUBLANES * _panels.LANES
-        if slots <= PANELS_MAX_PADDING * nnz + 1024 and 2 * slots * (s + 4) <= PANELS_AUTO_MAX_BYTES:
+        if (slots <= PANELS_MAX_PADDING * nnz + 1024
+                and 2 * (slots * (s + 4) + nnz * (s + 8)) <= PANELS_AUTO_MAX_BYTES):  # tiles and SELL slots
             per_tile = cost["panel_mixed_tile" if mixed else "panel_tile"]
             out["panels"] = (n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + per_tile)
                              + cost["panel_call"] + 2 * vec)
