@@ -848,3 +848,14 @@ def test_panels_of_a_matrix_without_stored_entries():
     np.testing.assert_array_equal(np.asarray(op.T @ np.ones(200, np.float32)), np.zeros(130, np.float32))
     assert np.asarray(layouts.place_values_host(np.zeros(0, np.float32), np.zeros(0, np.int32), 10,
                                                 np.zeros((0, 3), np.int32))).shape == (10,)
+
+
+def test_sell_tables_refuse_bad_entries():
+    from bcoo_array._kernels import sell
+
+    with pytest.raises(ValueError, match="sorted by row"):
+        sell.sell_tables(np.array([2, 1]), np.array([0, 0]), (3, 3))
+    with pytest.raises(ValueError, match="shape"):
+        sell.sell_tables(np.array([0, 3]), np.array([0, 0]), (3, 3))
+    with pytest.raises(ValueError, match="length"):
+        sell.sell_tables(np.array([0, 1]), np.array([0]), (3, 3))

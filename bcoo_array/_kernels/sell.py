@@ -145,15 +145,20 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
       range for the XLA formula).
 
     ``pad`` adds empty grid steps up to ``pad_steps``. Raises ``ValueError``
-    where a row or column index is negative or out of ``shape``.
+    where a row or column index is negative or out of ``shape``, or the rows
+    are not sorted.
     """
     m, k = shape
     E = int(slots_per_step)
-    if len(rows) and (min(rows.min(), cols.min()) < 0 or rows.max() >= m or cols.max() >= k):
-        raise ValueError(f"sell_tables: rows and cols must index a matrix of shape {tuple(shape)}")
+    rows = np.asarray(rows, np.int64).reshape(-1)
+    cols = np.asarray(cols, np.int64).reshape(-1)
     n = len(rows)
-    rows = np.asarray(rows, np.int64)
-    cols = np.asarray(cols, np.int64)
+    if len(cols) != n:
+        raise ValueError(f"sell_tables: rows and cols differ in length ({n} and {len(cols)})")
+    if n and (min(rows.min(), cols.min()) < 0 or rows.max() >= m or cols.max() >= k):
+        raise ValueError(f"sell_tables: rows and cols must index a matrix of shape {tuple(shape)}")
+    if np.any(rows[1:] < rows[:-1]):
+        raise ValueError("sell_tables: the entries must be sorted by row (np.lexsort((cols, rows)))")
     counts = np.bincount(rows, minlength=m)
     order = np.argsort(-counts, kind="stable")[:int(np.count_nonzero(counts))]  # non-empty rows, longest first
     rank = np.empty(m, np.int64)
