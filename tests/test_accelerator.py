@@ -859,3 +859,17 @@ def test_sell_tables_refuse_bad_entries():
         sell.sell_tables(np.array([0, 3]), np.array([0, 0]), (3, 3))
     with pytest.raises(ValueError, match="length"):
         sell.sell_tables(np.array([0, 1]), np.array([0]), (3, 3))
+
+
+def test_an_eager_vector_product_leaves_the_sell_slots_out_of_its_program(monkeypatch):
+    # A concrete vector never runs on the SELL slots, so their shapes (which vary with nse) must not enter the
+    # compiled program's key: an eager SpMV of a matrix of another nse reuses the program. A matrix X does.
+    A = _bcoo(MATRICES["symmetric"])
+    op = accelerator.prepare(A, layout="panels", reorder=False)
+    seen = []
+    real = accel._compiled_product
+    monkeypatch.setattr(accel, "_compiled_product", lambda v, arrays, *a, **kw: seen.append(set(arrays)) or
+                        real(v, arrays, *a, **kw))
+    op @ np.ones(300, np.float32)
+    op @ np.ones((300, 3), np.float32)
+    assert not any(n.startswith("s_") for n in seen[0]) and "s_table" in seen[1]

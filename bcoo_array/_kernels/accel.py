@@ -444,12 +444,17 @@ def compiled_product(values, arrays, x, perm=None, inverse=None, *, kind: str, s
     operations, one dispatch each took seconds on a first call. Inside an
     outer trace it inlines. Where no check applies (``needs_check``) the
     program does not take the stored entries' COO arrays (and it never
-    takes ``slot_t``), so it depends on the layout's parameters and shapes
-    only, not on ``nse``; where one applies they are padded to a size bucket.
+    takes ``slot_t``, nor, for a concrete vector ``x``, the ``panels``
+    layout's SELL slots), so it depends on the layout's parameters and shapes only, not on
+    ``nse``; where one applies they are padded to a size bucket.
     """
     checked = checked and needs_check(kind, dict(static), x.ndim)
     # only what the product reads enters the program (``slot_t`` places values, ``u_*`` serve the check)
     arrays = {name: a for name, a in arrays.items() if name != "slot_t" and (checked or not name.startswith("u_"))}
+    from .._shapes import is_tracer
+
+    if x.ndim == 1 and not is_tracer(x):  # a concrete vector never takes the SELL slots (a vmap over vectors may)
+        arrays = {name: a for name, a in arrays.items() if not name.startswith("s_")}
     return _compiled_product(values, arrays, x, perm, inverse, kind=kind, static=static, shape=shape, lanes=lanes,
                              transpose=transpose, checked=checked)
 
