@@ -61,43 +61,11 @@ import scipy.sparse as sp
 
 from . import panels as _panels
 from . import sell as _sell
+from .costs import COSTS
 from .host import unique_ints
 
 #: Tile shapes tried for the ``tiles`` layout: (bm, bk), bk a TPU lane row.
 TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128, 128))
-
-#: What one operation costs on each backend, in bytes-equivalent: the bytes the
-#: chip streams in the time it takes. TPU v5e, measured (``benchmarks/accelerator.py``'s
-#: calibration, 368 GB/s streamed): XLA's element gather 0.11 G/s (3,350), a lane
-#: gather (``.accel.gather``) 0.29 G/s (1,270), a gather of 128-lane rows 0.15 G
-#: rows/s (2,400 with the row's bytes), a segment sum 0.11-0.13 G/s (3,000). Fitted
-#: to products timed in a solver's loop (``--layouts panels,blocks``, 2026-12-06):
-#: the ``blocks`` layout's compare-select-adds at 1.0 per element (its products ran
-#: 1.6-4x slower than 0.3 priced them), a tile of the ``panels`` kernel at about
-#: 30 ns (3,000 beyond its 8 KiB of values and columns) plus 9 us per call (3.3e6: the
-#: broadcast of ``x``, the launch, the sum of the partial sums), a permutation of ``x`` or
-#: ``y`` (a lane gather) at about 2 ns per element (800), and one diagonal of the
-#: ``dia`` layout at a fixed 0.4 us beyond its bytes (140,000: 177 diagonals of
-#: bcsstk16 took 75 us where their bytes stream in 9). Several columns of ``x``
-#: (``--spmm 16,128``, in a loop, 2026-12-06): a mixed panels tile costs 6.5-10 ns more
-#: per column (3,700: delaunay_n16's 3,584 mixed tiles took 4.78 ms for 128 columns),
-#: a uniform one 5.3 ns (1,850: bcsstk16's 640 took 0.43 ms), a
-#: COO product's row gather and sorted segment sum 11.4 ns per entry up to 128
-#: columns (4,000: nh2010's 234,550 entries took 2.67 ms). The SELL-8 kernel
-#: (``.sell``, 128 columns, 2026-12-06): 2.3 ns per slot (800) and 75 ns per slice
-#: of 8 rows (26,000), fitted to nh2010 (1.03 ms), cage11 (1.63), delaunay_n16
-#: (1.58), bayer10 (0.34) and bcsstk16 (0.69). CPUs and GPUs gather at
-#: a few times their streaming cost per element.
-COSTS: dict[str, dict[str, float]] = {
-    "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
-            "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
-            "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0,
-            "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0},
-    "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
-            "permute": 32.0, "dia_pass": 0.0},
-    "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,
-            "permute": 16.0, "dia_pass": 0.0},
-}
 
 #: Block shapes ``(R, P)`` of the ``blocks`` layout (R output rows by P columns) and
 #: the chunk sizes E (entries per chunk) tried for it.
@@ -422,7 +390,7 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     (T, 8, 128) int32, each slot's column within its panel (-1 for
     padding), the same of the transpose (``meta_t``, ``lcols_t``), the
     SELL chunk table and each SELL slot's row and column (``s_table``,
-    ``s_rows``, ``s_cols``, in ``sell.pad_steps`` grid steps so that shapes
+    ``s_rows``, ``s_cols``, in ``_sell_steps`` grid steps so that shapes
     repeat across matrices; ``s_table_t``, ``s_rows_t``, ``s_cols_t`` of the
     transpose) and ``slot_t`` (nse, 3), each entry's slot in the
     transpose's tiles and in the two SELL parts of the value buffer. The
@@ -437,8 +405,8 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     uslot, meta, lcols, _ = _panel_tables(ur, uc, (m, k), mixed)
     uslot_t, meta_t, lcols_t, _ = _panel_tables(uc, ur, (k, m), mixed)
     order_t = np.lexsort((ur, uc))  # the unique entries by column, then row: the transpose's rows
-    sslot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=True)
-    sslot_t, s_table_t, s_rows_t, s_cols_t = _sell.sell_tables(uc[order_t], ur[order_t], (k, m), pad=True)
+    sslot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=_sell_steps)
+    sslot_t, s_table_t, s_rows_t, s_cols_t = _sell.sell_tables(uc[order_t], ur[order_t], (k, m), pad=_sell_steps)
     uslot_st = np.empty_like(sslot_t)
     uslot_st[order_t] = sslot_t
     n1, n2, n3, n4 = lcols.size, lcols_t.size, s_rows.size, s_rows_t.size
@@ -458,6 +426,12 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
                       s_table_t=s_table_t, s_rows_t=s_rows_t, s_cols_t=s_cols_t,
                       slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
+
+
+def _sell_steps(steps: int) -> int:
+    """Grid steps a SELL table of ``steps`` steps is padded to (``.sell.sell_tables``): up to 8 as they
+    are, then a ``size_bucket`` (at most 25% more), so that matrices of similar size share programs."""
+    return steps if steps <= 8 else size_bucket(steps)
 
 
 def build_dia(rows, cols, valid, shape, offsets=None) -> Layout:

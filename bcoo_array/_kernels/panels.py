@@ -1,7 +1,7 @@
 """The ``panels`` layout's product: a Pallas TPU kernel with ``x`` resident in VMEM.
 
 XLA's gathers on a TPU cost about 9 ns per index whatever their width
-(``.layouts.COSTS``), so every XLA formulation of an irregular product is
+(``.costs.COSTS``), so every XLA formulation of an irregular product is
 bound by its gathers. This kernel has none in HBM: the whole of ``x`` and of
 the result stay in VMEM for the call, and each stored entry's element of
 ``x`` is picked *inside a vector register* by a lane gather.
@@ -59,6 +59,8 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
+
+from . import sell as _sell
 
 #: Lanes of a vector register (rows of a row block, columns of a panel) and its sublanes (slots per tile).
 LANES = 128
@@ -311,23 +313,19 @@ def panels_matmat(values, meta, cols, x, *, shape, use_kernel: bool = True, unro
 
 def _takes_sell(meta, cols, sell, n_rhs: int, dtype, *, shape, use_kernel: bool) -> bool:
     """Whether a product of ``n_rhs`` right-hand sides runs on the SELL slots (``.sell.sell_is_cheaper``)."""
-    from .sell import fits, sell_is_cheaper
-
     if not sell:
         return False
-    kernel = use_kernel and np.dtype(dtype) == np.float32 and fits(shape)
-    return sell_is_cheaper(cols.shape[0], meta.shape[0] > 2, sell[2].shape[0], n_rhs, shape, kernel)
+    kernel = use_kernel and np.dtype(dtype) == np.float32 and _sell.fits(shape)
+    return _sell.sell_is_cheaper(cols.shape[0], meta.shape[0] > 2, sell[2].shape[0], n_rhs, shape, kernel)
 
 
 def _impl(values, meta, cols, x, *sell, shape, use_kernel, unroll):
-    from .sell import sell_matmat
-
     dtype = jnp.result_type(values, x)
     if x.shape[0] == 0 or cols.shape[0] == 0:
         return jnp.zeros((x.shape[0], shape[0]), dtype)
     if _takes_sell(meta, cols, sell, x.shape[0], dtype, shape=shape, use_kernel=use_kernel):
         sv, table, rows, scols = sell
-        return sell_matmat(sv, table, rows, scols, x.T.astype(dtype), shape=shape, use_kernel=use_kernel).T
+        return _sell.sell_matmat(sv, table, rows, scols, x.T.astype(dtype), shape=shape, use_kernel=use_kernel).T
     if use_kernel and np.dtype(dtype).itemsize == 4 and np.dtype(dtype).kind in "fiu":
         return panels_kernel(values, meta, cols, x, shape=shape, unroll=unroll)
     return panels_reference(values, meta, cols, x, shape=shape)  # complex x (no 32-bit tile): the XLA formula
@@ -368,8 +366,6 @@ ad.primitive_jvps[panels_matmat_p] = _jvp
 
 
 def _transpose(ct, values, meta, cols, x, *sell, shape, use_kernel, unroll):
-    from .sell import sell_reference
-
     none = (None,) * (4 + len(sell))
     if type(ct) is ad.Zero:
         return none
@@ -388,7 +384,7 @@ def _transpose(ct, values, meta, cols, x, *sell, shape, use_kernel, unroll):
     dtype = jnp.result_type(ct, x)
     if _takes_sell(meta, cols, sell, x.shape[0], dtype, shape=shape, use_kernel=use_kernel):
         sv, table, rows, scols = sell  # the values' cotangent lands on the copy the product read
-        f = lambda v: sell_reference(v, rows, scols, x.T, shape=shape).T  # noqa: E731
+        f = lambda v: _sell.sell_reference(v, rows, scols, x.T, shape=shape).T  # noqa: E731
         (dsv,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(sv.aval.shape, dtype))(ct)
         if ad.is_undefined_primal(sv):
             out[4] = real(dsv, sv.aval)

@@ -5,7 +5,7 @@ entry and right-hand side, so its cost grows with the columns of ``x``
 (about 10 ns per tile and column on a TPU v5e). With many columns a stored
 entry ``(r, c, v)`` is better served by a whole row: ``y[r, :] += v *
 x[c, :]`` is one 128-lane vector operation for up to 128 columns. XLA's row
-gathers cost about 9 ns per row on a TPU (``.layouts.COSTS``), so this
+gathers cost about 9 ns per row on a TPU (``.costs.COSTS``), so this
 kernel gathers inside VMEM instead:
 
 - ``x`` (``k`` rows, the right-hand sides on the 128 lanes, then zero rows)
@@ -27,7 +27,7 @@ kernel gathers inside VMEM instead:
 
 On a TPU v5e with 128 columns a slot costs about 2.3 ns and a slice 75 ns
 (nh2010: 1.03 ms against 2.63 for a COO product and 3.98 for jax's BCOO;
-``.layouts.COSTS``), whatever the number of columns up to 128, where the
+``.costs.COSTS``), whatever the number of columns up to 128, where the
 panels kernel is cheaper for a few columns (``accel._sell_is_cheaper``).
 
 The product is the primitive ``sell_matmat_p`` (linear in the values and in
@@ -49,6 +49,8 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
+
+from .costs import COSTS
 
 #: Lanes of a vector register (right-hand sides per kernel call) and its sublanes (rows of a slice).
 LANES = 128
@@ -86,7 +88,7 @@ def sell_is_cheaper(n_tiles: int, mixed: bool, n_slots: int, n_rhs: int, shape, 
     in ``n_tiles`` tiles of the ``panels`` kernel (``.panels``), each of which takes one lane gather per
     column.
 
-    Priced with ``.layouts.COSTS["tpu"]``: ``panel_rhs_tile`` per mixed tile
+    Priced with ``.costs.COSTS["tpu"]``: ``panel_rhs_tile`` per mixed tile
     and column, ``panel_rhs_uniform_tile`` per uniform one (``mixed``),
     against ``sell_slot`` per slot and ``sell_chunk`` per slice of 8 rows
     (and per grid step), per 128 columns; ``coo_row_entry`` per slot where
@@ -94,8 +96,6 @@ def sell_is_cheaper(n_tiles: int, mixed: bool, n_slots: int, n_rhs: int, shape, 
     product, runs). Decided from array shapes, so the choice costs no
     program of its own.
     """
-    from .layouts import COSTS
-
     cost = COSTS["tpu"]
     groups = -(-n_rhs // LANES)
     if kernel:
@@ -114,16 +114,8 @@ def _table_width(slots_per_step: int) -> int:
     return -(-(1 + CHUNK_FIELDS * (slots_per_step // SUBLANES)) // 128) * 128
 
 
-def pad_steps(steps: int) -> int:
-    """Grid steps a SELL table of ``steps`` steps is padded to: up to 8 as they are, then four sizes per
-    octave (``.layouts.size_bucket``, at most 25% more), so that matrices of similar size share programs."""
-    from .layouts import size_bucket
-
-    return max(1, steps) if steps <= 8 else size_bucket(steps)
-
-
 def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int = SLOTS_PER_STEP,
-                pad: bool = False):
+                pad=None):
     """Host: the SELL-8 slots of unique entries sorted by row (then column), in grid steps.
 
     Rows are sorted by their entry count, longest first (SELL-C-sigma with
@@ -144,7 +136,8 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
       8)`` (at least ``k``: a zero row of the kernel's ``x``, and out of
       range for the XLA formula).
 
-    ``pad`` adds empty grid steps up to ``pad_steps``. Raises ``ValueError``
+    ``pad``: a function of the step count giving the steps to keep (empty
+    ones added; ``.layouts`` pads to size buckets), or None. Raises ``ValueError``
     where a row or column index is negative or out of ``shape``, or the rows
     are not sorted.
     """
@@ -173,7 +166,7 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
     d = np.arange(n) - row_start[rows]  # the entry's depth within its row
     slot = start[rank[rows] // SUBLANES] + d * SUBLANES + rank[rows] % SUBLANES
     steps = max(1, -(-int(start[-1]) // E))
-    steps = pad_steps(steps) if pad else steps
+    steps = steps if pad is None else max(steps, int(pad(steps)))
     s_rows = np.full(steps * E, m, np.int64)
     s_cols = np.full(steps * E, _tiles(k) * SUBLANES, np.int64)
     s_rows[slot] = rows

@@ -1,0 +1,37 @@
+"""What the operations of the accelerator layouts cost on each backend: the table ``.layouts`` chooses a
+layout with and ``.sell`` chooses a kernel with (a module of its own, below both)."""
+
+from __future__ import annotations
+
+#: What one operation costs on each backend, in bytes-equivalent: the bytes the
+#: chip streams in the time it takes. TPU v5e, measured (``benchmarks/accelerator.py``'s
+#: calibration, 368 GB/s streamed): XLA's element gather 0.11 G/s (3,350), a lane
+#: gather (``.accel.gather``) 0.29 G/s (1,270), a gather of 128-lane rows 0.15 G
+#: rows/s (2,400 with the row's bytes), a segment sum 0.11-0.13 G/s (3,000). Fitted
+#: to products timed in a solver's loop (``--layouts panels,blocks``, 2026-12-06):
+#: the ``blocks`` layout's compare-select-adds at 1.0 per element (its products ran
+#: 1.6-4x slower than 0.3 priced them), a tile of the ``panels`` kernel at about
+#: 30 ns (3,000 beyond its 8 KiB of values and columns) plus 9 us per call (3.3e6: the
+#: broadcast of ``x``, the launch, the sum of the partial sums), a permutation of ``x`` or
+#: ``y`` (a lane gather) at about 2 ns per element (800), and one diagonal of the
+#: ``dia`` layout at a fixed 0.4 us beyond its bytes (140,000: 177 diagonals of
+#: bcsstk16 took 75 us where their bytes stream in 9). Several columns of ``x``
+#: (``--spmm 16,128``, in a loop, 2026-12-06): a mixed panels tile costs 6.5-10 ns more
+#: per column (3,700: delaunay_n16's 3,584 mixed tiles took 4.78 ms for 128 columns),
+#: a uniform one 5.3 ns (1,850: bcsstk16's 640 took 0.43 ms), a
+#: COO product's row gather and sorted segment sum 11.4 ns per entry up to 128
+#: columns (4,000: nh2010's 234,550 entries took 2.67 ms). The SELL-8 kernel
+#: (``.sell``, 128 columns, 2026-12-06): 2.3 ns per slot (800) and 75 ns per slice
+#: of 8 rows (26,000), fitted to nh2010 (1.03 ms), cage11 (1.63), delaunay_n16
+#: (1.58), bayer10 (0.34) and bcsstk16 (0.69). CPUs and GPUs gather at
+#: a few times their streaming cost per element.
+COSTS: dict[str, dict[str, float]] = {
+    "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
+            "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
+            "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0,
+            "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0},
+    "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
+            "permute": 32.0, "dia_pass": 0.0},
+    "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,
+            "permute": 16.0, "dia_pass": 0.0},
+}
