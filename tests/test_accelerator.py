@@ -9,6 +9,7 @@ cost model.
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import jax
@@ -835,6 +836,65 @@ def test_sell_kernel_lowers_for_a_tpu():
     f = jax.jit(lambda v, t, c, x: sell.sell_kernel(v, t, c, x, shape=(900, 1000), interpret=False))
     exported = jax.export.export(f, platforms=["tpu"])(*args)
     assert exported.mlir_module().count("tpu_custom_call") >= 2  # 200 columns: two calls of 128 lanes
+
+
+def _scoped_vmem_sizes(module_text: str) -> set:
+    """The VMEM limits (bytes) the lowered Mosaic kernels of an exported module ask for."""
+    import re
+
+    return {int(v) for v in re.findall(r"scoped_memory_configs.{0,80}?size\\22: (\d+)", module_text)}
+
+
+@pytest.mark.parametrize("capacity_mib", [128, 64, 16])
+def test_kernels_size_their_vmem_by_the_chip(monkeypatch, capacity_mib):
+    # A TPU 7x has half a v5e's VMEM, a v4 an eighth: the limits the kernels ask Mosaic for keep their
+    # share of the chip's VMEM, what they keep resident fits inside them, and matrices too large for it
+    # take another path instead of failing to compile.
+    from bcoo_array._kernels import costs, panels, sell
+
+    capacity = capacity_mib << 20
+    monkeypatch.setattr(costs, "vmem_capacity_bytes", lambda: capacity)
+    assert panels.vmem_limit_bytes() == capacity * 3 // 4 <= capacity
+    assert sell.vmem_limit_bytes() == capacity * 25 // 32
+    assert 2 * 4 * panels.resident_max_elements() + panels.PIPELINE_BYTES <= panels.vmem_limit_bytes()
+    assert sell.resident_max_bytes() + sell.MOSAIC_BYTES <= sell.vmem_limit_bytes()
+    if capacity_mib == 128:  # the limits tuned on a v5e stand
+        assert panels.resident_max_elements() == panels.RESIDENT_MAX_ELEMENTS
+        assert sell.resident_max_bytes() == sell.RESIDENT_MAX_BYTES
+    # x and A @ x of 400,000 rows and columns take 25 MiB in the panels kernel's slabs (double-buffered:
+    # 50), of 80,000 rows and columns 78 MiB as the SELL kernel's rows of 128 lanes
+    assert panels.fits((400_000, 400_000)) == (capacity_mib == 128)
+    assert sell.fits((80_000, 80_000)) == (capacity_mib == 128)
+    assert panels.fits((1000, 1000)) and sell.fits((1000, 1000))
+    args = (np.zeros(sell.SLOTS_PER_STEP, np.float32), np.zeros((1, sell._table_width(2048)), np.int32),
+            np.zeros(sell.SLOTS_PER_STEP, np.int32), np.zeros((1000, 8), np.float32))
+    f = jax.jit(lambda v, t, c, x: sell.sell_kernel(v, t, c, x, shape=(900, 1000), interpret=False))
+    assert _scoped_vmem_sizes(jax.export.export(f, platforms=["tpu"])(*args).mlir_module()) == {
+        sell.vmem_limit_bytes()}
+    T = panels.pad_tiles(40)
+    args = (np.zeros(T * 1024, np.float32), np.zeros((2, T), np.int32), np.full((T, 8, 128), -1, np.int32),
+            np.zeros((1, 1000), np.float32))
+    f = jax.jit(lambda v, m, c, x: panels.panels_kernel(v, m, c, x, shape=(900, 1000), interpret=False))
+    assert _scoped_vmem_sizes(jax.export.export(f, platforms=["tpu"])(*args).mlir_module()) == {
+        panels.vmem_limit_bytes()}
+
+
+def test_vmem_capacity_of_the_device(monkeypatch):
+    # Off a TPU: the v5e's the limits were tuned on; on a TPU JAX does not know: the least of any TPU.
+    from jax.experimental.pallas import tpu as pltpu
+
+    from bcoo_array._kernels import costs
+
+    assert costs.vmem_capacity_bytes() == costs.TUNED_VMEM_BYTES == 128 << 20
+    monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
+
+    def unknown():
+        raise ValueError("Unsupported TPU device kind: TPU v99")
+
+    monkeypatch.setattr(pltpu, "get_tpu_info", unknown)
+    assert costs.vmem_capacity_bytes.__wrapped__() == costs.SMALLEST_VMEM_BYTES
+    monkeypatch.setattr(pltpu, "get_tpu_info", lambda: types.SimpleNamespace(vmem_capacity_bytes=64 << 20))
+    assert costs.vmem_capacity_bytes.__wrapped__() == 64 << 20
 
 
 def test_panels_of_a_matrix_without_stored_entries():

@@ -1,7 +1,43 @@
-"""What the operations of the accelerator layouts cost on each backend: the table ``.layouts`` chooses a
-layout with and ``.sell`` chooses a kernel with (a module of its own, below both)."""
+"""What the operations of the accelerator layouts cost on each backend, and the VMEM the TPU kernels may
+take: the table ``.layouts`` chooses a layout with and ``.sell`` chooses a kernel with, and the chip's VMEM
+that ``.panels`` and ``.sell`` size their resident arrays by (a module of its own, below all three)."""
 
 from __future__ import annotations
+
+import functools
+
+import jax
+from jax.experimental.pallas import tpu as pltpu
+
+#: VMEM of one TensorCore of a TPU v5e (and v6e), the chip the kernels' limits were tuned on; taken off a
+#: TPU, where the Pallas kernels run in interpret mode.
+TUNED_VMEM_BYTES = 128 << 20
+
+#: VMEM assumed for a TPU that ``pltpu.get_tpu_info`` does not know: the least of any TPU (v2-v4).
+SMALLEST_VMEM_BYTES = 16 << 20
+
+
+@functools.cache
+def vmem_capacity_bytes() -> int:
+    """VMEM of one TensorCore of the default device (bytes).
+
+    On a TPU, ``jax.experimental.pallas.tpu.get_tpu_info().vmem_capacity_bytes``
+    (64 MiB on a TPU 7x, 16 MiB on a v4, 128 MiB on a v5e); ``SMALLEST_VMEM_BYTES``
+    for a chip it does not know; ``TUNED_VMEM_BYTES`` off a TPU, where the
+    kernels run in Pallas interpret mode and VMEM limits are not checked.
+    """
+    if jax.default_backend() != "tpu":
+        return TUNED_VMEM_BYTES
+    try:
+        return int(pltpu.get_tpu_info().vmem_capacity_bytes)
+    except (ValueError, NotImplementedError):  # a device kind this JAX does not list
+        return SMALLEST_VMEM_BYTES
+
+
+def vmem_share(tuned_bytes: int) -> int:
+    """``tuned_bytes`` of a ``TUNED_VMEM_BYTES`` chip's VMEM, scaled to the default device's
+    (``vmem_capacity_bytes``): a kernel's VMEM limit keeps its share of the chip."""
+    return int(tuned_bytes) * vmem_capacity_bytes() // TUNED_VMEM_BYTES
 
 #: What one operation costs on each backend, in bytes-equivalent: the bytes the
 #: chip streams in the time it takes. TPU v5e, measured (``benchmarks/accelerator.py``'s

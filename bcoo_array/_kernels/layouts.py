@@ -615,7 +615,7 @@ def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None =
                          f"has {itemsize}-byte values: cast it with A.astype('float32') or pick another layout")
     if not _panels.fits((m, k)):
         raise ValueError(f"layout='panels' keeps x and A @ x in VMEM; a {m} x {k} matrix needs more than "
-                         f"{_panels.RESIDENT_MAX_ELEMENTS} resident elements: pick another layout (or None)")
+                         f"{_panels.resident_max_elements()} resident elements: pick another layout (or None)")
     key = unique_ints(rows[valid] * k + cols[valid])
     if n_tiles is None:
         n_tiles, _ = _panel_tiles(_panels.tile_counts(key // k, key % k, (m, k)), mixed=mixed)

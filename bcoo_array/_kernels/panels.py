@@ -60,6 +60,7 @@ from jax.experimental.pallas import tpu as pltpu
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
+from . import costs as _costs
 from . import sell as _sell
 
 #: Lanes of a vector register (rows of a row block, columns of a panel) and its sublanes (slots per tile).
@@ -82,22 +83,42 @@ TILE_UNROLL = 8
 #: times unrolled product took the same time (0.6 ms of dispatch dominate it).
 EAGER_TILE_UNROLL = 4
 
-#: VMEM the kernel may use (bytes): ``x`` and the result stay resident, twice (the pipeline's buffers).
+#: VMEM the kernel may use on a 128 MiB chip (bytes; ``vmem_limit_bytes`` scales it to the chip in use):
+#: ``x`` and the result stay resident, twice (the pipeline's buffers).
 VMEM_LIMIT_BYTES = 96 << 20
 
+#: VMEM of the pipeline's other buffers (bytes): a grid step's tile values and columns, twice (4 MiB),
+#: and room for Mosaic's own.
+PIPELINE_BYTES = 8 << 20
+
 #: Largest ``x`` plus result (elements, per right-hand side times right-hand sides) the kernel keeps in
-#: VMEM, each held as ``(8, 128)`` slabs: a panel of ``x`` repeated on the 8 sublanes (one aligned load
-#: per tile) and 8 partial sums per row block (summed after the kernel).
+#: VMEM on a 128 MiB chip (``resident_max_elements``: on the chip in use), each held as ``(8, 128)``
+#: slabs: a panel of ``x`` repeated on the 8 sublanes (one aligned load per tile) and 8 partial sums
+#: per row block (summed after the kernel).
 RESIDENT_MAX_ELEMENTS = 8 << 20
 
 #: Right-hand sides one kernel call takes (its tile loop is unrolled over them); more run in groups.
 RHS_PER_CALL = 8
 
 
+def vmem_limit_bytes() -> int:
+    """The kernel's VMEM limit on the chip in use: ``VMEM_LIMIT_BYTES``'s share of its VMEM
+    (``.costs.vmem_share``; 96 MiB of a TPU v5e's 128, 48 of a TPU 7x's 64)."""
+    return _costs.vmem_share(VMEM_LIMIT_BYTES)
+
+
+def resident_max_elements() -> int:
+    """Largest ``x`` plus result (32-bit elements) the kernel keeps in VMEM on the chip in use:
+    ``RESIDENT_MAX_ELEMENTS``, or what ``vmem_limit_bytes`` holds twice beside ``PIPELINE_BYTES``
+    where that is less (0 where nothing fits: the layout is then never chosen)."""
+    return max(0, min(RESIDENT_MAX_ELEMENTS, (vmem_limit_bytes() - PIPELINE_BYTES) // (2 * 4)))
+
+
 def fits(shape, n_rhs: int = 1) -> bool:
-    """Whether ``x`` and ``A @ x`` of ``n_rhs`` columns stay resident in VMEM for a matrix of ``shape``."""
+    """Whether ``x`` and ``A @ x`` of ``n_rhs`` columns stay resident in VMEM for a matrix of ``shape``
+    (``resident_max_elements``)."""
     m, k = shape
-    return (_blocks(m) + _blocks(k)) * SUBLANES * LANES * max(n_rhs, 1) <= RESIDENT_MAX_ELEMENTS
+    return (_blocks(m) + _blocks(k)) * SUBLANES * LANES * max(n_rhs, 1) <= resident_max_elements()
 
 
 def _blocks(n: int) -> int:
@@ -189,7 +210,7 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
     m, k = shape
     n_rhs = x.shape[0]
     nrb, ncb = _blocks(m), _blocks(k)
-    group = max(1, min(RHS_PER_CALL, RESIDENT_MAX_ELEMENTS // ((nrb + ncb) * SUBLANES * LANES)))
+    group = max(1, min(RHS_PER_CALL, resident_max_elements() // ((nrb + ncb) * SUBLANES * LANES)))
     if n_rhs > group:  # VMEM holds x and the result of a few right-hand sides at a time
         return jnp.concatenate([panels_kernel(values, meta, cols, x[i:i + group], shape=shape, interpret=interpret,
                                               unroll=unroll) for i in range(0, n_rhs, group)], axis=0)
@@ -219,7 +240,7 @@ def panels_kernel(values, meta, cols, x, *, shape, interpret: bool | None = None
         ],
         out_specs=pl.BlockSpec((n_rhs, nrb, SUBLANES, LANES), lambda i: (0, 0, 0, 0)),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
-                                             vmem_limit_bytes=VMEM_LIMIT_BYTES),
+                                             vmem_limit_bytes=vmem_limit_bytes()),
         interpret=_interpret() if interpret is None else interpret,
     )
     out = call(meta_steps, vals, cols, xs)

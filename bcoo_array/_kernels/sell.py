@@ -28,7 +28,7 @@ kernel gathers inside VMEM instead:
 On a TPU v5e with 128 columns a slot costs about 2.3 ns and a slice 75 ns
 (nh2010: 1.03 ms against 2.63 for a COO product and 3.98 for jax's BCOO;
 ``.costs.COSTS``), whatever the number of columns up to 128, where the
-panels kernel is cheaper for a few columns (``accel._sell_is_cheaper``).
+panels kernel is cheaper for a few columns (``sell_is_cheaper``).
 
 The product is the primitive ``sell_matmat_p`` (linear in the values and in
 ``x``: its JVP binds it again, its transpose is JAX's transpose of the XLA
@@ -50,6 +50,7 @@ from jax.experimental.pallas import tpu as pltpu
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
+from . import costs as _costs
 from .costs import COSTS
 
 #: Lanes of a vector register (right-hand sides per kernel call) and its sublanes (rows of a slice).
@@ -65,17 +66,35 @@ CHUNK_FIELDS = 2 + SUBLANES
 #: Depths (8 slots each) one iteration of the kernel's depth loop takes (unrolled by hand).
 DEPTH_UNROLL = 2
 
-#: VMEM the kernel may use (bytes): ``x`` and the result, resident once each.
+#: VMEM the kernel may use on a 128 MiB chip (bytes; ``vmem_limit_bytes`` scales it to the chip in use):
+#: ``x`` and the result, resident once each.
 VMEM_LIMIT_BYTES = 100 << 20
 
-#: Largest ``x`` plus result the kernel keeps in VMEM (bytes; 128 lanes per row of either).
+#: Largest ``x`` plus result the kernel keeps in VMEM on a 128 MiB chip (bytes; 128 lanes per row of
+#: either; ``resident_max_bytes``: on the chip in use).
 RESIDENT_MAX_BYTES = 88 << 20
+
+#: VMEM left to Mosaic beside the resident ``x`` and result on a chip of less VMEM (bytes).
+MOSAIC_BYTES = 4 << 20
+
+
+def vmem_limit_bytes() -> int:
+    """The kernel's VMEM limit on the chip in use: ``VMEM_LIMIT_BYTES``'s share of its VMEM
+    (``.costs.vmem_share``; 100 MiB of a TPU v5e's 128, 50 of a TPU 7x's 64)."""
+    return _costs.vmem_share(VMEM_LIMIT_BYTES)
+
+
+def resident_max_bytes() -> int:
+    """Largest ``x`` plus result (bytes) the kernel keeps in VMEM on the chip in use: ``RESIDENT_MAX_BYTES``,
+    or ``vmem_limit_bytes`` less ``MOSAIC_BYTES`` where that is less."""
+    return max(0, min(RESIDENT_MAX_BYTES, vmem_limit_bytes() - MOSAIC_BYTES))
 
 
 def fits(shape) -> bool:
-    """Whether ``x`` and ``A @ x`` (128 lanes per row, 32-bit) of a matrix of ``shape`` stay in VMEM."""
+    """Whether ``x`` and ``A @ x`` (128 lanes per row, 32-bit) of a matrix of ``shape`` stay in VMEM
+    (``resident_max_bytes``)."""
     m, k = shape
-    return (_tiles(m) + _tiles(k) + 2) * SUBLANES * LANES * 4 <= RESIDENT_MAX_BYTES
+    return (_tiles(m) + _tiles(k) + 2) * SUBLANES * LANES * 4 <= resident_max_bytes()
 
 
 def _tiles(n: int) -> int:
@@ -279,7 +298,7 @@ def sell_kernel(values, table, cols, x, *, shape, interpret: bool | None = None,
         out_specs=pl.BlockSpec(memory_space=pl.ANY),
         scratch_shapes=[pltpu.VMEM((kr, LANES), dtype), pltpu.VMEM((mr, LANES), dtype), pltpu.SemaphoreType.DMA(())],
         compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
-                                             vmem_limit_bytes=VMEM_LIMIT_BYTES),
+                                             vmem_limit_bytes=vmem_limit_bytes()),
         interpret=_interpret() if interpret is None else interpret,
     )
     out = call(table.reshape(steps, 1, width), cols.reshape(steps, 1, E),
