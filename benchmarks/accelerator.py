@@ -25,9 +25,8 @@ error relative to ``max |y|`` of scipy's float64 product. Rows: SpMV
 (``A @ x``), SpMM with ``--spmm`` columns, ``A.T @ x``, and CG (``--cg N``:
 200 iterations on Poisson N^2, ``accelerator.cg`` against
 ``jax.scipy.sparse.linalg.cg`` with the jax BCOO matvec). ``--first-call``
-times, in fresh processes, the first eager ``A @ v``, ``A * v`` and
-``A * v[:, None]`` on an
-array placed on the device, against dense ``jax.numpy``'s first call of the
+times, in fresh processes, the first eager ``A @ v``, ``A @ V`` (128
+columns), ``A * v`` and ``A * v[:, None]`` on an array placed on the device, against dense ``jax.numpy``'s first call of the
 same operation on the same shape.
 
 MATRIX: a Matrix Market path or a name found in ``$BCOO_ARRAY_MATRICES``
@@ -341,12 +340,14 @@ if which == "sparse":
 else:
     A = jax.device_put(jnp.asarray(S.toarray()), dev)
 vd = jax.device_put(jnp.asarray(v), dev)
-jax.block_until_ready(vd)
+Vd = jax.device_put(jnp.asarray(np.random.default_rng(1).standard_normal((n, 128)).astype(np.float32)), dev)
+jax.block_until_ready((vd, Vd))
 
 
 def call(A):
     t0 = time.perf_counter()
-    out = A @ vd if op == "matmul" else A * vd if op == "multiply" else A * vd[:, None]
+    out = (A @ vd if op == "matmul" else A @ Vd if op == "matmat" else A * vd if op == "multiply"
+           else A * vd[:, None])
     out = out.data if hasattr(out, "nse") else out
     jax.block_until_ready(out)
     return time.perf_counter() - t0
@@ -361,10 +362,10 @@ print(json.dumps({"first": first, "new_nse": call(A2), "warm": min(call(A2) for 
 
 
 def first_calls(rows: list) -> None:
-    """First eager ``A @ v`` / ``A * v`` / ``A * v[:, None]`` on a device-placed array vs dense jax.numpy, each
-    in a fresh process."""
+    """First eager ``A @ v`` / ``A @ V`` (128 columns) / ``A * v`` / ``A * v[:, None]`` on a device-placed array
+    vs dense jax.numpy, each in a fresh process."""
     print("\n## first eager call (fresh process, 2000 x 2000, 20,000 entries)", flush=True)
-    for op in ("matmul", "multiply", "multiply_rows"):
+    for op in ("matmul", "matmat", "multiply", "multiply_rows"):
         res = {}
         for which in ("sparse", "dense") + (("sparse-no-panels",) if op == "matmul" else ()):
             out = subprocess.run([sys.executable, "-c", _FIRST_CALL, which, op], capture_output=True, text=True)
@@ -373,7 +374,7 @@ def first_calls(rows: list) -> None:
                 continue
             res[which] = json.loads(out.stdout.strip().splitlines()[-1])
         if "sparse" in res and "dense" in res:
-            sym = {"matmul": "@ v", "multiply": "* v", "multiply_rows": "* v[:, None]"}[op]
+            sym = {"matmul": "@ v", "matmat": "@ V (128 cols)", "multiply": "* v", "multiply_rows": "* v[:, None]"}[op]
             for which, lib in (("sparse", "bcoo_array"), ("sparse-no-panels", "bcoo_array, panels excluded")):
                 if which not in res:
                     continue
