@@ -13,7 +13,10 @@ buffers with the native kernels on a CPU. On a TPU, irregular matrices of
 32-bit values take the ``panels`` layout, which feeds a Pallas TPU kernel
 that keeps ``x`` in VMEM (``bcoo_array._kernels.panels``), and, for many
 columns of ``x``, a row-gather kernel on the same matrix's SELL-8 slots
-(``bcoo_array._kernels.sell``). The guide:
+(``bcoo_array._kernels.sell``). ``layout="sell"`` keeps only those slots,
+with a one-vector kernel whose ``x`` and result take 4 bytes per element
+of VMEM (for matrices too large or too scattered for ``panels``; built when
+asked for). The guide:
 ``docs/guides/accelerators.md``.
 
 ```python
@@ -330,8 +333,8 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
         prices the layouts. Default: JAX's default device.
     layout : str, optional
         Force one of ``OPERATOR_LAYOUTS`` (``"dense"``, ``"dia"``,
-        ``"tiles"``, ``"blocks"``, ``"ell"``, ``"panels"``, ``"coo"``,
-        ``"bcoo"``). By default the
+        ``"tiles"``, ``"blocks"``, ``"ell"``, ``"panels"``, ``"sell"``,
+        ``"coo"``, ``"bcoo"``). By default the
         cheapest layout for the device's platform by
         ``bcoo_array._kernels.layouts.estimate`` (on a CPU: ``"bcoo"``, the
         native kernels).

@@ -24,7 +24,7 @@ import bcoo_array as xp
 from bcoo_array import accelerator
 from bcoo_array._kernels import accel, layouts, matmul
 
-LAYOUTS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "coo", "bcoo")
+LAYOUTS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "sell", "coo", "bcoo")
 
 
 def _poisson(n):
@@ -54,9 +54,9 @@ def _lanes(op):
 
 
 #: (matrix, layout, lanes): every layout on every matrix with XLA's take, and the TPU's lane gathers
-#: (``.accel.gather``) on one matrix for the layouts that gather (bcoo and panels have no lane gather).
+#: (``.accel.gather``) on one matrix for the layouts that gather (bcoo, panels and sell have no lane gather).
 _PRODUCT_CASES = [(name, layout, False) for name in sorted(MATRICES) for layout in LAYOUTS] + [
-    ("symmetric", layout, True) for layout in LAYOUTS if layout not in ("bcoo", "panels")]
+    ("symmetric", layout, True) for layout in LAYOUTS if layout not in ("bcoo", "panels", "sell")]
 
 
 @pytest.mark.parametrize(("name", "layout", "lanes"), _PRODUCT_CASES,
@@ -102,7 +102,7 @@ def _assert_same_non_finite(got, ref):
     np.testing.assert_allclose(got[fin], ref[fin], atol=1e-4)
 
 
-@pytest.mark.parametrize("layout", ("dia", "tiles", "blocks", "ell", "panels"))
+@pytest.mark.parametrize("layout", ("dia", "tiles", "blocks", "ell", "panels", "sell"))
 def test_grad_and_vmap(layout):
     S = MATRICES["poisson"]
     A = _bcoo(S)
@@ -118,10 +118,10 @@ def test_grad_and_vmap(layout):
     np.testing.assert_allclose(np.asarray(jax.vmap(op.matvec)(Xs)), Xs @ D.T, atol=1e-4)
 
 
-@pytest.mark.parametrize("layout", ("dia", "tiles", "blocks", "ell", "panels"))
+@pytest.mark.parametrize("layout", ("dia", "tiles", "blocks", "ell", "panels", "sell"))
 def test_cg_in_the_reordered_space(layout):
     S = _poisson(10)
-    op = accelerator.prepare(_bcoo(S), layout=layout, reorder=None if layout == "dia" else True)
+    op = accelerator.prepare(_bcoo(S), layout=layout, reorder=None if layout in ("dia", "sell") else True)
     b = np.random.default_rng(4).standard_normal(S.shape[0]).astype(np.float32)
     x, _ = jax.jit(lambda o, b: accelerator.cg(o, b, tol=1e-6, maxiter=500))(op, b)
     np.testing.assert_allclose(S @ np.asarray(x, np.float64), b, atol=1e-3)
@@ -231,7 +231,7 @@ def _patterns(draw):
 
 
 @settings(max_examples=12, deadline=None)
-@given(case=_patterns(), layout=st.sampled_from(("dense", "dia", "tiles", "blocks", "ell", "panels", "coo")),
+@given(case=_patterns(), layout=st.sampled_from(("dense", "dia", "tiles", "blocks", "ell", "panels", "sell", "coo")),
        mixed=st.sampled_from((None, True, False)))
 def test_every_layout_on_random_patterns(case, layout, mixed):
     # Hypothesis for breadth: odd shapes, empty rows and columns, duplicates (they add up), with

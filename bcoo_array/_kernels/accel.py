@@ -331,10 +331,32 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     return y[0] if x.ndim == 1 else y.T
 
 
+def sell_product(values, arrays, static, shape, x, transpose: bool = False):
+    """``A @ x`` (or ``A.T @ x``) in the ``sell`` layout: the SELL-8 kernel of ``.sell`` on the matrix's
+    slots (the value buffer up to ``static["split"]``) or on the transpose's (the rest).
+
+    One vector runs the kernel with ``x`` and the result packed 128
+    elements per VMEM row; several columns load a row of ``x`` per stored
+    entry (``.sell.sell_matmat``, where ``x`` fits VMEM; else its XLA
+    formula, a COO product).
+    """
+    from .sell import sell_matmat
+
+    m, k = shape
+    split = static["split"]
+    sfx, vals, out_shape = ("_t", values[split:], (k, m)) if transpose else ("", values[:split], shape)
+    xs = x[:, None] if x.ndim == 1 else x
+    y = sell_matmat(vals, arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx], xs,
+                    shape=out_shape)
+    return y[:, 0] if x.ndim == 1 else y
+
+
 def _kernel(kind, static, shape, values, arrays, x, lanes, transpose):
     m, k = shape
     if kind == "panels":
         return panels_product(values, arrays, static, shape, x, transpose)
+    if kind == "sell":
+        return sell_product(values, arrays, static, shape, x, transpose)
     if transpose:
         if kind == "dense":
             dtype = jnp.result_type(values, x)
@@ -453,7 +475,8 @@ def compiled_product(values, arrays, x, perm=None, inverse=None, *, kind: str, s
     arrays = {name: a for name, a in arrays.items() if name != "slot_t" and (checked or not name.startswith("u_"))}
     from .._shapes import is_tracer
 
-    if x.ndim == 1 and not is_tracer(x):  # a concrete vector never takes the SELL slots (a vmap over vectors may)
+    if kind == "panels" and x.ndim == 1 and not is_tracer(x):  # a concrete vector never takes the panels
+        # layout's SELL slots (a vmap over vectors may)
         arrays = {name: a for name, a in arrays.items() if not name.startswith("s_")}
     return _compiled_product(values, arrays, x, perm, inverse, kind=kind, static=static, shape=shape, lanes=lanes,
                              transpose=transpose, checked=checked)

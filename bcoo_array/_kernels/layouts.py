@@ -32,6 +32,14 @@ rows, and dense reductions.
   patterns), whichever is cheaper. Chosen on a TPU for 32-bit values where
   it is the cheapest (irregular matrices: SpMV 24-170x
   ``jax.experimental.sparse`` in a solver's loop).
+* ``sell``: the stored entries as SELL-8 slots (``.sell``: rows sorted by
+  length in slices of 8, SELL-C-sigma) of the matrix and of its transpose,
+  for the Pallas TPU kernel of ``.sell`` that keeps ``x`` and the result
+  in VMEM and loads one row of ``x`` per stored entry (one vector: ``x``
+  packed 128 elements per row, so matrices of millions of rows fit). For
+  patterns too scattered or too large for ``panels`` (a random 10^6 x 10^6
+  matrix). Built when asked for (``layout="sell"``): its one-vector kernel
+  is not yet timed on a chip, so ``choose`` does not pick it by itself.
 * ``coo``: the fallback, ``.coo.coo_matmat``.
 
 A reordering (reverse Cuthill-McKee, ``scipy.sparse.csgraph``: Cuthill &
@@ -95,13 +103,14 @@ DENSE_MAX_ELEMENTS = 1 << 26
 #: width of this list (at most 50% padding between consecutive widths).
 _WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
-LAYOUT_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "coo")
+LAYOUT_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "sell", "coo")
 
 #: Layouts a symmetric reordering (RCM) can make cheaper (their cost grows with the pattern's spread).
 _REORDERABLE = ("tiles", "blocks", "ell", "panels")
 
-#: Layouts ``choose`` picks by itself: all of them. ``panels`` is priced for a TPU and
-#: 32-bit values only (``estimate``): the Pallas kernel runs nowhere else.
+#: Layouts ``choose`` picks by itself: all of them but ``sell`` (built when asked for: its one-vector
+#: kernel is untimed on a chip). ``panels`` is priced for a TPU and 32-bit values only (``estimate``): the
+#: Pallas kernel runs nowhere else.
 AUTO_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "coo")
 
 #: Layouts that multiply explicit zeros at unstored positions (an ``inf`` or NaN
@@ -404,12 +413,8 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     ur, uc = ukey // k, ukey % k
     uslot, meta, lcols, _ = _panel_tables(ur, uc, (m, k), mixed)
     uslot_t, meta_t, lcols_t, _ = _panel_tables(uc, ur, (k, m), mixed)
-    order_t = np.lexsort((ur, uc))  # the unique entries by column, then row: the transpose's rows
-    sslot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=_sell_steps)
-    sslot_t, s_table_t, s_rows_t, s_cols_t = _sell.sell_tables(uc[order_t], ur[order_t], (k, m), pad=_sell_steps)
-    uslot_st = np.empty_like(sslot_t)
-    uslot_st[order_t] = sslot_t
-    n1, n2, n3, n4 = lcols.size, lcols_t.size, s_rows.size, s_rows_t.size
+    sslot, uslot_st, sell_arrays = _sell_slots(ur, uc, (m, k))
+    n1, n2, n3, n4 = lcols.size, lcols_t.size, sell_arrays["s_rows"].size, sell_arrays["s_rows_t"].size
     n_slots = n1 + n2 + n3 + n4
     slot = np.full(len(rows), n_slots, np.int64)
     slot[valid] = uslot[inv_entry]
@@ -421,10 +426,49 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     # (the tile counts stay out of ``static``: the arrays' shapes, padded to grid steps, are what a compiled
     # product depends on, so matrices of similar nse share one program)
     lay.static = {"split": n1}
-    lay.arrays.update(meta=meta, lcols=lcols, meta_t=meta_t, lcols_t=lcols_t,
-                      s_table=s_table, s_rows=s_rows, s_cols=s_cols,
-                      s_table_t=s_table_t, s_rows_t=s_rows_t, s_cols_t=s_cols_t,
+    lay.arrays.update(meta=meta, lcols=lcols, meta_t=meta_t, lcols_t=lcols_t, **sell_arrays,
                       slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
+    return lay
+
+
+def _sell_slots(ur, uc, shape):
+    """The SELL-8 slots (``.sell.sell_tables``) of unique entries ``(ur, uc)`` sorted by row, and of the
+    transpose: ``(slot, slot_t, arrays)``, each entry's slot in the matrix's slots and in the transpose's,
+    and the arrays ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``."""
+    m, k = shape
+    order_t = np.lexsort((ur, uc))  # the unique entries by column, then row: the transpose's rows
+    slot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=_sell_steps)
+    slot_by_col, s_table_t, s_rows_t, s_cols_t = _sell.sell_tables(uc[order_t], ur[order_t], (k, m),
+                                                                   pad=_sell_steps)
+    slot_t = np.empty_like(slot_by_col)
+    slot_t[order_t] = slot_by_col
+    return slot, slot_t, dict(s_table=s_table, s_rows=s_rows, s_cols=s_cols,
+                              s_table_t=s_table_t, s_rows_t=s_rows_t, s_cols_t=s_cols_t)
+
+
+def build_sell(rows, cols, valid, shape) -> Layout:
+    """The ``sell`` layout (``.sell``): the SELL-8 slots of the valid entries (duplicates share a slot)
+    and of the transpose's, so ``A.T @ y`` runs the same kernel.
+
+    Arrays: ``s_table``, ``s_rows``, ``s_cols`` and ``s_table_t``,
+    ``s_rows_t``, ``s_cols_t`` (``_sell_slots``), and ``slot_t`` (nse, 1),
+    each entry's slot in the transpose's part of the value buffer (from
+    ``static["split"]``, after the matrix's slots).
+    """
+    m, k = shape
+    r, c = rows[valid], cols[valid]
+    ukey, inv_entry = np.unique(r * max(k, 1) + c, return_inverse=True)  # sorted: row order
+    inv_entry = inv_entry.reshape(-1)
+    sslot, sslot_t, arrays = _sell_slots(ukey // max(k, 1), ukey % max(k, 1), (m, k))
+    n1 = arrays["s_rows"].size
+    n_slots = n1 + arrays["s_rows_t"].size
+    slot = np.full(len(rows), n_slots, np.int64)
+    slot[valid] = sslot[inv_entry]
+    slot_t = np.full((len(rows), 1), n_slots, np.int64)
+    slot_t[valid, 0] = n1 + sslot_t[inv_entry]
+    lay = Layout("sell", (m, k), n_slots, slot)
+    lay.static = {"split": n1}
+    lay.arrays.update(arrays, slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
 
 
@@ -780,6 +824,8 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         lay = build_ell(rows, cols, valid, (m, k))
     elif kind == "panels":
         lay = build_panels(rows, cols, valid, (m, k), mixed_tiles)
+    elif kind == "sell":
+        lay = build_sell(rows, cols, valid, (m, k))
     else:
         lay = build_coo(rows, cols, valid, (m, k))
     uslot, first = np.unique(lay.slot[valid], return_index=True) if lay.kind in STORES_ZEROS else (None, None)

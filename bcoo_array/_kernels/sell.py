@@ -90,11 +90,12 @@ def resident_max_bytes() -> int:
     return max(0, min(RESIDENT_MAX_BYTES, vmem_limit_bytes() - MOSAIC_BYTES))
 
 
-def fits(shape) -> bool:
-    """Whether ``x`` and ``A @ x`` (128 lanes per row, 32-bit) of a matrix of ``shape`` stay in VMEM
-    (``resident_max_bytes``)."""
+def fits(shape, packed: bool = False) -> bool:
+    """Whether ``x`` and ``A @ x`` (32-bit; a row of 128 lanes per row of either, or with ``packed``, one
+    vector 128 elements per row) of a matrix of ``shape`` stay in VMEM (``resident_max_bytes``)."""
     m, k = shape
-    return (_tiles(m) + _tiles(k) + 2) * SUBLANES * LANES * 4 <= resident_max_bytes()
+    rows = _packed_rows(m) + _packed_rows(k) if packed else (_tiles(m) + _tiles(k) + 2) * SUBLANES
+    return rows * LANES * 4 <= resident_max_bytes()
 
 
 def _tiles(n: int) -> int:
@@ -212,11 +213,17 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
 
 # --- the kernel -----------------------------------------------------------------------------------------
 
-def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int):
+def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int, packed: bool):
     """One grid step: its chunks, each ``depths`` rows of 8 slots into its slice's 8 row accumulators.
 
-    ``x_vmem`` (rows of k + 8, 128): ``x`` then zero rows;
-    ``o_vmem`` (rows of m + 8, 128): the result, written back at the last step.
+    Rows (``packed`` false): ``x_vmem`` (rows of k + 8, 128), ``x`` then
+    zero rows; ``o_vmem`` (rows of m + 8, 128), the result. Packed (one
+    vector): ``x_vmem`` holds ``x`` 128 elements per row (element ``c`` at
+    row ``c >> 7``, lane ``c & 127``), zeros after it, and ``o_vmem`` the
+    result the same way; a slot loads its column's row and keeps its lane
+    (a one-hot select), a slice row's accumulator is summed over its lanes
+    at the chunk's end and added at its row's lane. The result is written
+    back at the last step.
     """
     step = pl.program_id(0)
 
@@ -228,9 +235,16 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
         copy.wait()
 
     zero = jnp.zeros((1, LANES), o_vmem.dtype)
+    lane = jax.lax.broadcasted_iota(np.int32, (1, LANES), 1)
+
+    def load(c):  # the row of x that slot column c reads (packed: its one element, on its lane)
+        if not packed:
+            return x_vmem[pl.ds(c, 1), :]
+        row = x_vmem[pl.ds(jax.lax.shift_right_logical(c, np.int32(7)), 1), :]
+        return jnp.where(lane == jnp.bitwise_and(c, np.int32(LANES - 1)), row, zero)
 
     def slots(p, accs):  # the 8 slots from p: one dynamic row load of x each, scaled by the slot's value
-        return tuple(accs[i] + x_vmem[pl.ds(cols_ref[0, 0, p + np.int32(i)], 1), :] * vals_ref[0, 0, p + np.int32(i)]
+        return tuple(accs[i] + load(cols_ref[0, 0, p + np.int32(i)]) * vals_ref[0, 0, p + np.int32(i)]
                      for i in range(SUBLANES))
 
     def chunk(q, carry):
@@ -250,7 +264,12 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
                                      lambda d, a: slots(off + d * np.int32(SUBLANES), a), accs)
         for i in range(SUBLANES):
             r = table_ref[0, 0, base + np.int32(2 + i)]
-            o_vmem[pl.ds(r, 1), :] += accs[i]
+            if packed:
+                total = jnp.sum(accs[i], axis=1, keepdims=True)  # (1, 1): the row's sum over the lanes
+                hit = lane == jnp.bitwise_and(r, np.int32(LANES - 1))
+                o_vmem[pl.ds(jax.lax.shift_right_logical(r, np.int32(7)), 1), :] += jnp.where(hit, total, zero)
+            else:
+                o_vmem[pl.ds(r, 1), :] += accs[i]
         return carry
 
     jax.lax.fori_loop(np.int32(0), table_ref[0, 0, 0], chunk, 0)
@@ -280,13 +299,39 @@ def sell_kernel(values, table, cols, x, *, shape, interpret: bool | None = None,
         return jnp.concatenate([sell_kernel(values, table, cols, x[:, i:i + LANES], shape=shape, interpret=interpret,
                                             unroll=unroll) for i in range(0, n, LANES)], axis=1)
     dtype = jnp.result_type(values, x)
-    steps, width = table.shape
-    E = cols.shape[0] // steps
     kr, mr = (_tiles(k) + 1) * SUBLANES, (_tiles(m) + 1) * SUBLANES
     xs = jnp.pad(x.astype(dtype), ((0, kr - k), (0, LANES - n)))
+    return _call(values, table, cols, xs, mr, dtype, interpret=interpret, unroll=unroll, packed=False)[:m, :n]
+
+
+def sell_matvec_kernel(values, table, cols, x, *, shape, interpret: bool | None = None, unroll: int | None = None):
+    """``A @ x`` for one vector ``x`` of shape ``(k,)``, 32-bit: the kernel with ``x`` and the result
+    packed 128 elements per VMEM row (``_packed_rows``), so they take 4 bytes per element, not 512.
+
+    Arguments as ``sell_kernel``'s. Returns ``(m,)``.
+    """
+    m, k = shape
+    dtype = jnp.result_type(values, x)
+    kp, mp = _packed_rows(k), _packed_rows(m)
+    xs = jnp.pad(x.astype(dtype), (0, kp * LANES - k)).reshape(kp, LANES)
+    out = _call(values, table, cols, xs, mp, dtype, interpret=interpret, unroll=unroll, packed=True)
+    return out.reshape(-1)[:m]
+
+
+def _packed_rows(n: int) -> int:
+    """VMEM rows of 128 elements that hold a packed vector of ``n`` elements and the padding index
+    ``8 * ceil(n / 8)`` (``sell_tables``), a whole number of ``(8, 128)`` tiles."""
+    return -(-(_tiles(n) * SUBLANES + 1) // (SUBLANES * LANES)) * SUBLANES
+
+
+def _call(values, table, cols, xs, out_rows: int, dtype, *, interpret, unroll, packed: bool):
+    """The ``pallas_call`` of ``_kernel``: ``xs`` (rows, 128) in HBM to a result of ``(out_rows, 128)``."""
+    steps, width = table.shape
+    E = cols.shape[0] // steps
+    kr, mr = xs.shape[0], out_rows
     smem = functools.partial(pl.BlockSpec, memory_space=pltpu.SMEM)
     call = pl.pallas_call(
-        functools.partial(_kernel, unroll=DEPTH_UNROLL if unroll is None else max(1, int(unroll))),
+        functools.partial(_kernel, unroll=DEPTH_UNROLL if unroll is None else max(1, int(unroll)), packed=packed),
         out_shape=jax.ShapeDtypeStruct((mr, LANES), dtype),
         grid=(steps,),
         in_specs=[
@@ -301,9 +346,8 @@ def sell_kernel(values, table, cols, x, *, shape, interpret: bool | None = None,
                                              vmem_limit_bytes=vmem_limit_bytes()),
         interpret=_interpret() if interpret is None else interpret,
     )
-    out = call(table.reshape(steps, 1, width), cols.reshape(steps, 1, E),
-               values.astype(dtype).reshape(steps, 1, E), xs)
-    return out[:m, :n]
+    return call(table.reshape(steps, 1, width), cols.reshape(steps, 1, E),
+                values.astype(dtype).reshape(steps, 1, E), xs)
 
 
 def sell_reference(values, rows, cols, x, *, shape):
@@ -334,8 +378,11 @@ def _impl(values, table, rows, cols, x, *, shape, use_kernel):
     dtype = jnp.result_type(values, x)
     if x.shape[1] == 0 or shape[0] == 0:
         return jnp.zeros((shape[0], x.shape[1]), dtype)
-    if use_kernel and np.dtype(dtype) == np.float32 and shape[1] > 0 and fits(shape):
-        return sell_kernel(values, table, cols, x, shape=shape)
+    if use_kernel and np.dtype(dtype) == np.float32 and shape[1] > 0:
+        if x.shape[1] == 1 and fits(shape, packed=True):  # one vector: packed, 128 times less VMEM
+            return sell_matvec_kernel(values, table, cols, x[:, 0], shape=shape)[:, None]
+        if fits(shape):
+            return sell_kernel(values, table, cols, x, shape=shape)
     return sell_reference(values, rows, cols, x, shape=shape)
 
 
@@ -374,6 +421,10 @@ def _transpose(ct, values, table, rows, cols, x, *, shape, use_kernel):
         return None, None, None, None, None
     if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
         raise ValueError("the SELL product is bilinear: transpose it in the values or in x, not both")
+    if 0 in shape:  # no entry can be stored (every slot is padding): nothing to gather from an empty axis
+        undefined = values if ad.is_undefined_primal(values) else x
+        zero = jnp.zeros(undefined.aval.shape, undefined.aval.dtype)
+        return (zero, None, None, None, None) if undefined is values else (None, None, None, None, zero)
     if ad.is_undefined_primal(x):
         f = lambda z: sell_reference(values, rows, cols, z, shape=shape)  # noqa: E731
         (dx,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(x.aval.shape, ct.dtype))(ct)
