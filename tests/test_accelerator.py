@@ -791,6 +791,10 @@ def test_sell_kernel_in_interpret_mode_matches_scipy(slots_per_step):
     for unroll in (1, 2, 3):
         got = sell.sell_kernel(*args, shape=(m, k), interpret=True, unroll=unroll)
         np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
+        # one vector, packed 128 elements per row: x[149]'s inf shares a row with the columns 128-148 that
+        # are read, and must stay out of their lanes
+        got = sell.sell_matvec_kernel(*args[:3], args[3][:, 0], shape=(m, k), interpret=True, unroll=unroll)
+        np.testing.assert_allclose(np.asarray(got), ref[:, 0], rtol=1e-5, atol=1e-5)
     got = sell.sell_reference(jnp.asarray(vals), jnp.asarray(s_rows), jnp.asarray(s_cols), jnp.asarray(X),
                               shape=(m, k))
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
@@ -820,9 +824,51 @@ def test_sell_kernel_breadth(m, k, density, long_row, slots_per_step, n_rhs, unr
     got = sell.sell_kernel(jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols), jnp.asarray(X), shape=(m, k),
                            interpret=True, unroll=unroll)
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-4)
+    if n_rhs == 1:  # the packed one-vector kernel
+        got = sell.sell_matvec_kernel(jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols),
+                                      jnp.asarray(X[:, 0]), shape=(m, k), interpret=True, unroll=unroll)
+        np.testing.assert_allclose(np.asarray(got), ref[:, 0], rtol=1e-5, atol=1e-4)
     got = sell.sell_reference(jnp.asarray(vals), jnp.asarray(s_rows), jnp.asarray(s_cols), jnp.asarray(X),
                               shape=(m, k))
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(900, 1000), (1_000_000, 1_000_000)])
+def test_packed_sell_kernel_lowers_for_a_tpu(shape):
+    # The one-vector kernel lowered for a TPU on this CPU (jax.export): its lane selects, lane sums and
+    # shifted row indices pass Mosaic's checks; a 10^6 x 10^6 matrix's x and result fit VMEM packed (8 MiB)
+    # where rows of 128 lanes (1 GiB) do not.
+    from bcoo_array._kernels import sell
+
+    m, k = shape
+    assert sell.fits(shape, packed=True) and sell.fits(shape) == (m < 10**5)
+    steps = 3
+    args = (np.zeros(steps * sell.SLOTS_PER_STEP, np.float32), np.zeros((steps, sell._table_width(2048)), np.int32),
+            np.zeros(steps * sell.SLOTS_PER_STEP, np.int32), np.zeros(k, np.float32))
+    f = jax.jit(lambda v, t, c, x: sell.sell_matvec_kernel(v, t, c, x, shape=shape, interpret=False))
+    assert jax.export.export(f, platforms=["tpu"])(*args).mlir_module().count("tpu_custom_call") == 1
+
+
+def test_sell_layout_runs_the_packed_kernel_for_one_vector(monkeypatch):
+    # layout="sell": a vector (and A.T @ y) takes the packed kernel, several columns the row kernel; every
+    # result against scipy.
+    from bcoo_array._kernels import sell
+
+    seen = []
+    for name in ("sell_matvec_kernel", "sell_kernel", "sell_reference"):
+        fn = getattr(sell, name)
+        monkeypatch.setattr(sell, name, lambda *a, _fn=fn, _name=name, **kw: seen.append(_name) or _fn(*a, **kw))
+    S = sp.random_array((700, 500), density=0.01, rng=21, format="csr").astype(np.float32)
+    op = accelerator.prepare(_bcoo(S), layout="sell")
+    assert op.description.startswith("sell")
+    rng = np.random.default_rng(22)
+    x, y, X = rng.standard_normal(500), rng.standard_normal(700), rng.standard_normal((500, 3))
+    D = S.astype(np.float64)
+    np.testing.assert_allclose(np.asarray(op @ x.astype(np.float32)), D @ x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(op.T @ y.astype(np.float32)), D.T @ y, rtol=1e-4, atol=1e-4)
+    assert seen == ["sell_matvec_kernel"] * 2
+    np.testing.assert_allclose(np.asarray(op @ X.astype(np.float32)), D @ X, rtol=1e-4, atol=1e-4)
+    assert seen[2:] == ["sell_kernel"]
 
 
 def test_sell_kernel_lowers_for_a_tpu():
