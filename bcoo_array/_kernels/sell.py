@@ -30,6 +30,14 @@ On a TPU v5e with 128 columns a slot costs about 2.3 ns and a slice 75 ns
 ``.costs.COSTS``), whatever the number of columns up to 128, where the
 panels kernel is cheaper for a few columns (``sell_is_cheaper``).
 
+One vector (``sell_matvec_kernel``, the ``sell`` layout of ``.layouts``)
+runs the same loops with ``x`` and the result *packed*, 128 elements per
+VMEM row: a slot loads the row of its column and keeps that one lane (a
+one-hot select), and a slice row's accumulator is summed over its lanes
+and added at its row's lane. ``x`` and ``A @ x`` then take 4 bytes per
+element of VMEM instead of 512 (a 10^6 x 10^6 matrix: 8 MiB); not yet
+timed on a chip.
+
 The product is the primitive ``sell_matmat_p`` (linear in the values and in
 ``x``: its JVP binds it again, its transpose is JAX's transpose of the XLA
 formula ``sell_reference``, a COO product of the same slots; a mapped ``x``
@@ -56,6 +64,9 @@ from .costs import COSTS
 #: Lanes of a vector register (right-hand sides per kernel call) and its sublanes (rows of a slice).
 LANES = 128
 SUBLANES = 8
+
+#: ``log2(LANES)``: a packed vector's element ``c`` sits at row ``c >> LANE_BITS``, lane ``c & (LANES - 1)``.
+LANE_BITS = np.int32(LANES.bit_length() - 1)
 
 #: Slots (a column and a value each) one grid step brings into SMEM: a multiple of 128.
 SLOTS_PER_STEP = 2048
@@ -240,7 +251,7 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
     def load(c):  # the row of x that slot column c reads (packed: its one element, on its lane)
         if not packed:
             return x_vmem[pl.ds(c, 1), :]
-        row = x_vmem[pl.ds(jax.lax.shift_right_logical(c, np.int32(7)), 1), :]
+        row = x_vmem[pl.ds(jax.lax.shift_right_logical(c, LANE_BITS), 1), :]
         return jnp.where(lane == jnp.bitwise_and(c, np.int32(LANES - 1)), row, zero)
 
     def slots(p, accs):  # the 8 slots from p: one dynamic row load of x each, scaled by the slot's value
@@ -267,7 +278,7 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
             if packed:
                 total = jnp.sum(accs[i], axis=1, keepdims=True)  # (1, 1): the row's sum over the lanes
                 hit = lane == jnp.bitwise_and(r, np.int32(LANES - 1))
-                o_vmem[pl.ds(jax.lax.shift_right_logical(r, np.int32(7)), 1), :] += jnp.where(hit, total, zero)
+                o_vmem[pl.ds(jax.lax.shift_right_logical(r, LANE_BITS), 1), :] += jnp.where(hit, total, zero)
             else:
                 o_vmem[pl.ds(r, 1), :] += accs[i]
         return carry
