@@ -95,6 +95,23 @@ def test_non_finite_x_meets_only_stored_entries(layout):
     _assert_same_non_finite(np.asarray(op.T @ y), ref_t)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_stored_inf_meets_only_its_column(layout):
+    # A stored +-inf times x[c] is +-inf (NaN where x[c] is 0), and nothing else: the packed one-vector SELL
+    # kernel selected its lane before the product, so inf * 0 of the row's other lanes made NaN (review of
+    # 2026-12-06).
+    D = np.zeros((4, 5), np.float32)
+    D[1, 2], D[3, 0], D[0, 4], D[2, 1] = np.inf, 2, -np.inf, 1
+    op = accelerator.prepare(_bcoo(D), layout=layout)
+    x = np.array([1, 2, 3, 4, 0], np.float32)
+    y = np.array([1, 2, 3, 4], np.float32)
+    with np.errstate(invalid="ignore"):
+        ref, ref_t = (sp.csr_array(D.astype(np.float64)) @ x, sp.csr_array(D.T.astype(np.float64)) @ y)
+    _assert_same_non_finite(np.asarray(op @ x), ref)
+    _assert_same_non_finite(np.asarray(op.T @ y), ref_t)
+    _assert_same_non_finite(np.asarray(op @ x[:, None])[:, 0], ref)
+
+
 def _assert_same_non_finite(got, ref):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))

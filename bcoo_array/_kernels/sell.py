@@ -248,14 +248,16 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
     zero = jnp.zeros((1, LANES), o_vmem.dtype)
     lane = jax.lax.broadcasted_iota(np.int32, (1, LANES), 1)
 
-    def load(c):  # the row of x that slot column c reads (packed: its one element, on its lane)
+    def term(c, v):  # slot (column c, value v): v times the row of x it reads
         if not packed:
-            return x_vmem[pl.ds(c, 1), :]
+            return x_vmem[pl.ds(c, 1), :] * v
+        # packed: the one element on its lane, selected after the product (a stored inf times the row's
+        # other elements must not reach the lane sum as inf * 0 = NaN)
         row = x_vmem[pl.ds(jax.lax.shift_right_logical(c, LANE_BITS), 1), :]
-        return jnp.where(lane == jnp.bitwise_and(c, np.int32(LANES - 1)), row, zero)
+        return jnp.where(lane == jnp.bitwise_and(c, np.int32(LANES - 1)), row * v, zero)
 
     def slots(p, accs):  # the 8 slots from p: one dynamic row load of x each, scaled by the slot's value
-        return tuple(accs[i] + load(cols_ref[0, 0, p + np.int32(i)]) * vals_ref[0, 0, p + np.int32(i)]
+        return tuple(accs[i] + term(cols_ref[0, 0, p + np.int32(i)], vals_ref[0, 0, p + np.int32(i)])
                      for i in range(SUBLANES))
 
     def chunk(q, carry):
