@@ -112,6 +112,34 @@ def test_a_stored_inf_meets_only_its_column(layout):
     _assert_same_non_finite(np.asarray(op @ x[:, None])[:, 0], ref)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_products_transpose_linearly(layout):
+    # jax.linear_transpose of op @ x, in x and in the values, and grad through a solver that transposes its
+    # operator (gmres under grad: custom_linear_solve). The layouts that check x for non-finite values did
+    # this through a cond on x, which JAX cannot transpose: a bare AssertionError (review of 2026-12-06).
+    import jax.scipy.sparse.linalg as jsl
+
+    S = MATRICES["rect"]
+    A = _bcoo(S)
+    op = accelerator.prepare(A, layout=layout)
+    D = S.toarray().astype(np.float64)
+    rng = np.random.default_rng(41)
+    rows, cols = np.asarray(A.indices).T
+    for shape in ((S.shape[1],), (S.shape[1], 3)):
+        ct = rng.standard_normal((S.shape[0],) + shape[1:]).astype(np.float32)
+        (got,) = jax.linear_transpose(lambda v: op @ v, jax.ShapeDtypeStruct(shape, jnp.float32))(ct)
+        np.testing.assert_allclose(np.asarray(got), D.T @ ct, rtol=1e-5, atol=1e-5)
+        x = rng.standard_normal(shape).astype(np.float32)
+        (gd,) = jax.linear_transpose(lambda d: op.with_data(d) @ jnp.asarray(x), A.data)(ct)
+        ref = ct[rows] * x[cols] if len(shape) == 1 else np.sum(ct[rows] * x[cols], axis=1)
+        np.testing.assert_allclose(np.asarray(gd), ref, rtol=1e-5, atol=1e-5)
+    P = _poisson(5)
+    opp = accelerator.prepare(_bcoo(P), layout=layout)
+    b = jnp.asarray(np.arange(P.shape[0], dtype=np.float32))
+    g = jax.grad(lambda b: jsl.gmres(opp.matvec, b, tol=1e-7)[0].sum())(b)
+    np.testing.assert_allclose(np.asarray(g), np.linalg.solve(P.toarray().T, np.ones(P.shape[0])), atol=1e-3)
+
+
 def _assert_same_non_finite(got, ref):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))

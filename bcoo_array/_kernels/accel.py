@@ -22,6 +22,8 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
 
 #: Largest temporary (bytes) one lane gather materialises before it is split into chunks.
 LANE_GATHER_CHUNK_BYTES = 1 << 28
@@ -397,10 +399,24 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     only when either holds a non-finite value, the result is recomputed from
     the stored entries (``lax.cond``; under ``vmap`` both branches run).
     The values' gradient then is the stored entries' (``x[c]`` for entry
-    ``(r, c)``, an ``inf`` included), not NaN.
+    ``(r, c)``, an ``inf`` included), not NaN. That check is the primitive
+    ``checked_product_p``: its transpose in ``x`` is the checked product
+    of the other orientation, so ``jax.linear_transpose`` of ``op @ x`` and
+    solvers that transpose their operator (``jax.scipy.sparse.linalg.gmres``
+    under ``grad``) work, where JAX cannot transpose a ``cond`` on ``x``.
     """
     if not needs_check(kind, static, x.ndim) or "u_rows" not in arrays:
         return _kernel(kind, static, shape, values, arrays, x, lanes, transpose)
+    names = tuple(sorted(arrays))
+    return checked_product_p.bind(values, x, *(arrays[n] for n in names), kind=kind, static=freeze_static(static),
+                                  shape=tuple(shape), lanes=bool(lanes), transpose=bool(transpose), names=names)
+
+
+def _checked_product(values, x, *index_arrays, kind, static, shape, lanes, transpose, names):
+    """``product`` of a layout that stores zeros, with its non-finite check (``checked_product_p``'s
+    implementation; ``static`` frozen, ``index_arrays`` the layout's arrays in the order of ``names``)."""
+    arrays = dict(zip(names, index_arrays))
+    static = dict(static)
     # The kernel reads x with its non-finite values zeroed, and the check looks at x as well: when x holds
     # one the fallback gives the result, and the kernel's own derivative (a zero cotangent times x) must not
     # add 0 * inf = NaN to the values' gradient (the blocks layout's one-hot products read a whole panel of
@@ -423,6 +439,59 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
 
     finite = jnp.logical_and(jnp.all(jnp.isfinite(y)), jnp.all(x_finite))
     return jax.lax.cond(finite, lambda: y, sparse)
+
+
+checked_product_p = Primitive("bcoo_array_checked_product")
+checked_product_p.def_impl(_checked_product)
+mlir.register_lowering(checked_product_p, mlir.lower_fun(_checked_product, multiple_results=False))
+
+
+@checked_product_p.def_abstract_eval
+def _checked_abstract(values, x, *index_arrays, **params):
+    out = jax.eval_shape(partial(_checked_product, **params), values, x, *index_arrays)
+    return jax.core.ShapedArray(out.shape, out.dtype)
+
+
+def _checked_jvp(primals, tangents, **params):
+    # JAX's JVP of the implementation, in the values and x (the index arrays carry no tangent): what a
+    # product without the primitive had, so gradients are unchanged; a symbolic zero stays unevaluated.
+    values, x, *index_arrays = primals
+    dv, dx = tangents[0], tangents[1]
+    f = partial(_checked_product, **params)
+    if type(dv) is ad.Zero:
+        return jax.jvp(lambda z: f(values, z, *index_arrays), (x,), (dx,))
+    if type(dx) is ad.Zero:
+        return jax.jvp(lambda v: f(v, x, *index_arrays), (values,), (dv,))
+    return jax.jvp(lambda v, z: f(v, z, *index_arrays), (values, x), (dv, dx))
+
+
+def _checked_transpose(ct, values, x, *index_arrays, **params):
+    none = [None] * len(index_arrays)
+    if type(ct) is ad.Zero:
+        return [None, None, *none]
+    if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
+        raise ValueError("a sparse product is bilinear: transpose it in the values or in x, not both")
+    if ad.is_undefined_primal(x):  # x -> A @ x transposes to ct -> A.T @ ct, checked as well
+        flipped = dict(params, transpose=not params["transpose"])
+        ct_x = checked_product_p.bind(values, ct, *index_arrays, **flipped)
+        return [None, ct_x.astype(x.aval.dtype), *none]
+    # values -> A @ x is linear: its transpose is the VJP at any point, zero values here (the check then
+    # takes the kernel for a finite x and the stored entries otherwise, as it does for the cotangent of
+    # any values: only the stored slots' cotangents reach the BCOO data)
+    zero = jnp.zeros(values.aval.shape, values.aval.dtype)
+    _, vjp = jax.vjp(lambda v: _checked_product(v, x, *index_arrays, **params), zero)
+    (ct_v,) = vjp(ct.astype(jnp.result_type(values.aval.dtype, x.dtype)))
+    return [ct_v, None, *none]
+
+
+def _checked_batch(args, dims, **params):
+    out = jax.vmap(partial(_checked_product, **params), in_axes=tuple(dims))(*args)
+    return out, 0
+
+
+ad.primitive_jvps[checked_product_p] = _checked_jvp
+ad.primitive_transposes[checked_product_p] = _checked_transpose
+batching.primitive_batchers[checked_product_p] = _checked_batch
 
 
 def needs_check(kind: str, static: dict, ndim: int) -> bool:
