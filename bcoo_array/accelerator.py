@@ -191,9 +191,9 @@ class SparseOperator:
 
         What solvers iterate (``cg`` permutes ``b`` once and the solution
         back once). Without a reordering it is ``self @ x``. ``checked=False``
-        skips the non-finite check of layouts that store zeros (a
-        ``lax.cond`` on the result, which ``lax.custom_linear_solve`` cannot
-        transpose): solvers iterate on finite vectors.
+        skips the non-finite check of layouts that store zeros (two
+        reductions and a ``lax.cond`` per product): solvers iterate on
+        finite vectors.
         """
         x = self._check(x)
         if self.layout == "bcoo":
@@ -453,10 +453,17 @@ def _solver(name: str, op: SparseOperator, b, x0, kwargs: dict[str, Any]):
     if np.dtype(b.dtype) != np.dtype(dtype):
         raise ValueError(f"{name}(): b is {np.dtype(b.dtype)} and the operator {op.dtype}; pass "
                          f"b.astype({np.dtype(dtype).name}) (a solve keeps one precision)")
+    if x0 is not None:  # checked here: a reordered operator's permutation (a clipped gather) would not say
+        x0 = op._check(x0, "x0")
+        if x0.shape != b.shape:
+            raise ValueError(f"{name}(): x0 has shape {tuple(x0.shape)}; it needs b's shape {tuple(b.shape)}")
+        if not np.can_cast(np.dtype(x0.dtype), np.dtype(dtype), casting="safe"):
+            raise ValueError(f"{name}(): x0 is {np.dtype(x0.dtype)} and the solve {np.dtype(dtype)}; pass "
+                             f"x0.astype({np.dtype(dtype).name}) (a solve keeps one precision)")
     perm_in = (lambda v: v) if op.perm is None else (lambda v: accel.permute(v, op.perm, op.lanes))  # noqa: E731
     perm_out = (lambda v: v) if op.perm is None else (lambda v: accel.permute(v, op.inverse, op.lanes))  # noqa: E731
     bp = perm_in(b)
-    x0p = None if x0 is None else perm_in(jnp.asarray(x0, dtype))
+    x0p = None if x0 is None else perm_in(x0.astype(dtype))
     solve = getattr(jsl, name)
     xp_, info = solve(lambda v: op.permuted_matvec(v, checked=False), bp, x0=x0p, **kwargs)
     return perm_out(xp_), info
@@ -487,7 +494,8 @@ def cg(op: SparseOperator, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, 
     ------
     TypeError, ValueError
         If ``op`` is not a square ``SparseOperator``, ``b`` not a vector of
-        its size, or ``b``'s dtype differs from the operator's.
+        its size, ``b``'s dtype differs from the operator's, or ``x0`` is
+        not of ``b``'s shape or not safely cast to its dtype.
     """
     return _solver("cg", op, b, x0, {"tol": tol, "atol": atol, "maxiter": maxiter, "M": M})
 

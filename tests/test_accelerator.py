@@ -1024,3 +1024,21 @@ def test_an_eager_vector_product_leaves_the_sell_slots_out_of_its_program(monkey
     op @ np.ones(300, np.float32)
     op @ np.ones((300, 3), np.float32)
     assert not any(n.startswith("s_") for n in seen[0]) and "s_table" in seen[1]
+
+
+def test_solvers_check_x0():
+    # x0 of a reordered operator went through a clipped gather: a wrong length ran silently (review of
+    # 2026-12-06); a wider dtype than the solve's is refused as b's is.
+    S = _poisson(6)
+    op = accelerator.prepare(_bcoo(S), layout="ell", reorder=True)
+    assert op.perm is not None
+    n = S.shape[0]
+    b = np.ones(n, np.float32)
+    for solver in (accelerator.cg, accelerator.bicgstab):
+        for bad in (np.zeros(n - 1, np.float32), np.zeros(n + 5, np.float32), np.zeros((n, 1), np.float32)):
+            with pytest.raises(ValueError, match="x0 has shape"):
+                solver(op, b, x0=bad)
+        with pytest.raises(ValueError, match="x0"):
+            solver(op, b, x0=np.zeros(n, np.float64))
+        x, _ = solver(op, b, x0=np.full(n, 0.5, np.float32), tol=1e-6, maxiter=500)
+        np.testing.assert_allclose(S @ np.asarray(x, np.float64), b, atol=1e-3)
