@@ -167,7 +167,7 @@ def _from_pydata_npz(npz, *, drop_zeros: bool) -> BCOOArray:
     shape = tuple(int(s) for s in npz["shape"])
     data = np.asarray(npz["data"])
     if fmt == "coo":
-        coords = np.asarray(npz["coords"], np.int64).reshape(len(shape), -1)
+        coords = np.asarray(npz["coords"], np.int64).reshape(len(shape), data.shape[0])  # (0-d: no -1)
     elif fmt == "gcxs":
         compressed = tuple(int(a) for a in np.atleast_1d(npz["compressed_axes"]))
         order = compressed + tuple(a for a in range(len(shape)) if a not in compressed)

@@ -1042,3 +1042,13 @@ def test_solvers_check_x0():
             solver(op, b, x0=np.zeros(n, np.float64))
         x, _ = solver(op, b, x0=np.full(n, 0.5, np.float32), tol=1e-6, maxiter=500)
         np.testing.assert_allclose(S @ np.asarray(x, np.float64), b, atol=1e-3)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_vmap_over_vectors_of_an_operator_without_columns(layout):
+    # k = 0: the native batching rule reshaped x's rows with -1 (integer modulo by zero; review of
+    # 2026-12-06), for a plain BCOOArray product too.
+    A = _bcoo(sp.csr_array((5, 0), dtype=np.float32))
+    op = accelerator.prepare(A, layout=layout)
+    np.testing.assert_array_equal(np.asarray(jax.vmap(op.matvec)(jnp.ones((3, 0)))), np.zeros((3, 5)))
+    np.testing.assert_array_equal(np.asarray(jax.vmap(lambda v: A @ v)(jnp.ones((3, 0)))), np.zeros((3, 5)))

@@ -252,3 +252,15 @@ def test_load_npz_drop_zeros_keeps_a_pydata_files_meaningful_zeros(tmp_path):
     A = xp.load_npz(tmp_path / "z.npz", drop_zeros=True)
     np.testing.assert_array_equal(np.asarray(A.todense()), s.todense())
     assert A.nse == 2
+
+
+def test_load_npz_reads_a_zero_dimensional_pydata_file(tmp_path):
+    # A 0-d pydata COO file's coords are (0, nnz): reshaping them with -1 failed on a size-0 array.
+    sparse = pytest.importorskip("sparse")
+    path = tmp_path / "scalar.npz"
+    for s in (sparse.COO.from_numpy(np.array(3.0, np.float32)),
+              sparse.COO(np.zeros((0, 1), np.int64), np.array([5.0], np.float32), shape=())):
+        sparse.save_npz(path, s)
+        A = xp.load_npz(path)
+        assert A.shape == () and A.dtype == np.float32
+        np.testing.assert_array_equal(np.asarray(A.todense()), s.todense())

@@ -31,6 +31,8 @@ imports, the default backend is CPU, and ``BCOO_ARRAY_NATIVE`` is not ``0``
 
 from __future__ import annotations
 
+import math
+
 import os
 from functools import partial
 
@@ -188,7 +190,7 @@ def _coo_matmul_batch(args, dims, *, m):
     if d_dim is None and i_dim is None:  # (JAX marks an unmapped operand with None)
         # One matrix, a batch of operands: the batch joins x's columns, one product.
         xb = jnp.moveaxis(x, x_dim, -1)
-        flat = xb.reshape(xb.shape[0], -1)
+        flat = xb.reshape(xb.shape[0], math.prod(xb.shape[1:]))  # (not -1: x may have no rows, k = 0)
         y = coo_matmul_p.bind(data, indices, flat, m=m)
         return y.reshape((m,) + xb.shape[1:]), xb.ndim - 1
     return jax.vmap(partial(_xla_matmul, m=m), in_axes=tuple(dims))(data, indices, x), 0
