@@ -229,9 +229,14 @@ class SparseOperator:
         ``A.T @ y`` for real values; for complex values the conjugate of
         ``A.T @ conj(y)``. (``op.T @ y`` is the plain transpose.)
         """
+        y = y if hasattr(y, "shape") and hasattr(y, "dtype") else np.asarray(y)
+        if not isinstance(y, BCOOArray) and not _is_scipy_sparse(y) and (
+                y.ndim not in (1, 2) or y.shape[0] != self.shape[0]):
+            raise ValueError(f"rmatvec: y has shape {tuple(y.shape)}; the adjoint of an operator of shape "
+                             f"{self.shape} takes ({self.shape[0]},) or ({self.shape[0]}, n)")
+        y = self.T._check(y, "y")
         if np.dtype(self.dtype).kind != "c":
             return self.T.matvec(y)
-        y = self.T._check(y, "y")
         return jnp.conj(self.T.matvec(jnp.conj(y)))
 
     rmatmat = rmatvec
@@ -240,9 +245,10 @@ class SparseOperator:
         return self.matvec(x)
 
     def __matmul__(self, x):
-        if isinstance(x, (SparseOperator, BCOOArray)):
-            return NotImplemented
-        return self.matvec(x)
+        if isinstance(x, SparseOperator):
+            raise TypeError("op @ op: a prepared operator multiplies dense operands; multiply the sparse matrices "
+                            "themselves (BCOOArray @ BCOOArray) and prepare the product")
+        return self.matvec(x)  # (a BCOOArray or scipy x: _check names the dense conversion)
 
     def __rmatmul__(self, x):
         if isinstance(x, BCOOArray) or _is_scipy_sparse(x):
@@ -382,8 +388,16 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
         raise TypeError(f"reorder={reorder!r}: pass True, False or None")
     if reorder and A.shape[0] != A.shape[1]:
         raise ValueError(f"reorder=True needs a square matrix (a symmetric permutation); shape is {A.shape}")
-    if tile is not None and (len(tuple(tile)) != 2 or any(int(t) < 1 for t in tile)):
-        raise ValueError(f"tile={tile!r}: pass two positive sizes (bm, bk), e.g. (8, 128)")
+    if tile is not None:
+        if (not isinstance(tile, (tuple, list)) or len(tile) != 2
+                or not all(isinstance(t, (int, np.integer)) and not isinstance(t, bool) and t >= 1 for t in tile)):
+            raise ValueError(f"tile={tile!r}: pass two positive integer sizes (bm, bk), e.g. (8, 128)")
+        if layout not in (None, "tiles"):
+            raise ValueError(f"tile={tuple(tile)} shapes the 'tiles' layout; layout={layout!r} has no tile: drop "
+                             "tile or pass layout='tiles'")
+    if reorder and layout is not None and layout not in layouts.REORDERABLE:
+        raise ValueError(f"reorder=True applies to the {', '.join(layouts.REORDERABLE)} layouts; layout={layout!r} "
+                         "is not reordered: drop reorder or pick one of them")
     if not zero_fill(A.fill_value):
         raise ValueError(f"prepare() needs a fill value of 0 (products skip unstored entries); A has fill value "
                          f"{A.fill_value!r}: prepare A - fill_value and add fill_value * x.sum(0) to its products")

@@ -1052,3 +1052,33 @@ def test_vmap_over_vectors_of_an_operator_without_columns(layout):
     op = accelerator.prepare(A, layout=layout)
     np.testing.assert_array_equal(np.asarray(jax.vmap(op.matvec)(jnp.ones((3, 0)))), np.zeros((3, 5)))
     np.testing.assert_array_equal(np.asarray(jax.vmap(lambda v: A @ v)(jnp.ones((3, 0)))), np.zeros((3, 5)))
+
+
+def test_prepare_refuses_what_it_cannot_build_with_clear_errors():
+    # review of 2026-12-06: a forced dense layout of a huge matrix was a MemoryError of 7 TiB, a float tile a
+    # NumPy casting error, tile= and reorder=True on layouts without them were ignored, op @ BCOOArray a bare
+    # "unsupported operand", rmatvec's wrong length named x and the transposed shape.
+    big = xp.BCOOArray((jnp.ones(3, jnp.float32), jnp.asarray([[0, 0], [5, 7], [999_999, 999_999]], jnp.int32)),
+                       shape=(1_000_000, 1_000_000))
+    with pytest.raises(ValueError, match="layout='dense' would store 1000000 x 1000000 dense values"):
+        accelerator.prepare(big, layout="dense")
+    scattered = xp.BCOOArray((jnp.ones(3000, jnp.float32), jnp.asarray(
+        np.stack([np.arange(3000) * 300, np.random.default_rng(0).permutation(3000) * 333], 1), jnp.int32)),
+        shape=(1_000_000, 1_000_000))
+    with pytest.raises(ValueError, match="layout='dia' would store [0-9]+ diagonals of 1000000 values"):
+        accelerator.prepare(scattered, layout="dia")
+    A = _bcoo(MATRICES["poisson"])
+    for tile in ((2.5, 3), (8,), (0, 128), "8x128"):
+        with pytest.raises(ValueError, match="tile="):
+            accelerator.prepare(A, layout="tiles", tile=tile)
+    with pytest.raises(ValueError, match="shapes the 'tiles' layout"):
+        accelerator.prepare(A, layout="ell", tile=(8, 128))
+    with pytest.raises(ValueError, match="reorder=True applies to"):
+        accelerator.prepare(A, layout="dia", reorder=True)
+    op = accelerator.prepare(A, layout="ell")
+    with pytest.raises(TypeError, match="todense"):
+        op @ A
+    with pytest.raises(TypeError, match="op @ op"):
+        op @ op
+    with pytest.raises(ValueError, match=r"rmatvec: y has shape \(3,\)"):
+        op.rmatvec(np.ones(3, np.float32))

@@ -99,6 +99,11 @@ PANELS_AUTO_MAX_BYTES = 1 << 30
 #: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
 DENSE_MAX_ELEMENTS = 1 << 26
 
+#: Most value slots a ``dense`` or ``dia`` layout built when asked for may hold (1 Gi slots: 4 GiB of
+#: float32, a quarter of a TPU v5e's memory): a larger one is refused with an error naming the size, not
+#: built into an out-of-memory failure (the automatic choice never comes near it).
+FORCED_MAX_SLOTS = 1 << 30
+
 #: Widths of the sliced ELL buckets: each bucket pads its rows to the next
 #: width of this list (at most 50% padding between consecutive widths).
 _WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
@@ -106,7 +111,7 @@ _WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512
 LAYOUT_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "sell", "coo")
 
 #: Layouts a symmetric reordering (RCM) can make cheaper (their cost grows with the pattern's spread).
-_REORDERABLE = ("tiles", "blocks", "ell", "panels")
+REORDERABLE = ("tiles", "blocks", "ell", "panels")
 
 #: Layouts ``choose`` picks by itself: all of them but ``sell`` (built when asked for: its one-vector
 #: kernel is untimed on a chip). ``panels`` is priced for a TPU and 32-bit values only (``estimate``): the
@@ -649,6 +654,16 @@ def _rcm(rows, cols, valid, n: int) -> np.ndarray | None:
     return perm
 
 
+def _check_size(kind: str, n_diag: int, shape) -> None:
+    """Refuse a ``dense`` or ``dia`` layout of more than ``FORCED_MAX_SLOTS`` values."""
+    m, k = shape
+    slots = m * k if kind == "dense" else n_diag * m if kind == "dia" else 0
+    if slots > FORCED_MAX_SLOTS:
+        what = f"{m} x {k} dense values" if kind == "dense" else f"{n_diag} diagonals of {m} values"
+        raise ValueError(f"layout={kind!r} would store {what} ({slots:.3g} slots, more than FORCED_MAX_SLOTS = "
+                         f"{FORCED_MAX_SLOTS}): pick a sparse layout, or None to let the library choose")
+
+
 def _check_panels(rows, cols, valid, shape, itemsize: int, n_tiles: int | None = None,
                   mixed: bool | None = None) -> None:
     """Refuse a ``panels`` layout that would not fit VMEM or would be mostly padding (``n_tiles``: the
@@ -779,7 +794,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     rows, cols, valid = _coo(indices, (m, k))
     forced = kind is not None
     # a forced reorderable layout is priced even where dia wins outright (the reordering compares its costs)
-    est = estimate(rows, cols, valid, (m, k), itemsize, backend, full=forced and kind in _REORDERABLE,
+    est = estimate(rows, cols, valid, (m, k), itemsize, backend, full=forced and kind in REORDERABLE,
                    mixed_tiles=mixed_tiles)
     if not forced:
         costs = {name: est[name] for name in AUTO_KINDS if name in est}
@@ -788,7 +803,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     # The reordering, for the layouts it helps, tried when one of them is asked for or is the cheapest; left
     # to itself the choice then compares every reorderable layout of the reordered matrix (plus the two
     # permutations per product) with the best layout without it.
-    if kind in _REORDERABLE and m == k and m > 1 and reorder is not False and valid.any():
+    if kind in REORDERABLE and m == k and m > 1 and reorder is not False and valid.any():
         cand = _rcm(rows, cols, valid, m)
         if cand is not None:
             inv = np.empty(m, np.int64)
@@ -801,12 +816,13 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
             before = est.get(kind, math.inf)
             kind_p = kind
             if not forced:
-                costs_p = {name: est_p[name] for name in AUTO_KINDS if name in est_p and name in _REORDERABLE}
+                costs_p = {name: est_p[name] for name in AUTO_KINDS if name in est_p and name in REORDERABLE}
                 kind_p = min(costs_p, key=costs_p.get) if costs_p else kind
             after = est_p.get(kind_p, math.inf) + perm_cost
             if reorder or after <= 0.75 * before:
                 perm, rows, cols, est, kind = cand, prow, pcol, est_p, kind_p
                 est["reordered_from"] = before
+    _check_size(kind, est.get("dia_offsets", 0), (m, k))
     if kind == "panels":
         _check_panels(rows, cols, valid, (m, k), itemsize, est.get("panel_tiles"), mixed_tiles)
     if kind == "tiles" and tile is None and "tile" not in est:
