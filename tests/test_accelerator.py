@@ -140,6 +140,40 @@ def test_products_transpose_linearly(layout):
     np.testing.assert_allclose(np.asarray(g), np.linalg.solve(P.toarray().T, np.ones(P.shape[0])), atol=1e-3)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_reverse_mode_with_a_non_finite_cotangent(layout):
+    # The cotangent of x is A.T @ W and that of entry (r, c) is W[r] . X[c]: an inf of W at a row without
+    # stored entries meets nothing. The layouts that store zeros transposed their kernel and multiplied the
+    # row's padding zeros by inf (NaN; review of 2026-12-06: grad of sum(sqrt(A @ x)) over an empty row).
+    D = np.zeros((6, 5), np.float32)
+    D[0, 0], D[2, 1], D[2, 2], D[4, 4], D[5, 0], D[5, 3] = 1, 2, 3, 4, 5, 6  # rows 1 and 3 empty
+    S = sp.csr_array(D)
+    A = _bcoo(S)
+    op = accelerator.prepare(A, layout=layout)
+    rows, cols = np.asarray(A.indices).T
+    g = jax.grad(lambda z: jnp.sum(jnp.sqrt(op @ z)))(jnp.ones(5, jnp.float32))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = 0.5 / np.sqrt(D.astype(np.float64) @ np.ones(5))  # inf at the empty rows
+        np.testing.assert_allclose(np.asarray(g), S.T.astype(np.float64) @ w, rtol=1e-6)
+    rng = np.random.default_rng(43)
+    for shape in ((5,), (5, 2)):
+        _check_non_finite_cotangents(op, A, S, rows, cols, rng, shape)
+
+
+def _check_non_finite_cotangents(op, A, S, rows, cols, rng, shape):
+    with np.errstate(invalid="ignore", over="ignore"):
+        X = rng.standard_normal(shape).astype(np.float32)
+        W = rng.standard_normal((6,) + shape[1:]).astype(np.float32)
+        W[1], W[3] = np.inf, -np.inf  # empty rows
+        W[4] = np.inf  # a row with one stored entry: A.T @ W is inf there
+        _, vjp = jax.vjp(lambda z: op @ z, jnp.asarray(X))
+        _assert_same_non_finite(np.asarray(vjp(jnp.asarray(W))[0]).reshape(-1),
+                                (S.T.astype(np.float64) @ W.astype(np.float64)).reshape(-1))
+        _, vjp = jax.vjp(lambda d: op.with_data(d) @ jnp.asarray(X), A.data)
+        ref = W[rows] * X[cols] if len(shape) == 1 else np.sum(W[rows] * X[cols], axis=1)
+        _assert_same_non_finite(np.asarray(vjp(jnp.asarray(W))[0]), ref)
+
+
 def _assert_same_non_finite(got, ref):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))

@@ -403,7 +403,9 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     ``checked_product_p``: its transpose in ``x`` is the checked product
     of the other orientation, so ``jax.linear_transpose`` of ``op @ x`` and
     solvers that transpose their operator (``jax.scipy.sparse.linalg.gmres``
-    under ``grad``) work, where JAX cannot transpose a ``cond`` on ``x``.
+    under ``grad``) work, where JAX cannot transpose a ``cond`` on ``x``;
+    its JVP binds it again, so reverse mode runs the same check on the
+    cotangent (an ``inf`` at a row without stored entries meets nothing).
     """
     if not needs_check(kind, static, x.ndim) or "u_rows" not in arrays:
         return _kernel(kind, static, shape, values, arrays, x, lanes, transpose)
@@ -453,16 +455,21 @@ def _checked_abstract(values, x, *index_arrays, **params):
 
 
 def _checked_jvp(primals, tangents, **params):
-    # JAX's JVP of the implementation, in the values and x (the index arrays carry no tangent): what a
-    # product without the primitive had, so gradients are unchanged; a symbolic zero stays unevaluated.
+    # Linear in the values and in x (the index arrays carry no tangent): the tangent is the checked product
+    # of (dv, x) plus that of (values, dx), so reverse mode transposes the primitive (``_checked_transpose``),
+    # whose check also covers a non-finite cotangent; a symbolic zero stays unevaluated.
     values, x, *index_arrays = primals
     dv, dx = tangents[0], tangents[1]
-    f = partial(_checked_product, **params)
-    if type(dv) is ad.Zero:
-        return jax.jvp(lambda z: f(values, z, *index_arrays), (x,), (dx,))
-    if type(dx) is ad.Zero:
-        return jax.jvp(lambda v: f(v, x, *index_arrays), (values,), (dv,))
-    return jax.jvp(lambda v, z: f(v, z, *index_arrays), (values, x), (dv, dx))
+    bind = partial(checked_product_p.bind, **params)
+    y = bind(values, x, *index_arrays)
+    terms = []
+    if type(dv) is not ad.Zero:
+        terms.append(bind(dv, x, *index_arrays))
+    if type(dx) is not ad.Zero:
+        terms.append(bind(values, dx, *index_arrays))
+    if not terms:
+        return y, ad.Zero.from_primal_value(y)
+    return y, terms[0] if len(terms) == 1 else terms[0] + terms[1]
 
 
 def _checked_transpose(ct, values, x, *index_arrays, **params):
@@ -475,13 +482,39 @@ def _checked_transpose(ct, values, x, *index_arrays, **params):
         flipped = dict(params, transpose=not params["transpose"])
         ct_x = checked_product_p.bind(values, ct, *index_arrays, **flipped)
         return [None, ct_x.astype(x.aval.dtype), *none]
-    # values -> A @ x is linear: its transpose is the VJP at any point, zero values here (the check then
-    # takes the kernel for a finite x and the stored entries otherwise, as it does for the cotangent of
-    # any values: only the stored slots' cotangents reach the BCOO data)
-    zero = jnp.zeros(values.aval.shape, values.aval.dtype)
-    _, vjp = jax.vjp(lambda v: _checked_product(v, x, *index_arrays, **params), zero)
-    (ct_v,) = vjp(ct.astype(jnp.result_type(values.aval.dtype, x.dtype)))
-    return [ct_v, None, *none]
+    return [_values_cotangent(ct, values.aval, x, index_arrays, **params), None, *none]
+
+
+def _values_cotangent(ct, values_aval, x, index_arrays, *, kind, static, shape, lanes, transpose, names):
+    """The cotangent of the value buffer of ``A @ x`` (or ``A.T @ x``): ``ct[r] . x[c]`` at each stored
+    entry's slot. The kernel's transpose (at zero values: it is linear) where ``ct`` and ``x`` are finite;
+    else the stored entries' own formula, as the product's check does: a padding zero's ``ct[r] * x[c]``
+    is then never formed, so an ``inf`` meets only the stored entries of its row or column."""
+    arrays = dict(zip(names, index_arrays))
+    static = dict(static)
+    dtype = jnp.result_type(values_aval.dtype, x.dtype, ct.dtype)
+    ct, xs = ct.astype(dtype), x.astype(dtype)
+    rows, cols = arrays["u_rows"], arrays["u_cols"]
+    if transpose:
+        rows, cols = cols, rows
+
+    def kernel():
+        zero = jnp.zeros(values_aval.shape, dtype)
+        _, vjp = jax.vjp(lambda v: _kernel(kind, static, shape, v, arrays, xs, lanes, transpose), zero)
+        return vjp(ct)[0]
+
+    def sparse():  # padding entries (row m, column k, slot n_slots) read 0 and are dropped
+        c2 = ct if ct.ndim == 2 else ct[:, None]
+        x2 = xs if xs.ndim == 2 else xs[:, None]
+        per_entry = jnp.sum(jnp.take(c2, rows, axis=0, mode="fill", fill_value=0)
+                            * jnp.take(x2, cols, axis=0, mode="fill", fill_value=0), axis=1)
+        return jnp.zeros(values_aval.shape, dtype).at[arrays["u_slot"]].add(per_entry, mode="drop")
+
+    finite = jnp.logical_and(jnp.all(jnp.isfinite(ct)), jnp.all(jnp.isfinite(xs)))
+    ct_v = jax.lax.cond(finite, kernel, sparse)
+    if not jnp.issubdtype(values_aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(ct_v):
+        ct_v = jnp.real(ct_v)  # real values of a complex product: the real part (JAX's convention)
+    return ct_v.astype(values_aval.dtype)
 
 
 def _checked_batch(args, dims, **params):
