@@ -468,9 +468,10 @@ def _solver(name: str, op: SparseOperator, b, x0, kwargs: dict[str, Any]):
         raise ValueError(f"{name}(): b is {np.dtype(b.dtype)} and the operator {op.dtype}; pass "
                          f"b.astype({np.dtype(dtype).name}) (a solve keeps one precision)")
     if x0 is not None:  # checked here: a reordered operator's permutation (a clipped gather) would not say
-        x0 = op._check(x0, "x0")
-        if x0.shape != b.shape:
+        x0 = x0 if hasattr(x0, "shape") and hasattr(x0, "dtype") else np.asarray(x0)
+        if not isinstance(x0, BCOOArray) and not _is_scipy_sparse(x0) and tuple(x0.shape) != tuple(b.shape):
             raise ValueError(f"{name}(): x0 has shape {tuple(x0.shape)}; it needs b's shape {tuple(b.shape)}")
+        x0 = op._check(x0, "x0")
         if not np.can_cast(np.dtype(x0.dtype), np.dtype(dtype), casting="safe"):
             raise ValueError(f"{name}(): x0 is {np.dtype(x0.dtype)} and the solve {np.dtype(dtype)}; pass "
                              f"x0.astype({np.dtype(dtype).name}) (a solve keeps one precision)")
