@@ -728,7 +728,8 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
     """
     data = np.asarray(data).reshape(-1)
     exact = data.dtype.kind in "iub"  # integers add in their own dtype (wrapping as XLA's scatter-add)
-    out = np.zeros(n_slots, data.dtype if exact else np.complex128 if data.dtype.kind == "c" else np.float64)
+    complex_ = data.dtype.kind == "c"
+    out = np.zeros(n_slots, data.dtype if exact else np.complex128) if exact or complex_ else None
     slot_t = None if slot_t is None else np.asarray(slot_t)
     copies = () if slot_t is None else (slot_t,) if slot_t.ndim == 1 else tuple(slot_t.T)  # (nse,) or (nse, c)
     for where in (slot, *copies):
@@ -737,13 +738,14 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
         w, d = where[keep], data[keep]
         if exact:
             np.add.at(out, w, d)
-        elif data.dtype.kind == "c":
+        elif complex_:
             # the parts separately (``1j * inf`` would be ``nan + inf j``)
             out.real += np.bincount(w, weights=d.real.astype(np.float64), minlength=n_slots)
             out.imag += np.bincount(w, weights=d.imag.astype(np.float64), minlength=n_slots)
-        else:
-            out += np.bincount(w, weights=d.astype(np.float64), minlength=n_slots)
-    return out.astype(data.dtype)
+        else:  # (the first copy's sums are the buffer: one float64 array of n_slots at a time, not two)
+            sums = np.bincount(w, weights=d.astype(np.float64), minlength=n_slots)
+            out = sums if out is None else np.add(out, sums, out=out)
+    return out.astype(data.dtype, copy=False)
 
 
 def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = None,
