@@ -449,9 +449,10 @@ mlir.register_lowering(checked_product_p, mlir.lower_fun(_checked_product, multi
 
 
 @checked_product_p.def_abstract_eval
-def _checked_abstract(values, x, *index_arrays, **params):
-    out = jax.eval_shape(partial(_checked_product, **params), values, x, *index_arrays)
-    return jax.core.ShapedArray(out.shape, out.dtype)
+def _checked_abstract(values, x, *index_arrays, shape, transpose, **params):
+    # (from the shapes: every kernel returns ``(m,) + x.shape[1:]`` in ``result_type(values, x)``)
+    rows = shape[1] if transpose else shape[0]
+    return jax.core.ShapedArray((rows,) + tuple(x.shape[1:]), jnp.result_type(values.dtype, x.dtype))
 
 
 def _checked_jvp(primals, tangents, **params):

@@ -30,7 +30,9 @@ def vmem_capacity_bytes() -> int:
         return TUNED_VMEM_BYTES
     try:
         return int(pltpu.get_tpu_info().vmem_capacity_bytes)
-    except (ValueError, NotImplementedError):  # a device kind this JAX does not list
+    except (ValueError, NotImplementedError):
+        # get_tpu_info raises for a device kind this JAX does not list (a chip newer than it): assume the
+        # least VMEM of any TPU, so the kernels' limits stay within the chip (a smaller resident x at worst)
         return SMALLEST_VMEM_BYTES
 
 
