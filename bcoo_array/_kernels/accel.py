@@ -366,6 +366,13 @@ def _kernel(kind, static, shape, values, arrays, x, lanes, transpose):
         if kind == "dia":
             return dia_transpose_product(values, static, shape, x)
         dtype = jnp.result_type(values, x)
+        if not jnp.issubdtype(dtype, jnp.inexact) and "u_rows" in arrays:
+            # JAX transposes no integer matrix product (tiles, blocks with several columns): the stored
+            # entries' own product, exact
+            from .coo import coo_matmat
+
+            vals = jnp.take(values, arrays["u_slot"], axis=0, mode="fill", fill_value=0).astype(dtype)
+            return coo_matmat(vals, arrays["u_cols"], arrays["u_rows"], x.astype(dtype), k, False)
         fwd = lambda v: _kernel(kind, static, shape, values, arrays, v, lanes, False)  # noqa: E731
         probe = jax.ShapeDtypeStruct((k,) + tuple(x.shape[1:]), dtype)
         (z,) = jax.linear_transpose(fwd, probe)(x.astype(dtype))
