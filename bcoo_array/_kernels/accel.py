@@ -369,10 +369,7 @@ def _kernel(kind, static, shape, values, arrays, x, lanes, transpose):
         if not jnp.issubdtype(dtype, jnp.inexact) and "u_rows" in arrays:
             # JAX transposes no integer matrix product (tiles, blocks with several columns): the stored
             # entries' own product, exact
-            from .coo import coo_matmat
-
-            vals = jnp.take(values, arrays["u_slot"], axis=0, mode="fill", fill_value=0).astype(dtype)
-            return coo_matmat(vals, arrays["u_cols"], arrays["u_rows"], x.astype(dtype), k, False)
+            return stored_product(values, arrays, shape, x, transpose=True)
         fwd = lambda v: _kernel(kind, static, shape, values, arrays, v, lanes, False)  # noqa: E731
         probe = jax.ShapeDtypeStruct((k,) + tuple(x.shape[1:]), dtype)
         (z,) = jax.linear_transpose(fwd, probe)(x.astype(dtype))
@@ -433,21 +430,23 @@ def _checked_product(values, x, *index_arrays, kind, static, shape, lanes, trans
     x_finite = jnp.isfinite(x)
     xk = jnp.where(x_finite, x, jnp.zeros((), x.dtype))
     y = _kernel(kind, static, shape, values, arrays, xk, lanes, transpose)
+    finite = jnp.logical_and(jnp.all(jnp.isfinite(y)), jnp.all(x_finite))
+    return jax.lax.cond(finite, lambda: y, lambda: stored_product(values, arrays, shape, x, transpose))
+
+
+def stored_product(values, arrays, shape, x, transpose: bool):
+    """``A @ x`` (or ``A.T @ x``) from a layout's stored entries, ``arrays["u_rows"]``, ``["u_cols"]`` and
+    ``["u_slot"]`` (unique positions sorted by row; padding at row m, column k, slot n_slots reads 0 and is
+    dropped): a COO product, exact, where no zero of an unstored position meets ``x``."""
+    from .coo import coo_matmat
+
     m, k = shape
+    dtype = jnp.result_type(values, x)
     rows, cols = arrays["u_rows"], arrays["u_cols"]
     if transpose:
         rows, cols, m = cols, rows, k
-
-    def sparse():
-        from .coo import coo_matmat
-
-        dtype = y.dtype
-        # padding entries (slot n_slots, row m, column k; ``layouts.size_bucket``) read 0 and are dropped
-        vals = jnp.take(values, arrays["u_slot"], axis=0, mode="fill", fill_value=0).astype(dtype)
-        return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
-
-    finite = jnp.logical_and(jnp.all(jnp.isfinite(y)), jnp.all(x_finite))
-    return jax.lax.cond(finite, lambda: y, sparse)
+    vals = jnp.take(values, arrays["u_slot"], axis=0, mode="fill", fill_value=0).astype(dtype)
+    return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
 
 
 checked_product_p = Primitive("bcoo_array_checked_product")
