@@ -13,10 +13,10 @@ buffers with the native kernels on a CPU. On a TPU, irregular matrices of
 32-bit values take the ``panels`` layout, which feeds a Pallas TPU kernel
 that keeps ``x`` in VMEM (``bcoo_array._kernels.panels``), and, for many
 columns of ``x``, a row-gather kernel on the same matrix's SELL-8 slots
-(``bcoo_array._kernels.sell``). ``layout="sell"`` keeps only those slots,
-with a one-vector kernel whose ``x`` and result take 4 bytes per element
-of VMEM (for matrices too large or too scattered for ``panels``; built when
-asked for). The guide:
+(``bcoo_array._kernels.sell``). The ``sell`` layout keeps only such slots
+(rows sorted within windows of 128), with a one-vector kernel whose ``x``
+and result take 4 bytes per element of VMEM: float32 matrices too large or
+too scattered for ``panels`` take it. The guide:
 ``docs/guides/accelerators.md``.
 
 ```python
@@ -349,8 +349,9 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
     reorder : bool, optional
         Force (True) or forbid (False) the reverse Cuthill-McKee reordering
         of a square matrix (tiles, blocks, ELL and panels layouts); by
-        default kept when it lowers the estimated cost by a quarter, its
-        two permutations per product included.
+        default tried when one of them or ``sell`` is the cheapest, and
+        kept when it lowers the estimated cost by a quarter, its two
+        permutations per product included.
 
     Returns
     -------
@@ -420,7 +421,7 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
             op = _bcoo_with_slots(A, canon, op)
         return _place(op, device)
     lay = layouts.choose(np.asarray(indices), A.shape, np.dtype(A.dtype).itemsize, backend, kind=layout,
-                         tile=tile, reorder=reorder)
+                         tile=tile, reorder=reorder, dtype=A.dtype)
     slot, arrays, perm, inverse = accel.device_layout(lay, device)
     values = accel.placed_values(data, slot, lay.arrays.get("slot_t"), arrays, lay.n_slots, device)
     op = SparseOperator(values, arrays, perm, inverse, jax.device_put(slot, device), layout=lay.kind,

@@ -441,6 +441,8 @@ def main(argv=None) -> None:
                         "unrolled 4x; 'panels-mixed', 'panels-uniform': its tiles; '+rcm': reordered)")
     p.add_argument("--libs", default="", help="only these rows, e.g. 'bcoo_array,jax BCOO,scipy' (default: all)")
     p.add_argument("--first-call", action="store_true")
+    p.add_argument("--no-shared", action="store_true",
+                   help="time only the generated matrices (--poisson, --random), none of the shared ones")
     p.add_argument("--choose-only", default=None, metavar="BACKEND",
                    help="only time the host-side layout choice (layouts.choose) for BACKEND (e.g. tpu), on any machine")
     p.add_argument("--out", default=None, help="write the markdown table here")
@@ -463,7 +465,7 @@ def main(argv=None) -> None:
     print(f"device {dev.device_kind} ({dev.platform}); streamed bandwidth {bw:.0f} GB/s", flush=True)
     spmm_cols = [int(c) for c in args.spmm.split(",") if c]
     cases = []
-    for name in args.matrices:
+    for name in [] if args.no_shared else args.matrices:
         path = _find(name)
         cases.append((path.name.split(".")[0], lambda path=path: sp.csr_array(scipy.io.mmread(path))))
     for kk in [int(c) for c in args.poisson.split(",") if c]:

@@ -268,6 +268,26 @@ def test_panels_refuses_what_it_cannot_hold():
         assert layouts.choose(idx, S.shape, 4, "tpu", kind="panels").kind == "panels"
 
 
+def test_the_automatic_choice_takes_sell_for_a_large_scattered_pattern():
+    # 10 entries per row at random over 200,000 columns: too scattered for panels (its tiles would be
+    # mostly padding), and the windowed SELL slots cost less than ELL's padded lane gathers per product
+    # (TPU v5e: random 10^6 x 10^6 with 10^7 entries, 41.5 ms against 46.8). Only for float32 values on a
+    # TPU (the kernel's dtype and chip), and not past PANELS_AUTO_MAX_BYTES.
+    rng = np.random.default_rng(12)
+    n, nnz = 200_000, 2_000_000
+    idx = np.stack([rng.integers(0, n, nnz), rng.integers(0, n, nnz)], 1)
+    lay = layouts.choose(idx, (n, n), 4, "tpu", dtype=np.float32)
+    assert lay.kind == "sell" and lay.static["windowed"] and lay.perm is None
+    assert lay.estimate["sell"] < lay.estimate["ell"] < lay.estimate["coo"]
+    for itemsize, dtype, backend in ((4, np.int32, "tpu"), (8, np.float64, "tpu"), (4, np.float32, "cpu"),
+                                     (4, np.float32, "gpu")):
+        lay = layouts.choose(idx, (n, n), itemsize, backend, dtype=dtype, reorder=False)
+        assert lay.kind != "sell" and "sell" not in lay.estimate
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(layouts, "PANELS_AUTO_MAX_BYTES", 1 << 20)
+        assert layouts.choose(idx, (n, n), 4, "tpu", dtype=np.float32, reorder=False).kind != "sell"
+
+
 def test_eager_product_on_an_accelerator_takes_the_layout(monkeypatch):
     # No accelerator in CI: pretend the buffers live on a TPU; the XLA code it would run is checked here.
     monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
@@ -878,6 +898,48 @@ def test_sell_kernel_in_interpret_mode_matches_scipy(slots_per_step):
     got = sell.sell_reference(jnp.asarray(vals), jnp.asarray(s_rows), jnp.asarray(s_cols), jnp.asarray(X),
                               shape=(m, k))
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
+    # windowed tables (rows sorted within windows of 128, what the sell layout keeps): the packed kernel's
+    # windowed mode (one update of a slice's shared result row), and the row kernel on the same tables
+    slot, table, s_rows, s_cols = sell.sell_tables(C.row, C.col, (m, k), slots_per_step, windowed=True)
+    np.testing.assert_array_equal(s_rows[slot], C.row)
+    np.testing.assert_array_equal(s_cols[slot], C.col)
+    chunk_rows = [table[t, 3 + sell.CHUNK_FIELDS * q: 11 + sell.CHUNK_FIELDS * q]
+                  for t in range(len(table)) for q in range(table[t, 0])]
+    for rows8 in chunk_rows:  # a slice's rows (the missing ones aside) lie in one window of 128
+        real = rows8[rows8 < m]
+        assert len(real) and np.all(real // sell.WINDOW_ROWS == real[0] // sell.WINDOW_ROWS)
+    vals = np.zeros(len(s_rows), np.float32)
+    vals[slot] = C.data
+    args = (jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols), jnp.asarray(X))
+    for unroll in (1, 2, 3):
+        got = sell.sell_matvec_kernel(*args[:3], args[3][:, 0], shape=(m, k), interpret=True, unroll=unroll,
+                                      windowed=True)
+        np.testing.assert_allclose(np.asarray(got), ref[:, 0], rtol=1e-5, atol=1e-5)
+    got = sell.sell_kernel(*args, shape=(m, k), interpret=True)
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_sell_slot_counts_match_the_tables():
+    # slot_count (what the cost model prices) is what sell_tables builds: slots within slices and slices,
+    # sorted over the whole matrix or within windows of 128 rows (more padding: shorter sorts)
+    from bcoo_array._kernels import sell
+
+    rng = np.random.default_rng(5)
+    S = sp.random_array((1000, 800), density=0.01, rng=rng, format="csr").astype(np.float32)
+    S.sort_indices()
+    C = S.tocoo()
+    counts = np.bincount(C.row, minlength=1000)
+    got = {}
+    for windowed in (False, True):
+        slot, table, s_rows, _ = sell.sell_tables(C.row, C.col, S.shape, 256, windowed=windowed)
+        slots, slices = sell.slot_count(counts, windowed)
+        depths = sum(int(table[t, 2 + sell.CHUNK_FIELDS * q]) for t in range(len(table)) for q in range(table[t, 0]))
+        assert slots == sell.SUBLANES * depths and slot.max() < slots  # what the kernel's chunks iterate
+        rows = sell.slice_rows(counts, windowed)
+        assert len(rows) == slices and sorted(rows[rows < 1000].tolist()) == np.flatnonzero(counts).tolist()
+        got[windowed] = slots
+    assert S.nnz <= got[False] <= got[True]
+    assert sell.slot_count(np.zeros(5, np.int64), True) == (0, 0)
 
 
 @settings(max_examples=10, deadline=None)
@@ -904,9 +966,16 @@ def test_sell_kernel_breadth(m, k, density, long_row, slots_per_step, n_rhs, unr
     got = sell.sell_kernel(jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols), jnp.asarray(X), shape=(m, k),
                            interpret=True, unroll=unroll)
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-4)
-    if n_rhs == 1:  # the packed one-vector kernel
+    if n_rhs == 1:  # the packed one-vector kernel, on tables sorted over the matrix and within windows
         got = sell.sell_matvec_kernel(jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols),
                                       jnp.asarray(X[:, 0]), shape=(m, k), interpret=True, unroll=unroll)
+        np.testing.assert_allclose(np.asarray(got), ref[:, 0], rtol=1e-5, atol=1e-4)
+        wslot, wtable, _, wcols = sell.sell_tables(C.row, C.col, (m, k), slots_per_step, windowed=True)
+        wvals = np.zeros(len(wcols), np.float32)
+        wvals[wslot] = C.data
+        got = sell.sell_matvec_kernel(jnp.asarray(wvals), jnp.asarray(wtable), jnp.asarray(wcols),
+                                      jnp.asarray(X[:, 0]), shape=(m, k), interpret=True, unroll=unroll,
+                                      windowed=True)
         np.testing.assert_allclose(np.asarray(got), ref[:, 0], rtol=1e-5, atol=1e-4)
     got = sell.sell_reference(jnp.asarray(vals), jnp.asarray(s_rows), jnp.asarray(s_cols), jnp.asarray(X),
                               shape=(m, k))
@@ -925,8 +994,10 @@ def test_packed_sell_kernel_lowers_for_a_tpu(shape):
     steps = 3
     args = (np.zeros(steps * sell.SLOTS_PER_STEP, np.float32), np.zeros((steps, sell._table_width(2048)), np.int32),
             np.zeros(steps * sell.SLOTS_PER_STEP, np.int32), np.zeros(k, np.float32))
-    f = jax.jit(lambda v, t, c, x: sell.sell_matvec_kernel(v, t, c, x, shape=shape, interpret=False))
-    assert jax.export.export(f, platforms=["tpu"])(*args).mlir_module().count("tpu_custom_call") == 1
+    for windowed in (False, True):
+        f = jax.jit(lambda v, t, c, x: sell.sell_matvec_kernel(v, t, c, x, shape=shape, interpret=False,
+                                                               windowed=windowed))
+        assert jax.export.export(f, platforms=["tpu"])(*args).mlir_module().count("tpu_custom_call") == 1
 
 
 def test_sell_layout_runs_the_packed_kernel_for_one_vector(monkeypatch):
@@ -937,7 +1008,8 @@ def test_sell_layout_runs_the_packed_kernel_for_one_vector(monkeypatch):
     seen = []
     for name in ("sell_matvec_kernel", "sell_kernel", "sell_reference"):
         fn = getattr(sell, name)
-        monkeypatch.setattr(sell, name, lambda *a, _fn=fn, _name=name, **kw: seen.append(_name) or _fn(*a, **kw))
+        monkeypatch.setattr(sell, name, lambda *a, _fn=fn, _name=name, **kw: seen.append(
+            _name + (" windowed" if kw.get("windowed") else "")) or _fn(*a, **kw))
     S = sp.random_array((700, 500), density=0.01, rng=21, format="csr").astype(np.float32)
     op = accelerator.prepare(_bcoo(S), layout="sell")
     assert op.description.startswith("sell")
@@ -946,7 +1018,7 @@ def test_sell_layout_runs_the_packed_kernel_for_one_vector(monkeypatch):
     D = S.astype(np.float64)
     np.testing.assert_allclose(np.asarray(op @ x.astype(np.float32)), D @ x, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(np.asarray(op.T @ y.astype(np.float32)), D.T @ y, rtol=1e-4, atol=1e-4)
-    assert seen == ["sell_matvec_kernel"] * 2
+    assert seen == ["sell_matvec_kernel windowed"] * 2  # the layout's tables are windowed
     np.testing.assert_allclose(np.asarray(op @ X.astype(np.float32)), D @ X, rtol=1e-4, atol=1e-4)
     assert seen[2:] == ["sell_kernel"]
 

@@ -36,10 +36,13 @@ rows, and dense reductions.
   length in slices of 8, SELL-C-sigma) of the matrix and of its transpose,
   for the Pallas TPU kernel of ``.sell`` that keeps ``x`` and the result
   in VMEM and loads one row of ``x`` per stored entry (one vector: ``x``
-  packed 128 elements per row, so matrices of millions of rows fit). For
-  patterns too scattered or too large for ``panels`` (a random 10^6 x 10^6
-  matrix). Built when asked for (``layout="sell"``): its one-vector kernel
-  is not yet timed on a chip, so ``choose`` does not pick it by itself.
+  packed 128 elements per row, so matrices of millions of rows fit; rows
+  sorted within windows of 128, ``.sell.WINDOW_ROWS``). Chosen on a TPU for
+  float32 values where it is the cheapest: patterns too scattered or too
+  large for ``panels`` (a random 10^6 x 10^6 matrix with 10^7 entries,
+  TPU v5e in a loop: 41.5 ms, against 46.8 for ``ell`` and 162 for
+  ``jax.experimental.sparse``; its transpose, before the windows, 46.5
+  against 113 for ``ell``).
 * ``coo``: the fallback, ``.coo.coo_matmat``.
 
 A reordering (reverse Cuthill-McKee, ``scipy.sparse.csgraph``: Cuthill &
@@ -94,6 +97,8 @@ PANELS_MIXED: bool | None = None
 #: patterns (cage11 100 MiB with uniform tiles, 40 MiB with mixed ones, against the
 #: ``blocks`` layout's 19 MiB), and an operator should not take a large share of a
 #: chip's memory (16 GiB on a TPU v5e) unasked. ``layout="panels"`` builds larger ones.
+#: The same bound holds for a ``sell`` layout's slots (values, rows and columns of the
+#: matrix and its transpose: 12 bytes a slot, twice).
 PANELS_AUTO_MAX_BYTES = 1 << 30
 
 #: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
@@ -113,10 +118,9 @@ LAYOUT_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "sell", "coo
 #: Layouts a symmetric reordering (RCM) can make cheaper (their cost grows with the pattern's spread).
 REORDERABLE = ("tiles", "blocks", "ell", "panels")
 
-#: Layouts ``choose`` picks by itself: all of them but ``sell`` (built when asked for: its one-vector
-#: kernel is untimed on a chip). ``panels`` is priced for a TPU and 32-bit values only (``estimate``): the
-#: Pallas kernel runs nowhere else.
-AUTO_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "coo")
+#: Layouts ``choose`` picks by itself: all of them. ``panels`` is priced for a TPU and 32-bit values only,
+#: ``sell`` for a TPU and float32 values only (``estimate``): their Pallas kernels run nowhere else.
+AUTO_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "sell", "coo")
 
 #: Layouts that multiply explicit zeros at unstored positions (an ``inf`` or NaN
 #: of ``x`` there would give NaN where a sparse product gives 0): their products
@@ -436,15 +440,15 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     return lay
 
 
-def _sell_slots(ur, uc, shape):
-    """The SELL-8 slots (``.sell.sell_tables``) of unique entries ``(ur, uc)`` sorted by row, and of the
-    transpose: ``(slot, slot_t, arrays)``, each entry's slot in the matrix's slots and in the transpose's,
-    and the arrays ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``."""
+def _sell_slots(ur, uc, shape, windowed: bool = False):
+    """The SELL-8 slots (``.sell.sell_tables``, ``windowed`` or not) of unique entries ``(ur, uc)`` sorted
+    by row, and of the transpose: ``(slot, slot_t, arrays)``, each entry's slot in the matrix's slots and
+    in the transpose's, and the arrays ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``."""
     m, k = shape
     order_t = np.lexsort((ur, uc))  # the unique entries by column, then row: the transpose's rows
-    slot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=_sell_steps)
+    slot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=_sell_steps, windowed=windowed)
     slot_by_col, s_table_t, s_rows_t, s_cols_t = _sell.sell_tables(uc[order_t], ur[order_t], (k, m),
-                                                                   pad=_sell_steps)
+                                                                   pad=_sell_steps, windowed=windowed)
     slot_t = np.empty_like(slot_by_col)
     slot_t[order_t] = slot_by_col
     return slot, slot_t, dict(s_table=s_table, s_rows=s_rows, s_cols=s_cols,
@@ -453,7 +457,8 @@ def _sell_slots(ur, uc, shape):
 
 def build_sell(rows, cols, valid, shape) -> Layout:
     """The ``sell`` layout (``.sell``): the SELL-8 slots of the valid entries (duplicates share a slot)
-    and of the transpose's, so ``A.T @ y`` runs the same kernel.
+    and of the transpose's, so ``A.T @ y`` runs the same kernel; their rows sorted within windows of
+    ``.sell.WINDOW_ROWS`` (``static["windowed"]``: the one-vector kernel's windowed mode).
 
     Arrays: ``s_table``, ``s_rows``, ``s_cols`` and ``s_table_t``,
     ``s_rows_t``, ``s_cols_t`` (``_sell_slots``), and ``slot_t`` (nse, 1),
@@ -464,7 +469,7 @@ def build_sell(rows, cols, valid, shape) -> Layout:
     r, c = rows[valid], cols[valid]
     ukey, inv_entry = np.unique(r * max(k, 1) + c, return_inverse=True)  # sorted: row order
     inv_entry = inv_entry.reshape(-1)
-    sslot, sslot_t, arrays = _sell_slots(ukey // max(k, 1), ukey % max(k, 1), (m, k))
+    sslot, sslot_t, arrays = _sell_slots(ukey // max(k, 1), ukey % max(k, 1), (m, k), windowed=True)
     n1 = arrays["s_rows"].size
     n_slots = n1 + arrays["s_rows_t"].size
     slot = np.full(len(rows), n_slots, np.int64)
@@ -472,7 +477,7 @@ def build_sell(rows, cols, valid, shape) -> Layout:
     slot_t = np.full((len(rows), 1), n_slots, np.int64)
     slot_t[valid, 0] = n1 + sslot_t[inv_entry]
     lay = Layout("sell", (m, k), n_slots, slot)
-    lay.static = {"split": n1}
+    lay.static = {"split": n1, "windowed": True}
     lay.arrays.update(arrays, slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
 
@@ -566,7 +571,7 @@ def _block_counts(r, c, k, shapes=BLOCK_SHAPES):
 
 
 def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: bool = False,
-             mixed_tiles: bool | None = None) -> dict[str, Any]:
+             mixed_tiles: bool | None = None, dtype=None) -> dict[str, Any]:
     """Bytes-equivalent cost of one product in each layout (``COSTS``), and each layout's best parameters.
 
     Returns a dict ``{kind: cost}`` for the layouts that apply, plus
@@ -577,7 +582,9 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
     unless ``full`` (the reordered matrix of ``choose``, which picks among the
     layouts a reordering serves).
     Tile and block counts of the larger shapes come from merging the
-    smallest shape's (one pass over the entries).
+    smallest shape's (one pass over the entries). ``dtype``: the values'
+    (``sell`` is priced for float32 only, its kernel's dtype; None: any
+    4-byte value is taken for float32).
     """
     m, k = shape
     s = itemsize
@@ -591,8 +598,7 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
     out: dict[str, Any] = {}
     out["coo"] = nnz * (s + 8) + nnz * (cost["gather"] + cost["scatter"]) + vec
     ell_units = _padded_units(r, m) if nnz else 0
-    ell_gather = cost["lane_gather"] if backend == "tpu" else cost["gather"]
-    out["ell"] = ell_units * (s + 4 + ell_gather) + vec
+    out["ell"] = ell_units * (s + 4 + cost.get("ell_slot", cost["gather"])) + vec
     if m * k <= DENSE_MAX_ELEMENTS:
         out["dense"] = m * k * s + vec
     n_diag = int(unique_ints(c - r).size) if nnz else 0
@@ -612,6 +618,13 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
             per_tile = cost["panel_mixed_tile" if mixed else "panel_tile"]
             out["panels"] = (n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + per_tile)
                              + cost["panel_call"] + 2 * vec)
+    if (backend == "tpu" and itemsize == 4 and (dtype is None or np.dtype(dtype) == np.float32)
+            and _sell.fits((m, k), packed=True)):
+        slots, slices = _sell.slot_count(np.bincount(r, minlength=m), windowed=True)
+        if 2 * slots * (s + 8) <= PANELS_AUTO_MAX_BYTES:  # values, rows and columns; the transpose's too
+            chunks = slices + -(-slots // _sell.SLOTS_PER_STEP)  # a slice cut by a grid step is two chunks
+            out["sell"] = (slots * (s + 4 + cost["sell_vector_slot"]) + chunks * cost["sell_vector_chunk"]
+                           + cost["sell_vector_call"] + vec)
     best = None
     for tile, (tkeys, _, tcols) in _block_counts(r, c, k, TILE_SHAPES).items():
         bm, bk = tile
@@ -750,7 +763,7 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
 
 def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = None,
            tile: tuple[int, int] | None = None, reorder: bool | None = None,
-           mixed_tiles: bool | None = None) -> Layout:
+           mixed_tiles: bool | None = None, dtype=None) -> Layout:
     """Build the cheapest layout of a 2-D matrix for ``backend`` (or the one asked for).
 
     Parameters
@@ -768,15 +781,19 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         Force the tile shape of the ``tiles`` layout.
     reorder : bool, optional
         Force (True) or forbid (False) the RCM reordering; by default it is
-        tried for square matrices when the layout asked for, or the cheapest
-        one, is ``tiles``, ``blocks``, ``ell`` or ``panels``, and kept when
-        the cheapest of those layouts of the reordered matrix, its two
-        permutations per product included, costs a quarter less or more.
+        tried for square matrices when the layout asked for is ``tiles``,
+        ``blocks``, ``ell`` or ``panels``, or when the cheapest one is one of
+        them or ``sell``, and kept when the cheapest of those four layouts of
+        the reordered matrix, its two permutations per product included,
+        costs a quarter less or more.
     mixed_tiles : bool, optional
         Tiles of a ``panels`` layout: mixed (True: a column panel per
         sublane) or uniform (False: one panel per tile, a kernel that
         compiles in about half the time); by default the cheaper per product.
         ``PANELS_MIXED``, where set, overrides it.
+    dtype : numpy dtype, optional
+        The values' dtype (``estimate``: ``sell`` is priced for float32
+        only); None takes any 4-byte value for float32.
 
     Returns
     -------
@@ -797,15 +814,17 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     forced = kind is not None
     # a forced reorderable layout is priced even where dia wins outright (the reordering compares its costs)
     est = estimate(rows, cols, valid, (m, k), itemsize, backend, full=forced and kind in REORDERABLE,
-                   mixed_tiles=mixed_tiles)
+                   mixed_tiles=mixed_tiles, dtype=dtype)
     if not forced:
         costs = {name: est[name] for name in AUTO_KINDS if name in est}
         kind = min(costs, key=costs.get)
     perm = None
     # The reordering, for the layouts it helps, tried when one of them is asked for or is the cheapest; left
     # to itself the choice then compares every reorderable layout of the reordered matrix (plus the two
-    # permutations per product) with the best layout without it.
-    if kind in REORDERABLE and m == k and m > 1 and reorder is not False and valid.any():
+    # permutations per product) with the best layout without it (``sell`` among them: the reordering does not
+    # serve it, but it may make a reorderable layout cheaper still).
+    if ((kind in REORDERABLE or (kind == "sell" and not forced)) and m == k and m > 1 and reorder is not False
+            and valid.any()):
         cand = _rcm(rows, cols, valid, m)
         if cand is not None:
             inv = np.empty(m, np.int64)
@@ -813,7 +832,8 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
             prow, pcol = inv[np.minimum(rows, m - 1)], inv[np.minimum(cols, k - 1)]
             prow = np.where(valid, prow, m)
             pcol = np.where(valid, pcol, k)
-            est_p = estimate(prow, pcol, valid, (m, k), itemsize, backend, full=True, mixed_tiles=mixed_tiles)
+            est_p = estimate(prow, pcol, valid, (m, k), itemsize, backend, full=True, mixed_tiles=mixed_tiles,
+                             dtype=dtype)
             perm_cost = 2 * m * _costs(backend)["permute"]
             before = est.get(kind, math.inf)
             kind_p = kind

@@ -35,8 +35,12 @@ runs the same loops with ``x`` and the result *packed*, 128 elements per
 VMEM row: a slot loads the row of its column and keeps that one lane (a
 one-hot select), and a slice row's accumulator is summed over its lanes
 and added at its row's lane. ``x`` and ``A @ x`` then take 4 bytes per
-element of VMEM instead of 512 (a 10^6 x 10^6 matrix: 8 MiB); not yet
-timed on a chip.
+element of VMEM instead of 512 (a 10^6 x 10^6 matrix: 8 MiB). The
+``sell`` layout sorts rows within windows of 128 (``WINDOW_ROWS``), so a
+slice's 8 rows share one packed row of the result, updated once per
+chunk. On a TPU v5e a slot then costs about 2.8 ns and a chunk 98 ns (a
+random 10^6 x 10^6 matrix with 10^7 entries: 41.5 ms, against 157 for
+jax's BCOO; ``.costs.COSTS``).
 
 The product is the primitive ``sell_matmat_p`` (linear in the values and in
 ``x``: its JVP binds it again, its transpose is JAX's transpose of the XLA
@@ -76,6 +80,15 @@ CHUNK_FIELDS = 2 + SUBLANES
 
 #: Depths (8 slots each) one iteration of the kernel's depth loop takes (unrolled by hand).
 DEPTH_UNROLL = 2
+
+#: Rows of a *window* of windowed tables (``sell_tables(windowed=True)``): rows are sorted by length
+#: within windows of this many, so a slice's 8 rows share one packed row of the result (128 elements) and
+#: the one-vector kernel adds a slice's sums with one update of that row instead of eight. TPU v5e, one
+#: vector, in a loop (2026-12-06, ``.device_data/probe_packed.py``): random 10^6 x 10^6 with 10^7 entries
+#: 45.5 -> 41.5 ms, nh2010 1.56 -> 1.41, cage11 2.33 -> 2.11, delaunay_n16 2.31 -> 1.98, bcsstk16 0.96 ->
+#: 0.94, for 2-16% more slots (the sort spans 128 rows, not the whole matrix). Stacking the 8 lane sums
+#: into one reduction without the windows gained nothing (+0-2%), nor did 4 depths per iteration (+5%).
+WINDOW_ROWS = LANES
 
 #: VMEM the kernel may use on a 128 MiB chip (bytes; ``vmem_limit_bytes`` scales it to the chip in use):
 #: ``x`` and the result, resident once each.
@@ -145,14 +158,52 @@ def _table_width(slots_per_step: int) -> int:
     return -(-(1 + CHUNK_FIELDS * (slots_per_step // SUBLANES)) // 128) * 128
 
 
+def slice_rows(counts: np.ndarray, windowed: bool = False) -> np.ndarray:
+    """Host: the rows of each SELL-8 slice, ``(n_slices, 8)`` int64, from the entry count of each row
+    ``counts`` (m,).
+
+    Non-empty rows sorted by count, longest first (stable), 8 per slice;
+    ``windowed``: sorted within each window of ``WINDOW_ROWS`` rows, and each
+    window's rows in slices of their own. A missing row (the last slice of
+    the sort, or of a window) is ``8 * ceil(m / 8)``.
+    """
+    m = len(counts)
+    if windowed:
+        nonempty = np.flatnonzero(counts)
+        window = nonempty // WINDOW_ROWS
+        order = nonempty[np.lexsort((-counts[nonempty], window))]
+        per_window = np.bincount(window, minlength=-(-m // WINDOW_ROWS))
+        padded = -(-per_window // SUBLANES) * SUBLANES
+        pos = (np.repeat(np.cumsum(padded) - padded, per_window) + np.arange(len(order))
+               - np.repeat(np.cumsum(per_window) - per_window, per_window))  # place among the window's slices
+        n_slices = int(padded.sum()) // SUBLANES
+    else:
+        order = np.argsort(-counts, kind="stable")[:int(np.count_nonzero(counts))]
+        pos = np.arange(len(order))
+        n_slices = -(-len(order) // SUBLANES)
+    out = np.full(n_slices * SUBLANES, _tiles(m) * SUBLANES, np.int64)
+    out[pos] = order
+    return out.reshape(n_slices, SUBLANES)
+
+
+def slot_count(counts: np.ndarray, windowed: bool = False) -> tuple[int, int]:
+    """Host: ``(slots, slices)`` of the SELL-8 tables of a matrix whose rows hold ``counts`` (m,) entries
+    (``slice_rows``; padding within slices counted, grid-step padding not): what the kernel iterates."""
+    rows = slice_rows(np.asarray(counts, np.int64), windowed)
+    depth = np.asarray(counts, np.int64)[np.minimum(rows[:, 0], len(counts) - 1)] if len(rows) else rows[:, 0]
+    return int(depth.sum()) * SUBLANES, len(rows)
+
+
 def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int = SLOTS_PER_STEP,
-                pad=None):
+                pad=None, windowed: bool = False):
     """Host: the SELL-8 slots of unique entries sorted by row (then column), in grid steps.
 
     Rows are sorted by their entry count, longest first (SELL-C-sigma with
-    sigma the whole matrix), and taken 8 at a time: a *slice* holds ``8 *
-    depth`` slots, ``depth`` its longest row, and slot ``8 * d + i`` of a
-    slice is the ``d``-th entry of its row ``i``. Empty rows get no slice.
+    sigma the whole matrix; ``windowed``: sigma = ``WINDOW_ROWS``, what the
+    one-vector kernel's ``windowed`` mode needs), and taken 8 at a time
+    (``slice_rows``): a *slice* holds ``8 * depth`` slots, ``depth`` its
+    longest row, and slot ``8 * d + i`` of a slice is the ``d``-th entry of
+    its row ``i``. Empty rows get no slice.
 
     Returns ``(slot, table, s_rows, s_cols)``:
 
@@ -184,14 +235,13 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
     if np.any(rows[1:] < rows[:-1]):
         raise ValueError("sell_tables: the entries must be sorted by row (np.lexsort((cols, rows)))")
     counts = np.bincount(rows, minlength=m)
-    order = np.argsort(-counts, kind="stable")[:int(np.count_nonzero(counts))]  # non-empty rows, longest first
+    srows = slice_rows(counts, windowed)
+    n_slices = len(srows)
+    flat = srows.reshape(-1)
+    real = flat < m
     rank = np.empty(m, np.int64)
-    rank[order] = np.arange(len(order))
-    n_slices = -(-len(order) // SUBLANES)
-    slice_rows = np.full(n_slices * SUBLANES, _tiles(m) * SUBLANES, np.int64)
-    slice_rows[:len(order)] = order
-    slice_rows = slice_rows.reshape(n_slices, SUBLANES)
-    depth = counts[slice_rows[:, 0]] if n_slices else np.zeros(0, np.int64)  # a slice's first row is its longest
+    rank[flat[real]] = np.flatnonzero(real)  # each non-empty row's place in the slices
+    depth = counts[srows[:, 0]] if n_slices else np.zeros(0, np.int64)  # a slice's first row is its longest
     start = np.concatenate([[0], np.cumsum(depth * SUBLANES)])  # each slice's first slot in the stream
     row_start = np.concatenate([[0], np.cumsum(counts)])[:-1]
     d = np.arange(n) - row_start[rows]  # the entry's depth within its row
@@ -218,13 +268,14 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
     table[step, at] = lo - step * E
     table[step, at + 1] = (hi - lo) // SUBLANES
     for i in range(SUBLANES):
-        table[step, at + 2 + i] = slice_rows[sl, i]
+        table[step, at + 2 + i] = srows[sl, i]
     return slot, table.astype(np.int32), s_rows.astype(np.int32), s_cols.astype(np.int32)
 
 
 # --- the kernel -----------------------------------------------------------------------------------------
 
-def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int, packed: bool):
+def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int, packed: bool,
+            windowed: bool):
     """One grid step: its chunks, each ``depths`` rows of 8 slots into its slice's 8 row accumulators.
 
     Rows (``packed`` false): ``x_vmem`` (rows of k + 8, 128), ``x`` then
@@ -233,8 +284,11 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
     row ``c >> 7``, lane ``c & 127``), zeros after it, and ``o_vmem`` the
     result the same way; a slot loads its column's row and keeps its lane
     (a one-hot select), a slice row's accumulator is summed over its lanes
-    at the chunk's end and added at its row's lane. The result is written
-    back at the last step.
+    at the chunk's end and added at its row's lane; ``windowed`` (packed,
+    tables of ``sell_tables(windowed=True)``, whose slices' rows share a
+    packed row): the 8 lane sums in one reduction, placed on their lanes
+    and added to that row at once. The result is written back at the last
+    step.
     """
     step = pl.program_id(0)
 
@@ -275,6 +329,16 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
         if unroll > 1:  # the depths left over
             accs = jax.lax.fori_loop(groups * np.int32(unroll), depths,
                                      lambda d, a: slots(off + d * np.int32(SUBLANES), a), accs)
+        if packed and windowed:  # the slice's 8 rows share a packed row of the result: one update
+            totals = jnp.sum(jnp.concatenate(accs, axis=0), axis=1, keepdims=True)  # (8, 1): one lane reduction
+            contrib = zero
+            for i in range(SUBLANES):
+                r = table_ref[0, 0, base + np.int32(2 + i)]
+                contrib = contrib + jnp.where(lane == jnp.bitwise_and(r, np.int32(LANES - 1)), totals[i:i + 1, :],
+                                              zero)
+            r0 = table_ref[0, 0, base + np.int32(2)]
+            o_vmem[pl.ds(jax.lax.shift_right_logical(r0, LANE_BITS), 1), :] += contrib
+            return carry
         for i in range(SUBLANES):
             r = table_ref[0, 0, base + np.int32(2 + i)]
             if packed:
@@ -314,20 +378,26 @@ def sell_kernel(values, table, cols, x, *, shape, interpret: bool | None = None,
     dtype = jnp.result_type(values, x)
     kr, mr = (_tiles(k) + 1) * SUBLANES, (_tiles(m) + 1) * SUBLANES
     xs = jnp.pad(x.astype(dtype), ((0, kr - k), (0, LANES - n)))
-    return _call(values, table, cols, xs, mr, dtype, interpret=interpret, unroll=unroll, packed=False)[:m, :n]
+    return _call(values, table, cols, xs, mr, dtype, interpret=interpret, unroll=unroll, packed=False,
+                 windowed=False)[:m, :n]
 
 
-def sell_matvec_kernel(values, table, cols, x, *, shape, interpret: bool | None = None, unroll: int | None = None):
+def sell_matvec_kernel(values, table, cols, x, *, shape, interpret: bool | None = None, unroll: int | None = None,
+                       windowed: bool = False):
     """``A @ x`` for one vector ``x`` of shape ``(k,)``, 32-bit: the kernel with ``x`` and the result
     packed 128 elements per VMEM row (``_packed_rows``), so they take 4 bytes per element, not 512.
 
-    Arguments as ``sell_kernel``'s. Returns ``(m,)``.
+    Arguments as ``sell_kernel``'s; ``windowed``: the tables are
+    ``sell_tables(windowed=True)``'s, and a slice's sums update their
+    shared row of the result at once (with other tables the result is
+    wrong). Returns ``(m,)``.
     """
     m, k = shape
     dtype = jnp.result_type(values, x)
     kp, mp = _packed_rows(k), _packed_rows(m)
     xs = jnp.pad(x.astype(dtype), (0, kp * LANES - k)).reshape(kp, LANES)
-    out = _call(values, table, cols, xs, mp, dtype, interpret=interpret, unroll=unroll, packed=True)
+    out = _call(values, table, cols, xs, mp, dtype, interpret=interpret, unroll=unroll, packed=True,
+                windowed=windowed)
     return out.reshape(-1)[:m]
 
 
@@ -337,14 +407,15 @@ def _packed_rows(n: int) -> int:
     return -(-(_tiles(n) * SUBLANES + 1) // (SUBLANES * LANES)) * SUBLANES
 
 
-def _call(values, table, cols, xs, out_rows: int, dtype, *, interpret, unroll, packed: bool):
+def _call(values, table, cols, xs, out_rows: int, dtype, *, interpret, unroll, packed: bool, windowed: bool):
     """The ``pallas_call`` of ``_kernel``: ``xs`` (rows, 128) in HBM to a result of ``(out_rows, 128)``."""
     steps, width = table.shape
     E = cols.shape[0] // steps
     kr, mr = xs.shape[0], out_rows
     smem = functools.partial(pl.BlockSpec, memory_space=pltpu.SMEM)
     call = pl.pallas_call(
-        functools.partial(_kernel, unroll=DEPTH_UNROLL if unroll is None else max(1, int(unroll)), packed=packed),
+        functools.partial(_kernel, unroll=DEPTH_UNROLL if unroll is None else max(1, int(unroll)), packed=packed,
+                          windowed=windowed),
         out_shape=jax.ShapeDtypeStruct((mr, LANES), dtype),
         grid=(steps,),
         in_specs=[
@@ -378,22 +449,25 @@ def sell_reference(values, rows, cols, x, *, shape):
 sell_matmat_p = Primitive("bcoo_array_sell_matmat")
 
 
-def sell_matmat(values, table, rows, cols, x, *, shape, use_kernel: bool = True):
+def sell_matmat(values, table, rows, cols, x, *, shape, use_kernel: bool = True, windowed: bool = False):
     """``A @ x`` from a SELL-8 slot table: ``x`` of shape ``(k, n)`` to ``(m, n)``.
 
-    ``use_kernel=False`` takes the XLA formula (``sell_reference``).
-    Differentiable in ``values`` and ``x``, batchable over both.
+    ``use_kernel=False`` takes the XLA formula (``sell_reference``);
+    ``windowed``: the tables are ``sell_tables(windowed=True)``'s (one
+    vector then runs the kernel's windowed mode). Differentiable in
+    ``values`` and ``x``, batchable over both.
     """
-    return sell_matmat_p.bind(values, table, rows, cols, x, shape=tuple(shape), use_kernel=bool(use_kernel))
+    return sell_matmat_p.bind(values, table, rows, cols, x, shape=tuple(shape), use_kernel=bool(use_kernel),
+                              windowed=bool(windowed))
 
 
-def _impl(values, table, rows, cols, x, *, shape, use_kernel):
+def _impl(values, table, rows, cols, x, *, shape, use_kernel, windowed):
     dtype = jnp.result_type(values, x)
     if x.shape[1] == 0 or shape[0] == 0:
         return jnp.zeros((shape[0], x.shape[1]), dtype)
     if use_kernel and np.dtype(dtype) == np.float32 and shape[1] > 0:
         if x.shape[1] == 1 and fits(shape, packed=True):  # one vector: packed, 128 times less VMEM
-            return sell_matvec_kernel(values, table, cols, x[:, 0], shape=shape)[:, None]
+            return sell_matvec_kernel(values, table, cols, x[:, 0], shape=shape, windowed=windowed)[:, None]
         if fits(shape):
             return sell_kernel(values, table, cols, x, shape=shape)
     return sell_reference(values, rows, cols, x, shape=shape)
@@ -403,17 +477,17 @@ sell_matmat_p.def_impl(_impl)
 
 
 @sell_matmat_p.def_abstract_eval
-def _abstract(values, table, rows, cols, x, *, shape, use_kernel):
+def _abstract(values, table, rows, cols, x, *, shape, use_kernel, windowed):
     return jax.core.ShapedArray((shape[0], x.shape[1]), jnp.result_type(values.dtype, x.dtype))
 
 
 mlir.register_lowering(sell_matmat_p, mlir.lower_fun(_impl, multiple_results=False))
 
 
-def _jvp(primals, tangents, *, shape, use_kernel):
+def _jvp(primals, tangents, *, shape, use_kernel, windowed):
     values, table, rows, cols, x = primals
     dv, _, _, _, dx = tangents
-    bind = functools.partial(sell_matmat_p.bind, shape=shape, use_kernel=use_kernel)
+    bind = functools.partial(sell_matmat_p.bind, shape=shape, use_kernel=use_kernel, windowed=windowed)
     y = bind(values, table, rows, cols, x)
     dy = None
     if type(dv) is not ad.Zero:
@@ -429,7 +503,7 @@ def _jvp(primals, tangents, *, shape, use_kernel):
 ad.primitive_jvps[sell_matmat_p] = _jvp
 
 
-def _transpose(ct, values, table, rows, cols, x, *, shape, use_kernel):
+def _transpose(ct, values, table, rows, cols, x, *, shape, use_kernel, windowed):
     if type(ct) is ad.Zero:
         return None, None, None, None, None
     if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
@@ -452,10 +526,10 @@ def _transpose(ct, values, table, rows, cols, x, *, shape, use_kernel):
 ad.primitive_transposes[sell_matmat_p] = _transpose
 
 
-def _batch(args, dims, *, shape, use_kernel):
+def _batch(args, dims, *, shape, use_kernel, windowed):
     values, table, rows, cols, x = args
     dv, dt, dr, dc, dx = dims
-    params = dict(shape=shape, use_kernel=use_kernel)
+    params = dict(shape=shape, use_kernel=use_kernel, windowed=windowed)
     if dt is not None or dr is not None or dc is not None:
         raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
     if dv is not None:  # mapped values: one product per value set
