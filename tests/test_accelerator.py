@@ -268,6 +268,28 @@ def test_panels_refuses_what_it_cannot_hold():
         assert layouts.choose(idx, S.shape, 4, "tpu", kind="panels").kind == "panels"
 
 
+@pytest.mark.parametrize("pattern", ["scattered", "banded", "blocky"])
+def test_block_slots_never_shrink_with_coarser_shapes(pattern):
+    # estimate stops counting tiles once the smallest shape's slots rule out every larger one: that holds as
+    # each shape is a multiple of the one before, so a coarse block covers whole fine ones
+    rng = np.random.default_rng(3)
+    n = 3000
+    if pattern == "scattered":
+        r, c = rng.integers(0, n, 20000), rng.integers(0, n, 20000)
+    elif pattern == "banded":
+        r = rng.integers(0, n, 20000)
+        c = np.clip(r + rng.integers(-40, 41, 20000), 0, n - 1)
+    else:
+        b = rng.integers(0, n // 64, 400)
+        r = (b[:, None] * 64 + rng.integers(0, 64, (400, 50))).ravel()
+        c = (rng.permutation(n // 64)[b][:, None] * 64 + rng.integers(0, 64, (400, 50))).ravel()
+    for shapes in (layouts.TILE_SHAPES, layouts.BLOCK_SHAPES):
+        slots = [len(keys) * R * P for (R, P), (keys, counts, _) in layouts._block_counts(r, c, n, shapes)]
+        assert len(slots) == len(shapes) and slots == sorted(slots)
+        counts = [int(counts.sum()) for _, (_, counts, _) in layouts._block_counts(r, c, n, shapes)]
+        assert counts == [len(r)] * len(shapes)
+
+
 def test_the_automatic_choice_takes_sell_for_a_large_scattered_pattern():
     # 10 entries per row at random over 200,000 columns: too scattered for panels (its tiles would be
     # mostly padding), and the windowed SELL slots cost less than ELL's padded lane gathers per product

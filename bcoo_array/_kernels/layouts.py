@@ -554,20 +554,21 @@ def _coarsen(keys: np.ndarray, counts: np.ndarray, ncols: int, row_div: int, col
 
 def _block_counts(r, c, k, shapes=BLOCK_SHAPES):
     """Entries per ``(R, P)`` block for every shape of ``shapes`` (each a multiple of the one before): one
-    pass over the entries, then merges of the smaller blocks. ``{(R, P): (keys, counts, n_block_cols)}``,
-    ``keys = block_row * n_block_cols + block_col``."""
-    out = {}
+    pass over the entries, then merges of the smaller blocks, each computed when the iteration reaches it.
+    Yields ``((R, P), (keys, counts, n_block_cols))``, ``keys = block_row * n_block_cols + block_col``.
+
+    As each shape is a multiple of the one before, the slots of the non-empty
+    blocks (their count times ``R * P``) never shrink from one shape to the next."""
     R0, P0 = shapes[0]
     ncp = -(-k // P0)
     keys, counts = np.unique((r // R0) * ncp + c // P0, return_counts=True)
     prev = (R0, P0)
-    out[prev] = (keys, counts, ncp)
+    yield prev, (keys, counts, ncp)
     for R, P in shapes[1:]:
         pr, pp = prev
         keys, counts, ncp = _coarsen(keys, counts, ncp, R // pr, P // pp)
-        out[(R, P)] = (keys, counts, ncp)
         prev = (R, P)
-    return out
+        yield prev, (keys, counts, ncp)
 
 
 def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: bool = False,
@@ -626,8 +627,11 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
             out["sell"] = (slots * (s + 4 + cost["sell_vector_slot"]) + chunks * cost["sell_vector_chunk"]
                            + cost["sell_vector_call"] + vec)
     best = None
-    for tile, (tkeys, _, tcols) in _block_counts(r, c, k, TILE_SHAPES).items():
+    largest = max(bm * bk for bm, bk in TILE_SHAPES)
+    for tile, (tkeys, _, tcols) in _block_counts(r, c, k, TILE_SHAPES):
         bm, bk = tile
+        if len(tkeys) * bm * bk > 32 * nnz + largest:  # so are the larger tiles' (their slots never shrink)
+            break
         if len(tkeys) * bm * bk > 32 * nnz + bm * bk:  # tiles far emptier than the entries: skip
             continue
         units = _padded_units(tkeys // tcols, -(-m // bm))
@@ -637,7 +641,7 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
     if best is not None:
         out["tiles"], out["tile"] = best
     best = None
-    for block, (bkeys, bcounts, ncp) in _block_counts(r, c, k).items():
+    for block, (bkeys, bcounts, ncp) in _block_counts(r, c, k):
         R, P = block
         if R > 2 * m and P > 2 * k:
             continue
