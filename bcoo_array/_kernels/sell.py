@@ -86,8 +86,8 @@ DEPTH_UNROLL = 2
 #: the one-vector kernel adds a slice's sums with one update of that row instead of eight. TPU v5e, one
 #: vector, in a loop (2026-12-06, ``.device_data/probe_packed.py``): random 10^6 x 10^6 with 10^7 entries
 #: 45.5 -> 41.5 ms, nh2010 1.56 -> 1.41, cage11 2.33 -> 2.11, delaunay_n16 2.31 -> 1.98, bcsstk16 0.96 ->
-#: 0.94, for 2-16% more slots (the sort spans 128 rows, not the whole matrix). Stacking the 8 lane sums
-#: into one reduction without the windows gained nothing (+0-2%), nor did 4 depths per iteration (+5%).
+#: 0.94, for 1-16% more slots (the sort spans 128 rows, not the whole matrix). Stacking the 8 lane sums
+#: into one reduction without the windows gained nothing (+0-2%), nor did 4 depths per iteration (+3-8%).
 WINDOW_ROWS = LANES
 
 #: VMEM the kernel may use on a 128 MiB chip (bytes; ``vmem_limit_bytes`` scales it to the chip in use):
@@ -189,9 +189,9 @@ def slice_rows(counts: np.ndarray, windowed: bool = False) -> np.ndarray:
 def slot_count(counts: np.ndarray, windowed: bool = False) -> tuple[int, int]:
     """Host: ``(slots, slices)`` of the SELL-8 tables of a matrix whose rows hold ``counts`` (m,) entries
     (``slice_rows``; padding within slices counted, grid-step padding not): what the kernel iterates."""
-    rows = slice_rows(np.asarray(counts, np.int64), windowed)
-    depth = np.asarray(counts, np.int64)[np.minimum(rows[:, 0], len(counts) - 1)] if len(rows) else rows[:, 0]
-    return int(depth.sum()) * SUBLANES, len(rows)
+    counts = np.asarray(counts, np.int64)
+    rows = slice_rows(counts, windowed)
+    return int(counts[rows[:, 0]].sum()) * SUBLANES, len(rows)  # a slice's first row is its longest
 
 
 def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int = SLOTS_PER_STEP,
