@@ -941,6 +941,31 @@ def test_sell_kernel_in_interpret_mode_matches_scipy(slots_per_step):
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
 
 
+def test_sell_layout_keeps_the_matrix_wide_sort_where_windows_would_pad(monkeypatch):
+    # Every 128th row long, the rest short: a window's slice of its long row would pad 7 short rows to the
+    # long one's depth (about 4x the slots), so that orientation keeps the matrix-wide sort and the kernel's
+    # per-row updates; the transpose (columns at random) takes the windows. Both against scipy.
+    from bcoo_array._kernels import sell
+
+    rng = np.random.default_rng(31)
+    m, k = 2048, 1500
+    rows = np.concatenate([np.repeat(np.arange(0, m, 128), 300), np.repeat(np.arange(m), 2)])
+    S = sp.coo_array((rng.standard_normal(len(rows)).astype(np.float32), (rows, rng.integers(0, k, len(rows)))),
+                     shape=(m, k)).tocsr()
+    counts = np.diff(S.indptr)
+    assert sell.slot_count(counts, True)[0] > 3 * sell.slot_count(counts, False)[0]
+    assert not sell.vector_plan(counts)[0] and sell.vector_plan(np.bincount(S.indices, minlength=k))[0]
+    seen = []
+    fn = sell.sell_matvec_kernel
+    monkeypatch.setattr(sell, "sell_matvec_kernel", lambda *a, **kw: seen.append(kw["windowed"]) or fn(*a, **kw))
+    op = accelerator.prepare(_bcoo(S), layout="sell")
+    x, y = rng.standard_normal(k).astype(np.float32), rng.standard_normal(m).astype(np.float32)
+    D = S.astype(np.float64)
+    np.testing.assert_allclose(np.asarray(op @ x), D @ x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(op.T @ y), D.T @ y, rtol=1e-4, atol=1e-4)
+    assert seen == [False, True]
+
+
 def test_sell_slot_counts_match_the_tables():
     # slot_count (what the cost model prices) is what sell_tables builds: slots within slices and slices,
     # sorted over the whole matrix or within windows of 128 rows (more padding: shorter sorts)
@@ -962,6 +987,13 @@ def test_sell_slot_counts_match_the_tables():
         got[windowed] = slots
     assert S.nnz <= got[False] <= got[True]
     assert sell.slot_count(np.zeros(5, np.int64), True) == (0, 0)
+    # slot_count counts by a sort of the counts alone: the same as the slices' first (longest) rows, also
+    # for power-law rows with empty ones among them and partial last windows
+    for m in (1, 127, 129, 3000):
+        counts = np.minimum((rng.pareto(1.2, m) + 1).astype(int) * 3, 2000) * (rng.random(m) < 0.7)
+        for windowed in (False, True):
+            rows = sell.slice_rows(counts, windowed)
+            assert sell.slot_count(counts, windowed) == (8 * int(counts[rows[:, 0]].sum()), len(rows))
 
 
 @settings(max_examples=10, deadline=None)

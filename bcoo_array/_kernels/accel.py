@@ -349,7 +349,7 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     sfx, vals, out_shape = ("_t", values[split:], (k, m)) if transpose else ("", values[:split], shape)
     xs = x[:, None] if x.ndim == 1 else x
     y = sell_matmat(vals, arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx], xs,
-                    shape=out_shape, windowed=static.get("windowed", False))
+                    shape=out_shape, windowed=static.get("windowed" + sfx, False))
     return y[:, 0] if x.ndim == 1 else y
 
 

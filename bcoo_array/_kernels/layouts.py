@@ -440,15 +440,16 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     return lay
 
 
-def _sell_slots(ur, uc, shape, windowed: bool = False):
-    """The SELL-8 slots (``.sell.sell_tables``, ``windowed`` or not) of unique entries ``(ur, uc)`` sorted
-    by row, and of the transpose: ``(slot, slot_t, arrays)``, each entry's slot in the matrix's slots and
-    in the transpose's, and the arrays ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``."""
+def _sell_slots(ur, uc, shape, windowed: bool = False, windowed_t: bool = False):
+    """The SELL-8 slots (``.sell.sell_tables``) of unique entries ``(ur, uc)`` sorted by row, and of the
+    transpose (``windowed``, ``windowed_t``: their rows sorted within windows): ``(slot, slot_t, arrays)``,
+    each entry's slot in the matrix's slots and in the transpose's, and the arrays ``s_table``,
+    ``s_rows``, ``s_cols`` and the same with ``_t``."""
     m, k = shape
     order_t = np.lexsort((ur, uc))  # the unique entries by column, then row: the transpose's rows
     slot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=_sell_steps, windowed=windowed)
     slot_by_col, s_table_t, s_rows_t, s_cols_t = _sell.sell_tables(uc[order_t], ur[order_t], (k, m),
-                                                                   pad=_sell_steps, windowed=windowed)
+                                                                   pad=_sell_steps, windowed=windowed_t)
     slot_t = np.empty_like(slot_by_col)
     slot_t[order_t] = slot_by_col
     return slot, slot_t, dict(s_table=s_table, s_rows=s_rows, s_cols=s_cols,
@@ -457,8 +458,9 @@ def _sell_slots(ur, uc, shape, windowed: bool = False):
 
 def build_sell(rows, cols, valid, shape) -> Layout:
     """The ``sell`` layout (``.sell``): the SELL-8 slots of the valid entries (duplicates share a slot)
-    and of the transpose's, so ``A.T @ y`` runs the same kernel; their rows sorted within windows of
-    ``.sell.WINDOW_ROWS`` (``static["windowed"]``: the one-vector kernel's windowed mode).
+    and of the transpose's, so ``A.T @ y`` runs the same kernel; the rows of each sorted within windows of
+    ``.sell.WINDOW_ROWS`` where that is cheaper for the one-vector kernel (``.sell.vector_plan``;
+    ``static["windowed"]``, ``static["windowed_t"]``: its windowed mode).
 
     Arrays: ``s_table``, ``s_rows``, ``s_cols`` and ``s_table_t``,
     ``s_rows_t``, ``s_cols_t`` (``_sell_slots``), and ``slot_t`` (nse, 1),
@@ -469,7 +471,10 @@ def build_sell(rows, cols, valid, shape) -> Layout:
     r, c = rows[valid], cols[valid]
     ukey, inv_entry = np.unique(r * max(k, 1) + c, return_inverse=True)  # sorted: row order
     inv_entry = inv_entry.reshape(-1)
-    sslot, sslot_t, arrays = _sell_slots(ukey // max(k, 1), ukey % max(k, 1), (m, k), windowed=True)
+    ur, uc = ukey // max(k, 1), ukey % max(k, 1)
+    windowed = bool(_sell.vector_plan(np.bincount(ur, minlength=m))[0])
+    windowed_t = bool(_sell.vector_plan(np.bincount(uc, minlength=k))[0])
+    sslot, sslot_t, arrays = _sell_slots(ur, uc, (m, k), windowed, windowed_t)
     n1 = arrays["s_rows"].size
     n_slots = n1 + arrays["s_rows_t"].size
     slot = np.full(len(rows), n_slots, np.int64)
@@ -477,7 +482,7 @@ def build_sell(rows, cols, valid, shape) -> Layout:
     slot_t = np.full((len(rows), 1), n_slots, np.int64)
     slot_t[valid, 0] = n1 + sslot_t[inv_entry]
     lay = Layout("sell", (m, k), n_slots, slot)
-    lay.static = {"split": n1, "windowed": True}
+    lay.static = {"split": n1, "windowed": windowed, "windowed_t": windowed_t}
     lay.arrays.update(arrays, slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
 
@@ -621,11 +626,10 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
                              + cost["panel_call"] + 2 * vec)
     if (backend == "tpu" and itemsize == 4 and (dtype is None or np.dtype(dtype) == np.float32)
             and _sell.fits((m, k), packed=True)):
-        slots, slices = _sell.slot_count(np.bincount(r, minlength=m), windowed=True)
-        if 2 * slots * (s + 8) <= PANELS_AUTO_MAX_BYTES:  # values, rows and columns; the transpose's too
-            chunks = slices + -(-slots // _sell.SLOTS_PER_STEP)  # a slice cut by a grid step is two chunks
-            out["sell"] = (slots * (s + 4 + cost["sell_vector_slot"]) + chunks * cost["sell_vector_chunk"]
-                           + cost["sell_vector_call"] + vec)
+        _, slots, price = _sell.vector_plan(np.bincount(r, minlength=m))
+        _, slots_t, _ = _sell.vector_plan(np.bincount(c, minlength=k))
+        if (slots + slots_t) * (s + 8) <= PANELS_AUTO_MAX_BYTES:  # values, rows and columns of both
+            out["sell"] = price + vec
     best = None
     largest = max(bm * bk for bm, bk in TILE_SHAPES)
     for tile, (tkeys, _, tcols) in _block_counts(r, c, k, TILE_SHAPES):

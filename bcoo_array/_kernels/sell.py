@@ -88,6 +88,8 @@ DEPTH_UNROLL = 2
 #: 45.5 -> 41.5 ms, nh2010 1.56 -> 1.41, cage11 2.33 -> 2.11, delaunay_n16 2.31 -> 1.98, bcsstk16 0.96 ->
 #: 0.94, for 1-16% more slots (the sort spans 128 rows, not the whole matrix). Stacking the 8 lane sums
 #: into one reduction without the windows gained nothing (+0-2%), nor did 4 depths per iteration (+3-8%).
+#: Where row lengths vary widely a window's short rows share slices with its long ones and the slots can
+#: grow several times over (``vector_plan`` then keeps the matrix-wide sort).
 WINDOW_ROWS = LANES
 
 #: VMEM the kernel may use on a 128 MiB chip (bytes; ``vmem_limit_bytes`` scales it to the chip in use):
@@ -190,8 +192,40 @@ def slot_count(counts: np.ndarray, windowed: bool = False) -> tuple[int, int]:
     """Host: ``(slots, slices)`` of the SELL-8 tables of a matrix whose rows hold ``counts`` (m,) entries
     (``slice_rows``; padding within slices counted, grid-step padding not): what the kernel iterates."""
     counts = np.asarray(counts, np.int64)
-    rows = slice_rows(counts, windowed)
-    return int(counts[rows[:, 0]].sum()) * SUBLANES, len(rows)  # a slice's first row is its longest
+    nonempty = np.flatnonzero(counts)
+    if not len(nonempty):
+        return 0, 0
+    if not windowed:  # every 8th count, longest first: each slice's depth (one sort of the counts)
+        depth = np.sort(counts[nonempty])[::-1][::SUBLANES]
+        return int(depth.sum()) * SUBLANES, len(depth)
+    # windowed: the counts sorted longest first within each window (one sort of a combined key), and every
+    # 8th from each window's first
+    top = int(counts.max()) + 1
+    key = np.sort((nonempty // WINDOW_ROWS) * top + (top - 1 - counts[nonempty]))
+    window = key // top
+    starts = np.flatnonzero(np.concatenate([[True], window[1:] != window[:-1]]))
+    place = np.arange(len(key)) - np.repeat(starts, np.diff(np.append(starts, len(key))))
+    depth = (top - 1 - key % top)[place % SUBLANES == 0]
+    return int(depth.sum()) * SUBLANES, len(depth)
+
+
+def vector_plan(counts: np.ndarray) -> tuple[bool, int, float]:
+    """Host: how the one-vector kernel should take a matrix whose rows hold ``counts`` (m,) entries on a
+    TPU: ``(windowed, slots, cost)``, the cheaper of windowed and matrix-wide sorted tables by
+    ``.costs.COSTS["tpu"]`` (``sell_vector_slot`` per slot, ``sell_vector_chunk`` or
+    ``sell_vector_sorted_chunk`` per chunk: a slice, and one more per grid step it straddles), their
+    slots (``slot_count``) and that cost (bytes-equivalent, the slots' own 8 bytes and the call
+    included, ``x`` and the result not)."""
+    cost = COSTS["tpu"]
+    best = None
+    for windowed in (True, False):
+        slots, slices = slot_count(counts, windowed)
+        chunks = slices + -(-slots // SLOTS_PER_STEP)
+        price = (slots * (8 + cost["sell_vector_slot"]) + cost["sell_vector_call"]
+                 + chunks * cost["sell_vector_chunk" if windowed else "sell_vector_sorted_chunk"])
+        if best is None or price < best[2]:
+            best = (windowed, slots, price)
+    return best
 
 
 def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int = SLOTS_PER_STEP,
@@ -212,7 +246,9 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
       chunk (the depths of a slice that fall in the step), its first slot
       within the step, its depths and the slice's 8 rows (row ``8 * ceil(m
       / 8)`` for a missing one: a row of the kernel's result that is
-      dropped); ``W = _table_width(slots_per_step)``;
+      dropped; in the packed kernel's windowed mode its sum, an exact zero
+      as its slots are all padding, is added on that row's lane of the
+      slice's shared result row); ``W = _table_width(slots_per_step)``;
     - ``s_rows``/``s_cols`` (steps * slots_per_step,) int32, each slot's row
       and column; padding slots have row ``m`` and column ``8 * ceil(k /
       8)`` (at least ``k``: a zero row of the kernel's ``x``, and out of
