@@ -14,9 +14,10 @@ buffers with the native kernels on a CPU. On a TPU, irregular matrices of
 that keeps ``x`` in VMEM (``bcoo_array._kernels.panels``), and, for many
 columns of ``x``, a row-gather kernel on the same matrix's SELL-8 slots
 (``bcoo_array._kernels.sell``). The ``sell`` layout keeps only such slots
-(rows sorted within windows of 128), with a one-vector kernel whose ``x``
-and result take 4 bytes per element of VMEM: float32 matrices too large or
-too scattered for ``panels`` take it. The guide:
+(rows sorted within windows of 128 where that is cheaper), with a
+one-vector kernel whose ``x`` and result take 4 bytes per element of
+VMEM: float32 matrices too large or too scattered for ``panels`` take it.
+The guide:
 ``docs/guides/accelerators.md``.
 
 ```python

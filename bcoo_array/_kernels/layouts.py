@@ -37,7 +37,8 @@ rows, and dense reductions.
   for the Pallas TPU kernel of ``.sell`` that keeps ``x`` and the result
   in VMEM and loads one row of ``x`` per stored entry (one vector: ``x``
   packed 128 elements per row, so matrices of millions of rows fit; rows
-  sorted within windows of 128, ``.sell.WINDOW_ROWS``). Chosen on a TPU for
+  sorted within windows of 128, ``.sell.WINDOW_ROWS``, where that costs
+  less). Chosen on a TPU for
   float32 values where it is the cheapest: patterns too scattered or too
   large for ``panels`` (a random 10^6 x 10^6 matrix with 10^7 entries,
   TPU v5e in a loop: 41.5 ms, against 46.8 for ``ell`` and 162 for
