@@ -67,16 +67,18 @@ def vmem_share(tuned_bytes: int) -> int:
 #: within 2% to a random 10^6 x 10^6 matrix with 10^7 entries (41.5 ms), nh2010 (1.41),
 #: cage11 (2.11), delaunay_n16 (1.98) and bcsstk16 (0.94), plus 12 us per call (4.4e6,
 #: the benchmark's loop); with rows sorted over the whole matrix (no windows) 141 ns per
-#: chunk (52,000; the same matrices and bcsstk13, bayer10, within 1.5%). The ``ell`` layout's product, per padded slot: 4.1 ns (1,500
-#: beyond its 8 bytes; the random matrix's 11.4 million slots took 46.8 ms in a loop, more
-#: than its lane gathers alone). CPUs and GPUs gather at a few times their streaming cost
-#: per element.
+#: chunk (52,000; the same matrices and bcsstk13, bayer10, within 1.5%). The ``ell``
+#: layout's product, per padded slot: 4.1 ns (1,500 beyond its 8 bytes; the random
+#: matrix's 11.4 million slots took 46.8 ms in a loop, more than its lane gathers alone;
+#: measured with float32 values, applied to every dtype). CPUs and GPUs gather at a few
+#: times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {
     "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
             "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
             "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0,
             "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0,
-            "sell_vector_slot": 1020.0, "sell_vector_chunk": 36000.0, "sell_vector_sorted_chunk": 52000.0, "sell_vector_call": 4.4e6, "ell_slot": 1500.0},
+            "sell_vector_slot": 1020.0, "sell_vector_chunk": 36000.0, "sell_vector_sorted_chunk": 52000.0,
+            "sell_vector_call": 4.4e6, "ell_slot": 1500.0},
     "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,

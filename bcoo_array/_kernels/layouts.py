@@ -38,9 +38,8 @@ rows, and dense reductions.
   in VMEM and loads one row of ``x`` per stored entry (one vector: ``x``
   packed 128 elements per row, so matrices of millions of rows fit; rows
   sorted within windows of 128, ``.sell.WINDOW_ROWS``, where that costs
-  less). Chosen on a TPU for
-  float32 values where it is the cheapest: patterns too scattered or too
-  large for ``panels`` (a random 10^6 x 10^6 matrix with 10^7 entries,
+  less). Chosen on a TPU for float32 values where it is the cheapest:
+  patterns too scattered or too large for ``panels`` (a random 10^6 x 10^6 matrix with 10^7 entries,
   TPU v5e in a loop: 41.5 ms, against 46.8 for ``ell`` and 162 for
   ``jax.experimental.sparse``; its transpose, before the windows, 46.5
   against 113 for ``ell``).
@@ -98,8 +97,8 @@ PANELS_MIXED: bool | None = None
 #: patterns (cage11 100 MiB with uniform tiles, 40 MiB with mixed ones, against the
 #: ``blocks`` layout's 19 MiB), and an operator should not take a large share of a
 #: chip's memory (16 GiB on a TPU v5e) unasked. ``layout="panels"`` builds larger ones.
-#: The same bound holds for a ``sell`` layout's slots (values, rows and columns of the
-#: matrix and its transpose: 12 bytes a slot, twice).
+#: The same bound holds for a ``sell`` layout's slots (values, rows and columns, 12 bytes a
+#: slot, of the matrix's slots and of its transpose's).
 PANELS_AUTO_MAX_BYTES = 1 << 30
 
 #: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
