@@ -160,6 +160,20 @@ def _table_width(slots_per_step: int) -> int:
     return -(-(1 + CHUNK_FIELDS * (slots_per_step // SUBLANES)) // 128) * 128
 
 
+def _sorted_rows(counts: np.ndarray, windowed: bool):
+    """Host: the non-empty rows longest first (stable), within each window of ``WINDOW_ROWS`` rows when
+    ``windowed``: ``(rows, window, place)``, each row's window (0 for all without windows) and its place
+    in its window's order. One sort of a combined (window, count) key."""
+    nonempty = np.flatnonzero(counts)
+    window = nonempty // WINDOW_ROWS if windowed else np.zeros_like(nonempty)
+    top = int(counts.max()) + 1 if len(nonempty) else 1
+    order = np.argsort(window * top + (top - 1 - counts[nonempty]), kind="stable")
+    rows, window = nonempty[order], window[order]
+    starts = np.flatnonzero(np.concatenate([[True], window[1:] != window[:-1]])) if len(rows) else rows
+    place = np.arange(len(rows)) - np.repeat(starts, np.diff(np.append(starts, len(rows))))
+    return rows, window, place
+
+
 def slice_rows(counts: np.ndarray, windowed: bool = False) -> np.ndarray:
     """Host: the rows of each SELL-8 slice, ``(n_slices, 8)`` int64, from the entry count of each row
     ``counts`` (m,).
@@ -169,43 +183,21 @@ def slice_rows(counts: np.ndarray, windowed: bool = False) -> np.ndarray:
     window's rows in slices of their own. A missing row (the last slice of
     the sort, or of a window) is ``8 * ceil(m / 8)``.
     """
-    m = len(counts)
-    if windowed:
-        nonempty = np.flatnonzero(counts)
-        window = nonempty // WINDOW_ROWS
-        order = nonempty[np.lexsort((-counts[nonempty], window))]
-        per_window = np.bincount(window, minlength=-(-m // WINDOW_ROWS))
-        padded = -(-per_window // SUBLANES) * SUBLANES
-        pos = (np.repeat(np.cumsum(padded) - padded, per_window) + np.arange(len(order))
-               - np.repeat(np.cumsum(per_window) - per_window, per_window))  # place among the window's slices
-        n_slices = int(padded.sum()) // SUBLANES
-    else:
-        order = np.argsort(-counts, kind="stable")[:int(np.count_nonzero(counts))]
-        pos = np.arange(len(order))
-        n_slices = -(-len(order) // SUBLANES)
-    out = np.full(n_slices * SUBLANES, _tiles(m) * SUBLANES, np.int64)
-    out[pos] = order
-    return out.reshape(n_slices, SUBLANES)
+    counts = np.asarray(counts, np.int64)
+    rows, window, place = _sorted_rows(counts, windowed)
+    per_window = np.bincount(window, minlength=1)
+    padded = -(-per_window // SUBLANES) * SUBLANES  # each window's rows in whole slices
+    out = np.full(int(padded.sum()), _tiles(len(counts)) * SUBLANES, np.int64)
+    out[(np.cumsum(padded) - padded)[window] + place] = rows
+    return out.reshape(-1, SUBLANES)
 
 
 def slot_count(counts: np.ndarray, windowed: bool = False) -> tuple[int, int]:
     """Host: ``(slots, slices)`` of the SELL-8 tables of a matrix whose rows hold ``counts`` (m,) entries
     (``slice_rows``; padding within slices counted, grid-step padding not): what the kernel iterates."""
     counts = np.asarray(counts, np.int64)
-    nonempty = np.flatnonzero(counts)
-    if not len(nonempty):
-        return 0, 0
-    if not windowed:  # every 8th count, longest first: each slice's depth (one sort of the counts)
-        depth = np.sort(counts[nonempty])[::-1][::SUBLANES]
-        return int(depth.sum()) * SUBLANES, len(depth)
-    # windowed: the counts sorted longest first within each window (one sort of a combined key), and every
-    # 8th from each window's first
-    top = int(counts.max()) + 1
-    key = np.sort((nonempty // WINDOW_ROWS) * top + (top - 1 - counts[nonempty]))
-    window = key // top
-    starts = np.flatnonzero(np.concatenate([[True], window[1:] != window[:-1]]))
-    place = np.arange(len(key)) - np.repeat(starts, np.diff(np.append(starts, len(key))))
-    depth = (top - 1 - key % top)[place % SUBLANES == 0]
+    rows, _, place = _sorted_rows(counts, windowed)
+    depth = counts[rows[place % SUBLANES == 0]]  # a slice's first row is its longest
     return int(depth.sum()) * SUBLANES, len(depth)
 
 
