@@ -44,7 +44,8 @@ def vmem_share(tuned_bytes: int) -> int:
 #: What one operation costs on each backend, in bytes-equivalent: the bytes the
 #: chip streams in the time it takes. TPU v5e, measured (``benchmarks/accelerator.py``'s
 #: calibration, 368 GB/s streamed): XLA's element gather 0.11 G/s (3,350), a lane
-#: gather (``.accel.gather``) 0.29 G/s (1,270), a gather of 128-lane rows 0.15 G
+#: gather (``.accel.gather``) 0.29 G/s (the ``ell`` product it serves, ``ell_slot`` below, costs
+#: more per slot), a gather of 128-lane rows 0.15 G
 #: rows/s (2,400 with the row's bytes), a segment sum 0.11-0.13 G/s (3,000). Fitted
 #: to products timed in a solver's loop (``--layouts panels,blocks``, 2026-12-06):
 #: the ``blocks`` layout's compare-select-adds at 1.0 per element (its products ran
@@ -73,14 +74,14 @@ def vmem_share(tuned_bytes: int) -> int:
 #: measured with float32 values, applied to every dtype). CPUs and GPUs gather at a few
 #: times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {
-    "tpu": {"gather": 3350.0, "lane_gather": 1270.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
+    "tpu": {"gather": 3350.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
             "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
             "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0,
             "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0,
             "sell_vector_slot": 1020.0, "sell_vector_chunk": 36000.0, "sell_vector_sorted_chunk": 52000.0,
             "sell_vector_call": 4.4e6, "ell_slot": 1500.0},
-    "gpu": {"gather": 32.0, "lane_gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
+    "gpu": {"gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
-    "cpu": {"gather": 16.0, "lane_gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,
+    "cpu": {"gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,
             "permute": 16.0, "dia_pass": 0.0},
 }

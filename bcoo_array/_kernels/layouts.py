@@ -39,10 +39,10 @@ rows, and dense reductions.
   packed 128 elements per row, so matrices of millions of rows fit; rows
   sorted within windows of 128, ``.sell.WINDOW_ROWS``, where that costs
   less). Chosen on a TPU for float32 values where it is the cheapest:
-  patterns too scattered or too large for ``panels`` (a random 10^6 x 10^6 matrix with 10^7 entries,
-  TPU v5e in a loop: 41.5 ms, against 46.8 for ``ell`` and 162 for
-  ``jax.experimental.sparse``; its transpose, before the windows, 46.5
-  against 113 for ``ell``).
+  patterns too scattered or too large for ``panels`` (a random 10^6 x
+  10^6 matrix with 10^7 entries, TPU v5e in a loop: 41.5 ms, against 46.8
+  for ``ell`` and 162 for ``jax.experimental.sparse``; its transpose,
+  before the windows, 46.5 against 113 for ``ell``).
 * ``coo``: the fallback, ``.coo.coo_matmat``.
 
 A reordering (reverse Cuthill-McKee, ``scipy.sparse.csgraph``: Cuthill &

@@ -32,7 +32,6 @@ imports, the default backend is CPU, and ``BCOO_ARRAY_NATIVE`` is not ``0``
 from __future__ import annotations
 
 import math
-
 import os
 from functools import partial
 

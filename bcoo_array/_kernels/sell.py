@@ -38,9 +38,9 @@ and added at its row's lane. ``x`` and ``A @ x`` then take 4 bytes per
 element of VMEM instead of 512 (a 10^6 x 10^6 matrix: 8 MiB). The
 ``sell`` layout sorts rows within windows of 128 (``WINDOW_ROWS``) where
 that costs less (``vector_plan``), so a slice's 8 rows share one packed
-row of the result, updated once per chunk. On a TPU v5e a slot then costs about 2.8 ns and a chunk 98 ns (a
-random 10^6 x 10^6 matrix with 10^7 entries: 41.5 ms, against 157 for
-jax's BCOO; ``.costs.COSTS``).
+row of the result, updated once per chunk. On a TPU v5e a slot then
+costs about 2.8 ns and a chunk 98 ns (a random 10^6 x 10^6 matrix with
+10^7 entries: 41.5 ms, against 157 for jax's BCOO; ``.costs.COSTS``).
 
 The product is the primitive ``sell_matmat_p`` (linear in the values and in
 ``x``: its JVP binds it again, its transpose is JAX's transpose of the XLA
