@@ -13,10 +13,12 @@ buffers with the native kernels on a CPU. On a TPU, irregular matrices of
 32-bit values take the ``panels`` layout, which feeds a Pallas TPU kernel
 that keeps ``x`` in VMEM (``bcoo_array._kernels.panels``), and, for many
 columns of ``x``, a row-gather kernel on the same matrix's SELL-8 slots
-(``bcoo_array._kernels.sell``). The ``sell`` layout keeps only such slots
-(rows sorted within windows of 128 where that is cheaper), with a
-one-vector kernel whose ``x`` and result take 4 bytes per element of
-VMEM: float32 matrices too large or too scattered for ``panels`` take it.
+(``bcoo_array._kernels.sell``). The ``sell`` layout keeps such slots and,
+for one vector, the entries in ``(8, 128)`` blocks for a kernel that
+gathers 8 entries' elements of ``x`` per vector step and sums rows by
+segmented lane sums, its ``x`` and result at 4 bytes per element of VMEM
+(``bcoo_array._kernels.segmented``): float32 matrices too large or too
+scattered for ``panels`` take it.
 The guide:
 ``docs/guides/accelerators.md``.
 

@@ -292,14 +292,14 @@ def test_block_slots_never_shrink_with_coarser_shapes(pattern):
 
 def test_the_automatic_choice_takes_sell_for_a_large_scattered_pattern():
     # 10 entries per row at random over 200,000 columns: too scattered for panels (its tiles would be
-    # mostly padding), and the windowed SELL slots cost less than ELL's padded lane gathers per product
-    # (TPU v5e: random 10^6 x 10^6 with 10^7 entries, 41.5 ms against 46.8). Only for float32 values on a
-    # TPU (the kernel's dtype and chip), and not past PANELS_AUTO_MAX_BYTES.
+    # mostly padding), and the segmented kernel's blocks cost less than ELL's padded lane gathers per
+    # product (TPU v5e: random 10^6 x 10^6 with 10^7 entries, 18.1 ms against 46.8). Only for float32 values
+    # on a TPU (the kernel's dtype and chip), and not past PANELS_AUTO_MAX_BYTES.
     rng = np.random.default_rng(12)
     n, nnz = 200_000, 2_000_000
     idx = np.stack([rng.integers(0, n, nnz), rng.integers(0, n, nnz)], 1)
     lay = layouts.choose(idx, (n, n), 4, "tpu", dtype=np.float32)
-    assert lay.kind == "sell" and lay.static["windowed"] and lay.perm is None
+    assert lay.kind == "sell" and lay.perm is None
     assert lay.estimate["sell"] < lay.estimate["ell"] < lay.estimate["coo"]
     for itemsize, dtype, backend in ((4, np.int32, "tpu"), (8, np.float64, "tpu"), (4, np.float32, "cpu"),
                                      (4, np.float32, "gpu")):
@@ -913,87 +913,83 @@ def test_sell_kernel_in_interpret_mode_matches_scipy(slots_per_step):
     for unroll in (1, 2, 3):
         got = sell.sell_kernel(*args, shape=(m, k), interpret=True, unroll=unroll)
         np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
-        # one vector, packed 128 elements per row: x[149]'s inf shares a row with the columns 128-148 that
-        # are read, and must stay out of their lanes
-        got = sell.sell_matvec_kernel(*args[:3], args[3][:, 0], shape=(m, k), interpret=True, unroll=unroll)
-        np.testing.assert_allclose(np.asarray(got), ref[:, 0], rtol=1e-5, atol=1e-5)
     got = sell.sell_reference(jnp.asarray(vals), jnp.asarray(s_rows), jnp.asarray(s_cols), jnp.asarray(X),
                               shape=(m, k))
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
-    # windowed tables (rows sorted within windows of 128, what the sell layout keeps): the packed kernel's
-    # windowed mode (one update of a slice's shared result row), and the row kernel on the same tables
-    slot, table, s_rows, s_cols = sell.sell_tables(C.row, C.col, (m, k), slots_per_step, windowed=True)
-    np.testing.assert_array_equal(s_rows[slot], C.row)
-    np.testing.assert_array_equal(s_cols[slot], C.col)
-    chunk_rows = [table[t, 3 + sell.CHUNK_FIELDS * q: 11 + sell.CHUNK_FIELDS * q]
-                  for t in range(len(table)) for q in range(table[t, 0])]
-    for rows8 in chunk_rows:  # a slice's rows (the missing ones aside) lie in one window of 128
-        real = rows8[rows8 < m]
-        assert len(real) and np.all(real // sell.WINDOW_ROWS == real[0] // sell.WINDOW_ROWS)
-    vals = np.zeros(len(s_rows), np.float32)
+
+
+def _segmented_args(C, shape, pad=None):
+    """The segmented kernel's tables of a COO matrix ``C`` (sorted by row) and its values in slot order."""
+    from bcoo_array._kernels import segmented
+
+    slot, arrays = segmented.segmented_tables(C.row, C.col, shape, pad=pad)
+    vals = np.zeros(arrays["seg_cols"].size, np.float32)
     vals[slot] = C.data
-    args = (jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols), jnp.asarray(X))
-    for unroll in (1, 2, 3):
-        got = sell.sell_matvec_kernel(*args[:3], args[3][:, 0], shape=(m, k), interpret=True, unroll=unroll,
-                                      windowed=True)
-        np.testing.assert_allclose(np.asarray(got), ref[:, 0], rtol=1e-5, atol=1e-5)
-    got = sell.sell_kernel(*args, shape=(m, k), interpret=True)
-    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
+    return slot, arrays, vals
 
 
-def test_sell_layout_keeps_the_matrix_wide_sort_where_windows_would_pad(monkeypatch):
-    # Every 128th row long, the rest short: a window's slice of its long row would pad 7 short rows to the
-    # long one's depth (about 4x the slots), so that orientation keeps the matrix-wide sort and the kernel's
-    # per-row updates; the transpose (columns at random) takes the windows. Both against scipy.
-    from bcoo_array._kernels import sell
+def test_segmented_kernel_in_interpret_mode_matches_scipy():
+    # The one-vector kernel (interpret mode) and its XLA formula against scipy: a row long enough to span
+    # several segments and blocks, empty rows and columns, rows that end exactly at a segment's end, more
+    # windows than blocks, and inf and NaN in x: an inf in a column without entries and a NaN beside read
+    # columns in the same row of packed x never reach a sum (each slot keeps its own lane).
+    from bcoo_array._kernels import segmented
 
-    rng = np.random.default_rng(31)
-    m, k = 2048, 1500
-    rows = np.concatenate([np.repeat(np.arange(0, m, 128), 300), np.repeat(np.arange(m), 2)])
-    S = sp.coo_array((rng.standard_normal(len(rows)).astype(np.float32), (rows, rng.integers(0, k, len(rows)))),
-                     shape=(m, k)).tocsr()
-    counts = np.diff(S.indptr)
-    assert sell.slot_count(counts, True)[0] > 3 * sell.slot_count(counts, False)[0]
-    assert not sell.vector_plan(counts)[0] and sell.vector_plan(np.bincount(S.indices, minlength=k))[0]
-    seen = []
-    fn = sell.sell_matvec_kernel
-    monkeypatch.setattr(sell, "sell_matvec_kernel", lambda *a, **kw: seen.append(kw["windowed"]) or fn(*a, **kw))
-    op = accelerator.prepare(_bcoo(S), layout="sell")
-    x, y = rng.standard_normal(k).astype(np.float32), rng.standard_normal(m).astype(np.float32)
-    D = S.astype(np.float64)
-    np.testing.assert_allclose(np.asarray(op @ x), D @ x, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(np.asarray(op.T @ y), D.T @ y, rtol=1e-4, atol=1e-4)
-    assert seen == [False, True]
-
-
-def test_sell_slot_counts_match_the_tables():
-    # slot_count (what the cost model prices) is what sell_tables builds: slots within slices and slices,
-    # sorted over the whole matrix or within windows of 128 rows (more padding: shorter sorts)
-    from bcoo_array._kernels import sell
-
-    rng = np.random.default_rng(5)
-    S = sp.random_array((1000, 800), density=0.01, rng=rng, format="csr").astype(np.float32)
+    rng = np.random.default_rng(3)
+    m, k = 1300, 700
+    S = sp.random_array((m, k), density=0.01, rng=rng, format="lil").astype(np.float32)
+    S[7, :600] = rng.standard_normal(600)
+    S[9, :128] = rng.standard_normal(128)  # fills segment(s) to the lane
+    S[:, 149] = 0
+    S[:, 300] = 0
+    S[50:60, :] = 0
+    S = sp.csr_array(S)
+    S.eliminate_zeros()
     S.sort_indices()
     C = S.tocoo()
-    counts = np.bincount(C.row, minlength=1000)
-    got = {}
-    for windowed in (False, True):
-        slot, table, s_rows, _ = sell.sell_tables(C.row, C.col, S.shape, 256, windowed=windowed)
-        slots, slices = sell.slot_count(counts, windowed)
-        depths = sum(int(table[t, 2 + sell.CHUNK_FIELDS * q]) for t in range(len(table)) for q in range(table[t, 0]))
-        assert slots == sell.SUBLANES * depths and slot.max() < slots  # what the kernel's chunks iterate
-        rows = sell.slice_rows(counts, windowed)
-        assert len(rows) == slices and sorted(rows[rows < 1000].tolist()) == np.flatnonzero(counts).tolist()
-        got[windowed] = slots
-    assert S.nnz <= got[False] <= got[True]
-    assert sell.slot_count(np.zeros(5, np.int64), True) == (0, 0)
-    # slot_count counts by a sort of the counts alone: the same as the slices' first (longest) rows, also
-    # for power-law rows with empty ones among them and partial last windows
+    slot, arrays, vals = _segmented_args(C, (m, k))
+    assert len(np.unique(slot)) == len(slot)
+    rows, cols = arrays["seg_rows"].reshape(-1), arrays["seg_cols"].reshape(-1)
+    np.testing.assert_array_equal(rows[slot], C.row)
+    np.testing.assert_array_equal(cols[slot], C.col)
+    assert np.all(np.isin(np.arange(len(rows)), slot) | ((rows == m) & (cols == k)))  # the rest is padding
+    assert (len(rows), len(rows) // 1024) == (arrays["seg_out"].size * 128, arrays["seg_out"].shape[0] * 8)
+    assert segmented.slot_count(C.row, m)[0] <= len(rows)
+    x = rng.standard_normal(k).astype(np.float32)
+    x[149], x[300] = np.inf, np.nan
+    ref = S.astype(np.float64) @ np.where(np.isfinite(x), x, 0).astype(np.float64)
+    tables = [jnp.asarray(arrays[n]) for n in ("seg_out", "seg_addr", "seg_cols", "seg_ends")]
+    got = segmented.segmented_kernel(jnp.asarray(vals), *tables, jnp.asarray(x), shape=(m, k), interpret=True)
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
+    got = segmented.segmented_reference(jnp.asarray(vals), jnp.asarray(arrays["seg_rows"]),
+                                        jnp.asarray(arrays["seg_cols"]), jnp.asarray(x), shape=(m, k))
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
+    # a stored inf times a finite x, and an x of inf read by a stored entry: inf, as scipy gives
+    vals2 = vals.copy()
+    vals2[slot[0]] = np.inf
+    got = segmented.segmented_kernel(jnp.asarray(vals2), *tables, jnp.asarray(np.where(np.isfinite(x), x, 1)),
+                                     shape=(m, k), interpret=True)
+    assert np.isinf(np.asarray(got)[C.row[0]]) and np.isfinite(np.delete(np.asarray(got), C.row[0])).all()
+
+
+def test_segmented_slot_counts_match_the_tables():
+    # slot_count (what the cost model prices) is what segmented_tables builds, for power-law rows with empty
+    # ones among them and partial last windows; every window's entries in whole segments of 128.
+    from bcoo_array._kernels import segmented
+
+    rng = np.random.default_rng(5)
     for m in (1, 127, 129, 3000):
         counts = np.minimum((rng.pareto(1.2, m) + 1).astype(int) * 3, 2000) * (rng.random(m) < 0.7)
-        for windowed in (False, True):
-            rows = sell.slice_rows(counts, windowed)
-            assert sell.slot_count(counts, windowed) == (8 * int(counts[rows[:, 0]].sum()), len(rows))
+        rows = np.repeat(np.arange(m), counts)
+        cols = np.concatenate([rng.choice(2500, c, replace=False) for c in counts]) if len(rows) else rows
+        order = np.lexsort((cols, rows))
+        slot, arrays = segmented.segmented_tables(rows[order], cols[order], (m, 2500))
+        slots, blocks = segmented.slot_count(rows, m)
+        used = arrays["seg_out"].reshape(-1) < arrays["seg_out"].max()  # segments that hold entries
+        assert slots == blocks * 1024 and blocks == -(-int(used.sum()) // 8)
+        per_window = np.bincount(rows >> 7, minlength=1)
+        assert int(used.sum()) == int((-(-per_window // 128)).sum())
+        assert len(slot) == len(rows) and (not len(slot) or slot.max() < slots)
 
 
 @settings(max_examples=10, deadline=None)
@@ -1020,16 +1016,13 @@ def test_sell_kernel_breadth(m, k, density, long_row, slots_per_step, n_rhs, unr
     got = sell.sell_kernel(jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols), jnp.asarray(X), shape=(m, k),
                            interpret=True, unroll=unroll)
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-4)
-    if n_rhs == 1:  # the packed one-vector kernel, on tables sorted over the matrix and within windows
-        got = sell.sell_matvec_kernel(jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols),
-                                      jnp.asarray(X[:, 0]), shape=(m, k), interpret=True, unroll=unroll)
-        np.testing.assert_allclose(np.asarray(got), ref[:, 0], rtol=1e-5, atol=1e-4)
-        wslot, wtable, _, wcols = sell.sell_tables(C.row, C.col, (m, k), slots_per_step, windowed=True)
-        wvals = np.zeros(len(wcols), np.float32)
-        wvals[wslot] = C.data
-        got = sell.sell_matvec_kernel(jnp.asarray(wvals), jnp.asarray(wtable), jnp.asarray(wcols),
-                                      jnp.asarray(X[:, 0]), shape=(m, k), interpret=True, unroll=unroll,
-                                      windowed=True)
+    if n_rhs == 1:  # the one-vector kernel of the sell layout: the segmented blocks
+        from bcoo_array._kernels import segmented
+
+        _, arrays, gvals = _segmented_args(C, (m, k))
+        tables = [jnp.asarray(arrays[n]) for n in ("seg_out", "seg_addr", "seg_cols", "seg_ends")]
+        got = segmented.segmented_kernel(jnp.asarray(gvals), *tables, jnp.asarray(X[:, 0]), shape=(m, k),
+                                         interpret=True)
         np.testing.assert_allclose(np.asarray(got), ref[:, 0], rtol=1e-5, atol=1e-4)
     got = sell.sell_reference(jnp.asarray(vals), jnp.asarray(s_rows), jnp.asarray(s_cols), jnp.asarray(X),
                               shape=(m, k))
@@ -1037,33 +1030,33 @@ def test_sell_kernel_breadth(m, k, density, long_row, slots_per_step, n_rhs, unr
 
 
 @pytest.mark.parametrize("shape", [(900, 1000), (1_000_000, 1_000_000)])
-def test_packed_sell_kernel_lowers_for_a_tpu(shape):
-    # The one-vector kernel lowered for a TPU on this CPU (jax.export): its lane selects, lane sums and
-    # shifted row indices pass Mosaic's checks; a 10^6 x 10^6 matrix's x and result fit VMEM packed (8 MiB)
-    # where rows of 128 lanes (1 GiB) do not.
-    from bcoo_array._kernels import sell
+def test_segmented_kernel_lowers_for_a_tpu(shape):
+    # The one-vector kernel lowered for a TPU on this CPU (jax.export): its unaligned 8-row loads of x, lane
+    # gathers, rolls and SMEM tables pass Mosaic's checks; a 10^6 x 10^6 matrix's x and result fit VMEM
+    # packed (8 MiB) where the SELL-8 kernel's rows of 128 lanes (1 GiB) do not.
+    from bcoo_array._kernels import segmented, sell
 
     m, k = shape
-    assert sell.fits(shape, packed=True) and sell.fits(shape) == (m < 10**5)
-    steps = 3
-    args = (np.zeros(steps * sell.SLOTS_PER_STEP, np.float32), np.zeros((steps, sell._table_width(2048)), np.int32),
-            np.zeros(steps * sell.SLOTS_PER_STEP, np.int32), np.zeros(k, np.float32))
-    for windowed in (False, True):
-        f = jax.jit(lambda v, t, c, x: sell.sell_matvec_kernel(v, t, c, x, shape=shape, interpret=False,
-                                                               windowed=windowed))
-        assert jax.export.export(f, platforms=["tpu"])(*args).mlir_module().count("tpu_custom_call") == 1
+    assert segmented.fits(shape) and sell.fits(shape) == (m < 10**5)
+    rng = np.random.default_rng(0)
+    rows, cols = np.sort(rng.integers(0, m, 3000)), rng.integers(0, k, 3000)
+    _, arrays = segmented.segmented_tables(rows, cols, shape)
+    tables = [arrays[n] for n in ("seg_out", "seg_addr", "seg_cols", "seg_ends")]
+    f = jax.jit(lambda v, *a: segmented.segmented_kernel(v, *a, shape=shape, interpret=False))
+    args = (np.zeros(arrays["seg_cols"].size, np.float32), *tables, np.zeros(k, np.float32))
+    assert jax.export.export(f, platforms=["tpu"])(*args).mlir_module().count("tpu_custom_call") == 1
 
 
-def test_sell_layout_runs_the_packed_kernel_for_one_vector(monkeypatch):
-    # layout="sell": a vector (and A.T @ y) takes the packed kernel, several columns the row kernel; every
-    # result against scipy.
-    from bcoo_array._kernels import sell
+def test_sell_layout_runs_the_segmented_kernel_for_one_vector(monkeypatch):
+    # layout="sell": a vector (and A.T @ y) takes the segmented kernel, several columns the SELL-8 row
+    # kernel; every result against scipy, and gradients and vmap through the segmented product.
+    from bcoo_array._kernels import segmented, sell
 
     seen = []
-    for name in ("sell_matvec_kernel", "sell_kernel", "sell_reference"):
-        fn = getattr(sell, name)
-        monkeypatch.setattr(sell, name, lambda *a, _fn=fn, _name=name, **kw: seen.append(
-            _name + (" windowed" if kw.get("windowed") else "")) or _fn(*a, **kw))
+    for mod, name in ((segmented, "segmented_kernel"), (sell, "sell_kernel"), (sell, "sell_reference"),
+                      (segmented, "segmented_reference")):
+        fn = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, _fn=fn, _name=name, **kw: seen.append(_name) or _fn(*a, **kw))
     S = sp.random_array((700, 500), density=0.01, rng=21, format="csr").astype(np.float32)
     op = accelerator.prepare(_bcoo(S), layout="sell")
     assert op.description.startswith("sell")
@@ -1072,9 +1065,13 @@ def test_sell_layout_runs_the_packed_kernel_for_one_vector(monkeypatch):
     D = S.astype(np.float64)
     np.testing.assert_allclose(np.asarray(op @ x.astype(np.float32)), D @ x, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(np.asarray(op.T @ y.astype(np.float32)), D.T @ y, rtol=1e-4, atol=1e-4)
-    assert seen == ["sell_matvec_kernel windowed"] * 2  # both orientations: windows cost less here (vector_plan)
+    assert seen == ["segmented_kernel"] * 2  # both orientations
     np.testing.assert_allclose(np.asarray(op @ X.astype(np.float32)), D @ X, rtol=1e-4, atol=1e-4)
     assert seen[2:] == ["sell_kernel"]
+    g = jax.grad(lambda z: jnp.sum(jnp.sin(op @ z)))(jnp.asarray(x, jnp.float32))
+    np.testing.assert_allclose(np.asarray(g), D.T @ np.cos(D @ x), rtol=1e-4, atol=1e-4)
+    v = jax.vmap(lambda z: op @ z)(jnp.asarray(X.T, jnp.float32))
+    np.testing.assert_allclose(np.asarray(v), (D @ X).T, rtol=1e-4, atol=1e-4)
 
 
 def test_sell_kernel_lowers_for_a_tpu():
@@ -1243,3 +1240,24 @@ def test_prepare_refuses_what_it_cannot_build_with_clear_errors():
         op @ op
     with pytest.raises(ValueError, match=r"rmatvec: y has shape \(3,\)"):
         op.rmatvec(np.ones(3, np.float32))
+
+
+def test_sell_layout_without_room_for_the_row_kernel_keeps_no_sell_slots():
+    # Where the SELL-8 row kernel's x and result (128 lanes a row) do not fit VMEM, the layout keeps only the
+    # segmented blocks (no third and fourth copy of the values): several columns take the COO formula on the
+    # blocks' slots, for the matrix and its transpose, and the gradient through it.
+    from bcoo_array._kernels import sell
+
+    rng = np.random.default_rng(8)
+    n = 200_000
+    assert not sell.fits((n, n))
+    S = sp.coo_array((rng.standard_normal(3000).astype(np.float32), (rng.integers(0, n, 3000), rng.integers(0, n, 3000))),
+                     shape=(n, n)).tocsr()
+    op = accelerator.prepare(_bcoo(S), layout="sell")
+    assert "s_table" not in op.arrays and op.description.startswith("sell")
+    X = rng.standard_normal((n, 3)).astype(np.float32)
+    D = S.astype(np.float64)
+    np.testing.assert_allclose(np.asarray(op @ X), D @ X, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(op.T @ X), D.T @ X, rtol=1e-4, atol=1e-4)
+    g = jax.grad(lambda Z: jnp.sum(op @ Z))(jnp.asarray(X))
+    np.testing.assert_allclose(np.asarray(g), np.broadcast_to((D.T @ np.ones(n))[:, None], (n, 3)), rtol=1e-4, atol=1e-4)

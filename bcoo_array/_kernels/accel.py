@@ -334,23 +334,38 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
 
 
 def sell_product(values, arrays, static, shape, x, transpose: bool = False):
-    """``A @ x`` (or ``A.T @ x``) in the ``sell`` layout: the SELL-8 kernel of ``.sell`` on the matrix's
-    slots (the value buffer up to ``static["split"]``) or on the transpose's (the rest).
+    """``A @ x`` (or ``A.T @ x``) in the ``sell`` layout: one vector on ``.segmented``'s blocks, several
+    columns on ``.sell``'s SELL-8 slots, of the matrix or of its transpose.
 
-    One vector runs the kernel with ``x`` and the result packed 128
-    elements per VMEM row; several columns load a row of ``x`` per stored
-    entry (``.sell.sell_matmat``, where ``x`` fits VMEM; else its XLA
-    formula, a COO product).
+    The value buffer holds the matrix's blocks (up to ``static["split"]``),
+    the transpose's, the matrix's SELL-8 slots, then the transpose's
+    (``.layouts.build_sell``). One vector: ``.segmented.segmented_matvec``
+    (8 entries per vector step, ``x`` and the result packed in VMEM;
+    ``static["unroll"]``: its lane loop's, None for ``LANE_UNROLL``).
+    Several: ``.sell.sell_matmat`` (a row of ``x`` per stored entry), or
+    where the layout has no SELL-8 slots (``x`` too large for that
+    kernel), the COO formula on the blocks' slots. Each takes its XLA
+    formula, a COO product, where its kernel does not apply.
     """
+    from .segmented import segmented_matvec, segmented_reference
     from .sell import sell_matmat
 
     m, k = shape
-    split = static["split"]
-    sfx, vals, out_shape = ("_t", values[split:], (k, m)) if transpose else ("", values[:split], shape)
-    xs = x[:, None] if x.ndim == 1 else x
-    y = sell_matmat(vals, arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx], xs,
-                    shape=out_shape, windowed=static.get("windowed" + sfx, False))
-    return y[:, 0] if x.ndim == 1 else y
+    sfx, out_shape = ("_t", (k, m)) if transpose else ("", shape)
+    n1, n2 = arrays["seg_cols"].size, arrays["seg_cols_t"].size
+    if x.ndim == 1:
+        start, size = (n1, n2) if transpose else (0, n1)
+        tables = (arrays[name + sfx] for name in ("seg_out", "seg_addr", "seg_cols", "seg_rows", "seg_ends"))
+        return segmented_matvec(values[start:start + size], *tables, x, shape=out_shape, unroll=static.get("unroll"))
+    if "s_table" not in arrays:  # x too large for the row kernel's VMEM: the COO formula on the blocks' slots
+        start, size = (n1, n2) if transpose else (0, n1)
+        return segmented_reference(values[start:start + size], arrays["seg_rows" + sfx], arrays["seg_cols" + sfx], x,
+                                   shape=out_shape)
+    n3 = arrays["s_rows"].size
+    start = n1 + n2 + (n3 if transpose else 0)
+    vals = values[start:start + arrays["s_rows" + sfx].size]
+    return sell_matmat(vals, arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx], x,
+                       shape=out_shape)
 
 
 def _kernel(kind, static, shape, values, arrays, x, lanes, transpose):

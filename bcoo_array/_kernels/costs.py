@@ -1,6 +1,7 @@
 """What the operations of the accelerator layouts cost on each backend, and the VMEM the TPU kernels may
 take: the table ``.layouts`` chooses a layout with and ``.sell`` chooses a kernel with, and the chip's VMEM
-that ``.panels`` and ``.sell`` size their resident arrays by (a module of its own, below all three)."""
+that ``.panels``, ``.sell`` and ``.segmented`` size their resident arrays by (a module of its own, below
+all four)."""
 
 from __future__ import annotations
 
@@ -62,14 +63,13 @@ def vmem_share(tuned_bytes: int) -> int:
 #: columns (4,000: nh2010's 234,550 entries took 2.67 ms). The SELL-8 kernel
 #: (``.sell``, 128 columns, 2026-12-06): 2.3 ns per slot (800) and 75 ns per slice
 #: of 8 rows (26,000), fitted to nh2010 (1.03 ms), cage11 (1.63), delaunay_n16
-#: (1.58), bayer10 (0.34) and bcsstk16 (0.69). One vector in the ``sell`` layout (the
-#: packed kernel, windowed tables, in a loop, 2026-12-06, ``.device_data/probe_packed.py``):
-#: 2.8 ns per slot (1,020 beyond its 8 bytes) and 98 ns per chunk (36,000), fitted
-#: within 2% to a random 10^6 x 10^6 matrix with 10^7 entries (41.5 ms), nh2010 (1.41),
-#: cage11 (2.11), delaunay_n16 (1.98) and bcsstk16 (0.94), plus 12 us per call (4.4e6,
-#: the benchmark's loop); with rows sorted over the whole matrix (no windows) 141 ns per
-#: chunk (52,000; the same matrices and bcsstk13, bayer10, within 1.5%). The ``ell``
-#: layout's product, per padded slot: 4.1 ns (1,500 beyond its 8 bytes; the random
+#: (1.58), bayer10 (0.34) and bcsstk16 (0.69). One vector in the ``sell`` layout
+#: (``.segmented``'s kernel, in a loop, 2026-12-06, ``.device_data/probe_gk.py``): 1.72 ns
+#: per slot (610 beyond its 24 bytes of tables and value), fitted to a random 10^6 x 10^6
+#: matrix with 10^7 entries (10.54 million slots, 18.1 ms) and cage11 (0.58 million,
+#: 1.04 ms), plus 14 us per call (5e6, the benchmark's loop; within 3% of both).
+#: (The packed SELL-8 kernel it replaced: 2.8 ns per slot and 98-141 ns per slice.) The
+#: ``ell`` layout's product, per padded slot: 4.1 ns (1,500 beyond its 8 bytes; the random
 #: matrix's 11.4 million slots took 46.8 ms in a loop, more than its lane gathers alone;
 #: measured with float32 values, applied to every dtype). CPUs and GPUs gather at a few
 #: times their streaming cost per element.
@@ -78,8 +78,7 @@ COSTS: dict[str, dict[str, float]] = {
             "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
             "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0,
             "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0,
-            "sell_vector_slot": 1020.0, "sell_vector_chunk": 36000.0, "sell_vector_sorted_chunk": 52000.0,
-            "sell_vector_call": 4.4e6, "ell_slot": 1500.0},
+            "segmented_slot": 610.0, "segmented_call": 5e6, "ell_slot": 1500.0},
     "gpu": {"gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,

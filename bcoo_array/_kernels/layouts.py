@@ -32,17 +32,17 @@ rows, and dense reductions.
   patterns), whichever is cheaper. Chosen on a TPU for 32-bit values where
   it is the cheapest (irregular matrices: SpMV 24-170x
   ``jax.experimental.sparse`` in a solver's loop).
-* ``sell``: the stored entries as SELL-8 slots (``.sell``: rows sorted by
-  length in slices of 8, SELL-C-sigma) of the matrix and of its transpose,
-  for the Pallas TPU kernel of ``.sell`` that keeps ``x`` and the result
-  in VMEM and loads one row of ``x`` per stored entry (one vector: ``x``
-  packed 128 elements per row, so matrices of millions of rows fit; rows
-  sorted within windows of 128, ``.sell.WINDOW_ROWS``, where that costs
-  less). Chosen on a TPU for float32 values where it is the cheapest:
-  patterns too scattered or too large for ``panels`` (a random 10^6 x
-  10^6 matrix with 10^7 entries, TPU v5e in a loop: 41.5 ms, against 46.8
-  for ``ell`` and 162 for ``jax.experimental.sparse``; its transpose,
-  before the windows, 46.5 against 113 for ``ell``).
+* ``sell``: the stored entries of the matrix and of its transpose twice:
+  as ``(8, 128)`` blocks in row order for one vector (``.segmented``: a
+  Pallas TPU kernel that keeps ``x`` and the result in VMEM packed 128
+  elements per row, so matrices of millions of rows fit, gathers 8
+  entries' elements of ``x`` per vector step and sums rows by segmented
+  lane sums), and as SELL-8 slots for several columns (``.sell``: rows
+  sorted by length in slices of 8, SELL-C-sigma, one row of ``x`` loaded
+  per stored entry). Chosen on a TPU for float32 values where it is the
+  cheapest: patterns too scattered or too large for ``panels`` (a random
+  10^6 x 10^6 matrix with 10^7 entries, TPU v5e in a loop: 18.1 ms,
+  against 46.8 for ``ell`` and 162 for ``jax.experimental.sparse``).
 * ``coo``: the fallback, ``.coo.coo_matmat``.
 
 A reordering (reverse Cuthill-McKee, ``scipy.sparse.csgraph``: Cuthill &
@@ -71,6 +71,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import panels as _panels
+from . import segmented as _segmented
 from . import sell as _sell
 from .costs import COSTS
 from .host import unique_ints
@@ -97,9 +98,13 @@ PANELS_MIXED: bool | None = None
 #: patterns (cage11 100 MiB with uniform tiles, 40 MiB with mixed ones, against the
 #: ``blocks`` layout's 19 MiB), and an operator should not take a large share of a
 #: chip's memory (16 GiB on a TPU v5e) unasked. ``layout="panels"`` builds larger ones.
-#: The same bound holds for a ``sell`` layout's slots (values, rows and columns, 12 bytes a
-#: slot, of the matrix's slots and of its transpose's).
+#: The same bound holds for a ``sell`` layout's slots (12 bytes a SELL-8 slot: value, row
+#: and column; 24 a block slot, ``SEGMENTED_SLOT_BYTES``; the transpose's included).
 PANELS_AUTO_MAX_BYTES = 1 << 30
+
+#: Bytes of a slot of ``.segmented``'s block tables: its value, row of ``x`` to load, column, row and
+#: segment bounds.
+SEGMENTED_SLOT_BYTES = 24
 
 #: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
 DENSE_MAX_ELEMENTS = 1 << 26
@@ -440,50 +445,70 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     return lay
 
 
-def _sell_slots(ur, uc, shape, windowed: bool = False, windowed_t: bool = False):
+def _sell_slots(ur, uc, shape):
     """The SELL-8 slots (``.sell.sell_tables``) of unique entries ``(ur, uc)`` sorted by row, and of the
-    transpose (``windowed``, ``windowed_t``: their rows sorted within windows): ``(slot, slot_t, arrays)``,
-    each entry's slot in the matrix's slots and in the transpose's, and the arrays ``s_table``,
-    ``s_rows``, ``s_cols`` and the same with ``_t``."""
+    transpose: ``(slot, slot_t, arrays)``, each entry's slot in the matrix's slots and in the
+    transpose's, and the arrays ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``."""
     m, k = shape
     order_t = np.lexsort((ur, uc))  # the unique entries by column, then row: the transpose's rows
-    slot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=_sell_steps, windowed=windowed)
+    slot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=_sell_steps)
     slot_by_col, s_table_t, s_rows_t, s_cols_t = _sell.sell_tables(uc[order_t], ur[order_t], (k, m),
-                                                                   pad=_sell_steps, windowed=windowed_t)
+                                                                   pad=_sell_steps)
     slot_t = np.empty_like(slot_by_col)
     slot_t[order_t] = slot_by_col
     return slot, slot_t, dict(s_table=s_table, s_rows=s_rows, s_cols=s_cols,
                               s_table_t=s_table_t, s_rows_t=s_rows_t, s_cols_t=s_cols_t)
 
 
-def build_sell(rows, cols, valid, shape) -> Layout:
-    """The ``sell`` layout (``.sell``): the SELL-8 slots of the valid entries (duplicates share a slot)
-    and of the transpose's, so ``A.T @ y`` runs the same kernel; the rows of each sorted within windows of
-    ``.sell.WINDOW_ROWS`` where that is cheaper for the one-vector kernel (``.sell.vector_plan``;
-    ``static["windowed"]``, ``static["windowed_t"]``: its windowed mode).
+def _segmented_slots(ur, uc, shape):
+    """The block tables (``.segmented.segmented_tables``) of unique entries ``(ur, uc)`` sorted by row,
+    and of the transpose: ``(slot, slot_t, arrays)`` as ``_sell_slots``'s, the arrays ``seg_out``,
+    ``seg_addr``, ``seg_cols``, ``seg_rows``, ``seg_ends`` and the same with ``_t``."""
+    m, k = shape
+    order_t = np.lexsort((ur, uc))
+    slot, arrays = _segmented.segmented_tables(ur, uc, (m, k), pad=_sell_steps)
+    slot_by_col, arrays_t = _segmented.segmented_tables(uc[order_t], ur[order_t], (k, m), pad=_sell_steps)
+    slot_t = np.empty_like(slot_by_col)
+    slot_t[order_t] = slot_by_col
+    return slot, slot_t, dict(arrays, **{name + "_t": a for name, a in arrays_t.items()})
 
-    Arrays: ``s_table``, ``s_rows``, ``s_cols`` and ``s_table_t``,
-    ``s_rows_t``, ``s_cols_t`` (``_sell_slots``), and ``slot_t`` (nse, 1),
-    each entry's slot in the transpose's part of the value buffer (from
-    ``static["split"]``, after the matrix's slots).
+
+def build_sell(rows, cols, valid, shape) -> Layout:
+    """The ``sell`` layout: the valid entries (duplicates share a slot) of the matrix and of its transpose,
+    so ``A.T @ y`` runs the same kernels, twice: as ``.segmented``'s blocks (one vector) and as
+    ``.sell``'s SELL-8 slots (several columns), the latter only where that kernel's ``x`` and result fit
+    VMEM (``.sell.fits``; else several columns take the COO formula on the blocks' slots).
+
+    Arrays: ``seg_out``, ``seg_addr``, ``seg_cols``, ``seg_rows``,
+    ``seg_ends`` and the same with ``_t`` (``_segmented_slots``),
+    ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``
+    (``_sell_slots``), and ``slot_t`` (nse, 3), each entry's slot in the
+    transpose's blocks, the matrix's SELL-8 slots and the transpose's
+    ((nse, 1) without SELL-8 slots). The value buffer holds the matrix's
+    blocks (``static["split"]`` slots), the transpose's, the matrix's
+    SELL-8 slots, then the transpose's.
     """
     m, k = shape
     r, c = rows[valid], cols[valid]
     ukey, inv_entry = np.unique(r * max(k, 1) + c, return_inverse=True)  # sorted: row order
     inv_entry = inv_entry.reshape(-1)
     ur, uc = ukey // max(k, 1), ukey % max(k, 1)
-    windowed = bool(_sell.vector_plan(np.bincount(ur, minlength=m))[0])
-    windowed_t = bool(_sell.vector_plan(np.bincount(uc, minlength=k))[0])
-    sslot, sslot_t, arrays = _sell_slots(ur, uc, (m, k), windowed, windowed_t)
-    n1 = arrays["s_rows"].size
-    n_slots = n1 + arrays["s_rows_t"].size
+    gslot, gslot_t, g_arrays = _segmented_slots(ur, uc, (m, k))
+    n1, n2 = g_arrays["seg_cols"].size, g_arrays["seg_cols_t"].size
+    with_sell = _sell.fits((m, k))
+    sslot, sslot_t, s_arrays = _sell_slots(ur, uc, (m, k)) if with_sell else (None, None, {})
+    n3, n4 = (s_arrays["s_rows"].size, s_arrays["s_rows_t"].size) if with_sell else (0, 0)
+    n_slots = n1 + n2 + n3 + n4
     slot = np.full(len(rows), n_slots, np.int64)
-    slot[valid] = sslot[inv_entry]
-    slot_t = np.full((len(rows), 1), n_slots, np.int64)
-    slot_t[valid, 0] = n1 + sslot_t[inv_entry]
+    slot[valid] = gslot[inv_entry]
+    slot_t = np.full((len(rows), 3 if with_sell else 1), n_slots, np.int64)
+    slot_t[valid, 0] = n1 + gslot_t[inv_entry]
+    if with_sell:
+        slot_t[valid, 1] = n1 + n2 + sslot[inv_entry]
+        slot_t[valid, 2] = n1 + n2 + n3 + sslot_t[inv_entry]
     lay = Layout("sell", (m, k), n_slots, slot)
-    lay.static = {"split": n1, "windowed": windowed, "windowed_t": windowed_t}
-    lay.arrays.update(arrays, slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
+    lay.static = {"split": n1}
+    lay.arrays.update(g_arrays, **s_arrays, slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
 
 
@@ -625,11 +650,13 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
             out["panels"] = (n_tiles * (_panels.SUBLANES * _panels.LANES * (s + 4) + per_tile)
                              + cost["panel_call"] + 2 * vec)
     if (backend == "tpu" and itemsize == 4 and (dtype is None or np.dtype(dtype) == np.float32)
-            and _sell.fits((m, k), packed=True)):
-        _, slots, price = _sell.vector_plan(np.bincount(r, minlength=m))
-        _, slots_t, _ = _sell.vector_plan(np.bincount(c, minlength=k))
-        if (slots + slots_t) * (s + 8) <= PANELS_AUTO_MAX_BYTES:  # values, rows and columns of both
-            out["sell"] = price + vec
+            and _segmented.fits((m, k))):
+        slots, _ = _segmented.slot_count(r, m)
+        slots_t, _ = _segmented.slot_count(c, k)
+        sell_bytes = (slots + slots_t) * SEGMENTED_SLOT_BYTES + 2 * nnz * (s + 8) * _sell.fits((m, k))
+        if sell_bytes <= PANELS_AUTO_MAX_BYTES:
+            out["sell"] = (slots * (SEGMENTED_SLOT_BYTES + cost["segmented_slot"]) + cost["segmented_call"]
+                           + vec)
     best = None
     largest = max(bm * bk for bm, bk in TILE_SHAPES)
     for tile, (tkeys, _, tcols) in _block_counts(r, c, k, TILE_SHAPES):

@@ -30,17 +30,8 @@ On a TPU v5e with 128 columns a slot costs about 2.3 ns and a slice 75 ns
 ``.costs.COSTS``), whatever the number of columns up to 128, where the
 panels kernel is cheaper for a few columns (``sell_is_cheaper``).
 
-One vector (``sell_matvec_kernel``, the ``sell`` layout of ``.layouts``)
-runs the same loops with ``x`` and the result *packed*, 128 elements per
-VMEM row: a slot loads the row of its column and keeps that one lane (a
-one-hot select), and a slice row's accumulator is summed over its lanes
-and added at its row's lane. ``x`` and ``A @ x`` then take 4 bytes per
-element of VMEM instead of 512 (a 10^6 x 10^6 matrix: 8 MiB). The
-``sell`` layout sorts rows within windows of 128 (``WINDOW_ROWS``) where
-that costs less (``vector_plan``), so a slice's 8 rows share one packed
-row of the result, updated once per chunk. On a TPU v5e a slot then
-costs about 2.8 ns and a chunk 98 ns (a random 10^6 x 10^6 matrix with
-10^7 entries: 41.5 ms, against 157 for jax's BCOO; ``.costs.COSTS``).
+One vector is ``.segmented``'s kernel (8 entries per vector step, no per-row
+control flow), which the ``sell`` layout keeps beside these slots.
 
 The product is the primitive ``sell_matmat_p`` (linear in the values and in
 ``x``: its JVP binds it again, its transpose is JAX's transpose of the XLA
@@ -69,9 +60,6 @@ from .costs import COSTS
 LANES = 128
 SUBLANES = 8
 
-#: ``log2(LANES)``: a packed vector's element ``c`` sits at row ``c >> LANE_BITS``, lane ``c & (LANES - 1)``.
-LANE_BITS = np.int32(LANES.bit_length() - 1)
-
 #: Slots (a column and a value each) one grid step brings into SMEM: a multiple of 128.
 SLOTS_PER_STEP = 2048
 
@@ -80,17 +68,6 @@ CHUNK_FIELDS = 2 + SUBLANES
 
 #: Depths (8 slots each) one iteration of the kernel's depth loop takes (unrolled by hand).
 DEPTH_UNROLL = 2
-
-#: Rows of a *window* of windowed tables (``sell_tables(windowed=True)``): rows are sorted by length
-#: within windows of this many, so a slice's 8 rows share one packed row of the result (128 elements) and
-#: the one-vector kernel adds a slice's sums with one update of that row instead of eight. TPU v5e, one
-#: vector, in a loop (2026-12-06, ``.device_data/probe_packed.py``): random 10^6 x 10^6 with 10^7 entries
-#: 45.5 -> 41.5 ms, nh2010 1.56 -> 1.41, cage11 2.33 -> 2.11, delaunay_n16 2.31 -> 1.98, bcsstk16 0.96 ->
-#: 0.94, for 1-16% more slots (the sort spans 128 rows, not the whole matrix). Stacking the 8 lane sums
-#: into one reduction without the windows gained nothing (+0-2%), nor did 4 depths per iteration (+3-8%).
-#: Where row lengths vary widely a window's short rows share slices with its long ones and the slots can
-#: grow several times over (``vector_plan`` then keeps the matrix-wide sort).
-WINDOW_ROWS = LANES
 
 #: VMEM the kernel may use on a 128 MiB chip (bytes; ``vmem_limit_bytes`` scales it to the chip in use):
 #: ``x`` and the result, resident once each.
@@ -116,12 +93,11 @@ def resident_max_bytes() -> int:
     return max(0, min(RESIDENT_MAX_BYTES, vmem_limit_bytes() - MOSAIC_BYTES))
 
 
-def fits(shape, packed: bool = False) -> bool:
-    """Whether ``x`` and ``A @ x`` (32-bit; a row of 128 lanes per row of either, or with ``packed``, one
-    vector 128 elements per row) of a matrix of ``shape`` stay in VMEM (``resident_max_bytes``)."""
+def fits(shape) -> bool:
+    """Whether ``x`` and ``A @ x`` (32-bit; a row of 128 lanes per row of either) of a matrix of ``shape``
+    stay in VMEM (``resident_max_bytes``)."""
     m, k = shape
-    rows = _packed_rows(m) + _packed_rows(k) if packed else (_tiles(m) + _tiles(k) + 2) * SUBLANES
-    return rows * LANES * 4 <= resident_max_bytes()
+    return (_tiles(m) + _tiles(k) + 2) * SUBLANES * LANES * 4 <= resident_max_bytes()
 
 
 def _tiles(n: int) -> int:
@@ -160,73 +136,24 @@ def _table_width(slots_per_step: int) -> int:
     return -(-(1 + CHUNK_FIELDS * (slots_per_step // SUBLANES)) // 128) * 128
 
 
-def _sorted_rows(counts: np.ndarray, windowed: bool):
-    """Host: the non-empty rows longest first (stable), within each window of ``WINDOW_ROWS`` rows when
-    ``windowed``: ``(rows, window, place)``, each row's window (0 for all without windows) and its place
-    in its window's order. One sort of a combined (window, count) key."""
-    nonempty = np.flatnonzero(counts)
-    window = nonempty // WINDOW_ROWS if windowed else np.zeros_like(nonempty)
-    top = int(counts.max()) + 1 if len(nonempty) else 1
-    order = np.argsort(window * top + (top - 1 - counts[nonempty]), kind="stable")
-    rows, window = nonempty[order], window[order]
-    starts = np.flatnonzero(np.concatenate([[True], window[1:] != window[:-1]])) if len(rows) else rows
-    place = np.arange(len(rows)) - np.repeat(starts, np.diff(np.append(starts, len(rows))))
-    return rows, window, place
-
-
-def slice_rows(counts: np.ndarray, windowed: bool = False) -> np.ndarray:
+def slice_rows(counts: np.ndarray) -> np.ndarray:
     """Host: the rows of each SELL-8 slice, ``(n_slices, 8)`` int64, from the entry count of each row
-    ``counts`` (m,).
-
-    Non-empty rows sorted by count, longest first (stable), 8 per slice;
-    ``windowed``: sorted within each window of ``WINDOW_ROWS`` rows, and each
-    window's rows in slices of their own. A missing row (the last slice of
-    the sort, or of a window) is ``8 * ceil(m / 8)``.
-    """
+    ``counts`` (m,): the non-empty rows sorted by count, longest first (stable), 8 per slice; a missing
+    row (in the last slice) is ``8 * ceil(m / 8)``."""
     counts = np.asarray(counts, np.int64)
-    rows, window, place = _sorted_rows(counts, windowed)
-    per_window = np.bincount(window, minlength=1)
-    padded = -(-per_window // SUBLANES) * SUBLANES  # each window's rows in whole slices
-    out = np.full(int(padded.sum()), _tiles(len(counts)) * SUBLANES, np.int64)
-    out[(np.cumsum(padded) - padded)[window] + place] = rows
+    nonempty = np.flatnonzero(counts)
+    rows = nonempty[np.argsort(-counts[nonempty], kind="stable")]
+    out = np.full(-(-len(rows) // SUBLANES) * SUBLANES, _tiles(len(counts)) * SUBLANES, np.int64)
+    out[:len(rows)] = rows
     return out.reshape(-1, SUBLANES)
 
 
-def slot_count(counts: np.ndarray, windowed: bool = False) -> tuple[int, int]:
-    """Host: ``(slots, slices)`` of the SELL-8 tables of a matrix whose rows hold ``counts`` (m,) entries
-    (``slice_rows``; padding within slices counted, grid-step padding not): what the kernel iterates."""
-    counts = np.asarray(counts, np.int64)
-    rows, _, place = _sorted_rows(counts, windowed)
-    depth = counts[rows[place % SUBLANES == 0]]  # a slice's first row is its longest
-    return int(depth.sum()) * SUBLANES, len(depth)
-
-
-def vector_plan(counts: np.ndarray) -> tuple[bool, int, float]:
-    """Host: how the one-vector kernel should take a matrix whose rows hold ``counts`` (m,) entries on a
-    TPU: ``(windowed, slots, cost)``, the cheaper of windowed and matrix-wide sorted tables by
-    ``.costs.COSTS["tpu"]`` (``sell_vector_slot`` per slot, ``sell_vector_chunk`` or
-    ``sell_vector_sorted_chunk`` per chunk: a slice, and one more per grid step it straddles), their
-    slots (``slot_count``) and that cost (bytes-equivalent, the slots' own 8 bytes and the call
-    included, ``x`` and the result not)."""
-    cost = COSTS["tpu"]
-    best = None
-    for windowed in (True, False):
-        slots, slices = slot_count(counts, windowed)
-        chunks = slices + -(-slots // SLOTS_PER_STEP)
-        price = (slots * (8 + cost["sell_vector_slot"]) + cost["sell_vector_call"]
-                 + chunks * cost["sell_vector_chunk" if windowed else "sell_vector_sorted_chunk"])
-        if best is None or price < best[2]:
-            best = (windowed, slots, price)
-    return best
-
-
 def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int = SLOTS_PER_STEP,
-                pad=None, windowed: bool = False):
+                pad=None):
     """Host: the SELL-8 slots of unique entries sorted by row (then column), in grid steps.
 
     Rows are sorted by their entry count, longest first (SELL-C-sigma with
-    sigma the whole matrix; ``windowed``: sigma = ``WINDOW_ROWS``, what the
-    one-vector kernel's ``windowed`` mode needs), and taken 8 at a time
+    sigma the whole matrix), and taken 8 at a time
     (``slice_rows``): a *slice* holds ``8 * depth`` slots, ``depth`` its
     longest row, and slot ``8 * d + i`` of a slice is the ``d``-th entry of
     its row ``i``. Empty rows get no slice.
@@ -238,9 +165,7 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
       chunk (the depths of a slice that fall in the step), its first slot
       within the step, its depths and the slice's 8 rows (row ``8 * ceil(m
       / 8)`` for a missing one: a row of the kernel's result that is
-      dropped; in the packed kernel's windowed mode its sum, an exact zero
-      as its slots are all padding, is added on that row's lane of the
-      slice's shared result row); ``W = _table_width(slots_per_step)``;
+      dropped); ``W = _table_width(slots_per_step)``;
     - ``s_rows``/``s_cols`` (steps * slots_per_step,) int32, each slot's row
       and column; padding slots have row ``m`` and column ``8 * ceil(k /
       8)`` (at least ``k``: a zero row of the kernel's ``x``, and out of
@@ -263,7 +188,7 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
     if np.any(rows[1:] < rows[:-1]):
         raise ValueError("sell_tables: the entries must be sorted by row (np.lexsort((cols, rows)))")
     counts = np.bincount(rows, minlength=m)
-    srows = slice_rows(counts, windowed)
+    srows = slice_rows(counts)
     n_slices = len(srows)
     flat = srows.reshape(-1)
     real = flat < m
@@ -302,21 +227,11 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
 
 # --- the kernel -----------------------------------------------------------------------------------------
 
-def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int, packed: bool,
-            windowed: bool):
+def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int):
     """One grid step: its chunks, each ``depths`` rows of 8 slots into its slice's 8 row accumulators.
 
-    Rows (``packed`` false): ``x_vmem`` (rows of k + 8, 128), ``x`` then
-    zero rows; ``o_vmem`` (rows of m + 8, 128), the result. Packed (one
-    vector): ``x_vmem`` holds ``x`` 128 elements per row (element ``c`` at
-    row ``c >> 7``, lane ``c & 127``), zeros after it, and ``o_vmem`` the
-    result the same way; a slot loads its column's row and keeps its lane
-    (a one-hot select), a slice row's accumulator is summed over its lanes
-    at the chunk's end and added at its row's lane; ``windowed`` (packed,
-    tables of ``sell_tables(windowed=True)``, whose slices' rows share a
-    packed row): the 8 lane sums in one reduction, placed on their lanes
-    and added to that row at once. The result is written back at the last
-    step.
+    ``x_vmem`` (rows of k + 8, 128), ``x`` then zero rows; ``o_vmem`` (rows
+    of m + 8, 128), the result, written back at the last step.
     """
     step = pl.program_id(0)
 
@@ -328,18 +243,9 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
         copy.wait()
 
     zero = jnp.zeros((1, LANES), o_vmem.dtype)
-    lane = jax.lax.broadcasted_iota(np.int32, (1, LANES), 1)
-
-    def term(c, v):  # slot (column c, value v): v times the row of x it reads
-        if not packed:
-            return x_vmem[pl.ds(c, 1), :] * v
-        # packed: the one element on its lane, selected after the product (a stored inf times the row's
-        # other elements must not reach the lane sum as inf * 0 = NaN)
-        row = x_vmem[pl.ds(jax.lax.shift_right_logical(c, LANE_BITS), 1), :]
-        return jnp.where(lane == jnp.bitwise_and(c, np.int32(LANES - 1)), row * v, zero)
 
     def slots(p, accs):  # the 8 slots from p: one dynamic row load of x each, scaled by the slot's value
-        return tuple(accs[i] + term(cols_ref[0, 0, p + np.int32(i)], vals_ref[0, 0, p + np.int32(i)])
+        return tuple(accs[i] + x_vmem[pl.ds(cols_ref[0, 0, p + np.int32(i)], 1), :] * vals_ref[0, 0, p + np.int32(i)]
                      for i in range(SUBLANES))
 
     def chunk(q, carry):
@@ -357,24 +263,8 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
         if unroll > 1:  # the depths left over
             accs = jax.lax.fori_loop(groups * np.int32(unroll), depths,
                                      lambda d, a: slots(off + d * np.int32(SUBLANES), a), accs)
-        if packed and windowed:  # the slice's 8 rows share a packed row of the result: one update
-            totals = jnp.sum(jnp.concatenate(accs, axis=0), axis=1, keepdims=True)  # (8, 1): one lane reduction
-            contrib = zero
-            for i in range(SUBLANES):
-                r = table_ref[0, 0, base + np.int32(2 + i)]
-                contrib = contrib + jnp.where(lane == jnp.bitwise_and(r, np.int32(LANES - 1)), totals[i:i + 1, :],
-                                              zero)
-            r0 = table_ref[0, 0, base + np.int32(2)]
-            o_vmem[pl.ds(jax.lax.shift_right_logical(r0, LANE_BITS), 1), :] += contrib
-            return carry
         for i in range(SUBLANES):
-            r = table_ref[0, 0, base + np.int32(2 + i)]
-            if packed:
-                total = jnp.sum(accs[i], axis=1, keepdims=True)  # (1, 1): the row's sum over the lanes
-                hit = lane == jnp.bitwise_and(r, np.int32(LANES - 1))
-                o_vmem[pl.ds(jax.lax.shift_right_logical(r, LANE_BITS), 1), :] += jnp.where(hit, total, zero)
-            else:
-                o_vmem[pl.ds(r, 1), :] += accs[i]
+            o_vmem[pl.ds(table_ref[0, 0, base + np.int32(2 + i)], 1), :] += accs[i]
         return carry
 
     jax.lax.fori_loop(np.int32(0), table_ref[0, 0, 0], chunk, 0)
@@ -406,44 +296,17 @@ def sell_kernel(values, table, cols, x, *, shape, interpret: bool | None = None,
     dtype = jnp.result_type(values, x)
     kr, mr = (_tiles(k) + 1) * SUBLANES, (_tiles(m) + 1) * SUBLANES
     xs = jnp.pad(x.astype(dtype), ((0, kr - k), (0, LANES - n)))
-    return _call(values, table, cols, xs, mr, dtype, interpret=interpret, unroll=unroll, packed=False,
-                 windowed=False)[:m, :n]
+    return _call(values, table, cols, xs, mr, dtype, interpret=interpret, unroll=unroll)[:m, :n]
 
 
-def sell_matvec_kernel(values, table, cols, x, *, shape, interpret: bool | None = None, unroll: int | None = None,
-                       windowed: bool = False):
-    """``A @ x`` for one vector ``x`` of shape ``(k,)``, 32-bit: the kernel with ``x`` and the result
-    packed 128 elements per VMEM row (``_packed_rows``), so they take 4 bytes per element, not 512.
-
-    Arguments as ``sell_kernel``'s; ``windowed``: the tables are
-    ``sell_tables(windowed=True)``'s, and a slice's sums update their
-    shared row of the result at once (with other tables the result is
-    wrong). Returns ``(m,)``.
-    """
-    m, k = shape
-    dtype = jnp.result_type(values, x)
-    kp, mp = _packed_rows(k), _packed_rows(m)
-    xs = jnp.pad(x.astype(dtype), (0, kp * LANES - k)).reshape(kp, LANES)
-    out = _call(values, table, cols, xs, mp, dtype, interpret=interpret, unroll=unroll, packed=True,
-                windowed=windowed)
-    return out.reshape(-1)[:m]
-
-
-def _packed_rows(n: int) -> int:
-    """VMEM rows of 128 elements that hold a packed vector of ``n`` elements and the padding index
-    ``8 * ceil(n / 8)`` (``sell_tables``), a whole number of ``(8, 128)`` tiles."""
-    return -(-(_tiles(n) * SUBLANES + 1) // (SUBLANES * LANES)) * SUBLANES
-
-
-def _call(values, table, cols, xs, out_rows: int, dtype, *, interpret, unroll, packed: bool, windowed: bool):
+def _call(values, table, cols, xs, out_rows: int, dtype, *, interpret, unroll):
     """The ``pallas_call`` of ``_kernel``: ``xs`` (rows, 128) in HBM to a result of ``(out_rows, 128)``."""
     steps, width = table.shape
     E = cols.shape[0] // steps
     kr, mr = xs.shape[0], out_rows
     smem = functools.partial(pl.BlockSpec, memory_space=pltpu.SMEM)
     call = pl.pallas_call(
-        functools.partial(_kernel, unroll=DEPTH_UNROLL if unroll is None else max(1, int(unroll)), packed=packed,
-                          windowed=windowed),
+        functools.partial(_kernel, unroll=DEPTH_UNROLL if unroll is None else max(1, int(unroll))),
         out_shape=jax.ShapeDtypeStruct((mr, LANES), dtype),
         grid=(steps,),
         in_specs=[
@@ -477,27 +340,21 @@ def sell_reference(values, rows, cols, x, *, shape):
 sell_matmat_p = Primitive("bcoo_array_sell_matmat")
 
 
-def sell_matmat(values, table, rows, cols, x, *, shape, use_kernel: bool = True, windowed: bool = False):
+def sell_matmat(values, table, rows, cols, x, *, shape, use_kernel: bool = True):
     """``A @ x`` from a SELL-8 slot table: ``x`` of shape ``(k, n)`` to ``(m, n)``.
 
-    ``use_kernel=False`` takes the XLA formula (``sell_reference``);
-    ``windowed``: the tables are ``sell_tables(windowed=True)``'s (one
-    vector then runs the kernel's windowed mode). Differentiable in
-    ``values`` and ``x``, batchable over both.
+    ``use_kernel=False`` takes the XLA formula (``sell_reference``).
+    Differentiable in ``values`` and ``x``, batchable over both.
     """
-    return sell_matmat_p.bind(values, table, rows, cols, x, shape=tuple(shape), use_kernel=bool(use_kernel),
-                              windowed=bool(windowed))
+    return sell_matmat_p.bind(values, table, rows, cols, x, shape=tuple(shape), use_kernel=bool(use_kernel))
 
 
-def _impl(values, table, rows, cols, x, *, shape, use_kernel, windowed):
+def _impl(values, table, rows, cols, x, *, shape, use_kernel):
     dtype = jnp.result_type(values, x)
     if x.shape[1] == 0 or shape[0] == 0:
         return jnp.zeros((shape[0], x.shape[1]), dtype)
-    if use_kernel and np.dtype(dtype) == np.float32 and shape[1] > 0:
-        if x.shape[1] == 1 and fits(shape, packed=True):  # one vector: packed, 128 times less VMEM
-            return sell_matvec_kernel(values, table, cols, x[:, 0], shape=shape, windowed=windowed)[:, None]
-        if fits(shape):
-            return sell_kernel(values, table, cols, x, shape=shape)
+    if use_kernel and np.dtype(dtype) == np.float32 and shape[1] > 0 and fits(shape):
+        return sell_kernel(values, table, cols, x, shape=shape)
     return sell_reference(values, rows, cols, x, shape=shape)
 
 
@@ -505,17 +362,17 @@ sell_matmat_p.def_impl(_impl)
 
 
 @sell_matmat_p.def_abstract_eval
-def _abstract(values, table, rows, cols, x, *, shape, use_kernel, windowed):
+def _abstract(values, table, rows, cols, x, *, shape, use_kernel):
     return jax.core.ShapedArray((shape[0], x.shape[1]), jnp.result_type(values.dtype, x.dtype))
 
 
 mlir.register_lowering(sell_matmat_p, mlir.lower_fun(_impl, multiple_results=False))
 
 
-def _jvp(primals, tangents, *, shape, use_kernel, windowed):
+def _jvp(primals, tangents, *, shape, use_kernel):
     values, table, rows, cols, x = primals
     dv, _, _, _, dx = tangents
-    bind = functools.partial(sell_matmat_p.bind, shape=shape, use_kernel=use_kernel, windowed=windowed)
+    bind = functools.partial(sell_matmat_p.bind, shape=shape, use_kernel=use_kernel)
     y = bind(values, table, rows, cols, x)
     dy = None
     if type(dv) is not ad.Zero:
@@ -531,7 +388,7 @@ def _jvp(primals, tangents, *, shape, use_kernel, windowed):
 ad.primitive_jvps[sell_matmat_p] = _jvp
 
 
-def _transpose(ct, values, table, rows, cols, x, *, shape, use_kernel, windowed):
+def _transpose(ct, values, table, rows, cols, x, *, shape, use_kernel):
     if type(ct) is ad.Zero:
         return None, None, None, None, None
     if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
@@ -554,10 +411,10 @@ def _transpose(ct, values, table, rows, cols, x, *, shape, use_kernel, windowed)
 ad.primitive_transposes[sell_matmat_p] = _transpose
 
 
-def _batch(args, dims, *, shape, use_kernel, windowed):
+def _batch(args, dims, *, shape, use_kernel):
     values, table, rows, cols, x = args
     dv, dt, dr, dc, dx = dims
-    params = dict(shape=shape, use_kernel=use_kernel, windowed=windowed)
+    params = dict(shape=shape, use_kernel=use_kernel)
     if dt is not None or dr is not None or dc is not None:
         raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
     if dv is not None:  # mapped values: one product per value set
