@@ -31,7 +31,8 @@ On a TPU v5e with 128 columns a slot costs about 2.3 ns and a slice 75 ns
 panels kernel is cheaper for a few columns (``sell_is_cheaper``).
 
 One vector is ``.segmented``'s kernel (8 entries per vector step, no per-row
-control flow), which the ``sell`` layout keeps beside these slots.
+control flow): the ``sell`` layout keeps its blocks, and these slots beside
+them where this kernel's ``x`` and result fit VMEM.
 
 The product is the primitive ``sell_matmat_p`` (linear in the values and in
 ``x``: its JVP binds it again, its transpose is JAX's transpose of the XLA
