@@ -959,8 +959,10 @@ def test_segmented_kernel_in_interpret_mode_matches_scipy():
     x[149], x[300] = np.inf, np.nan
     ref = S.astype(np.float64) @ np.where(np.isfinite(x), x, 0).astype(np.float64)
     tables = [jnp.asarray(arrays[n]) for n in ("seg_out", "seg_addr", "seg_cols", "seg_ends")]
-    got = segmented.segmented_kernel(jnp.asarray(vals), *tables, jnp.asarray(x), shape=(m, k), interpret=True)
-    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
+    for unroll in (None, 3, 128):  # a loop of one lane (interpret mode's default), of 3 with a remainder, none
+        got = segmented.segmented_kernel(jnp.asarray(vals), *tables, jnp.asarray(x), shape=(m, k), interpret=True,
+                                         unroll=unroll)
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
     got = segmented.segmented_reference(jnp.asarray(vals), jnp.asarray(arrays["seg_rows"]),
                                         jnp.asarray(arrays["seg_cols"]), jnp.asarray(x), shape=(m, k))
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
@@ -1042,9 +1044,10 @@ def test_segmented_kernel_lowers_for_a_tpu(shape):
     rows, cols = np.sort(rng.integers(0, m, 3000)), rng.integers(0, k, 3000)
     _, arrays = segmented.segmented_tables(rows, cols, shape)
     tables = [arrays[n] for n in ("seg_out", "seg_addr", "seg_cols", "seg_ends")]
-    f = jax.jit(lambda v, *a: segmented.segmented_kernel(v, *a, shape=shape, interpret=False))
     args = (np.zeros(arrays["seg_cols"].size, np.float32), *tables, np.zeros(k, np.float32))
-    assert jax.export.export(f, platforms=["tpu"])(*args).mlir_module().count("tpu_custom_call") == 1
+    for unroll in (None, segmented.EAGER_LANE_UNROLL):  # unrolled (prepared operators), a loop (eager products)
+        f = jax.jit(lambda v, *a: segmented.segmented_kernel(v, *a, shape=shape, interpret=False, unroll=unroll))
+        assert jax.export.export(f, platforms=["tpu"])(*args).mlir_module().count("tpu_custom_call") == 1
 
 
 def test_sell_layout_runs_the_segmented_kernel_for_one_vector(monkeypatch):

@@ -87,6 +87,10 @@ BLOCKS_PER_STEP = 8
 #: first call takes ``EAGER_LANE_UNROLL`` (0.3 s).
 LANE_UNROLL = LANES
 
+#: ``LANE_UNROLL`` in Pallas interpret mode (off a TPU): the same steps in a loop, which traces in a small
+#: fraction of the unrolled kernel's time (the tests run the unrolled kernel in interpret mode too).
+INTERPRET_LANE_UNROLL = 1
+
 #: ``LANE_UNROLL`` of the layouts eager products build (``.matmul``): a faster first call, 1.35x the time a
 #: call.
 EAGER_LANE_UNROLL = 16
@@ -306,7 +310,8 @@ def segmented_kernel(values, out, addr, cols, ends, x, *, shape, interpret: bool
 
     ``values`` (blocks * 1024,) in slot order; ``out``, ``addr``, ``cols``,
     ``ends``: ``segmented_tables``'s; ``unroll``: lanes per iteration of the
-    kernel's lane loop (None: ``LANE_UNROLL``). Returns ``(m,)``.
+    kernel's lane loop (None: ``LANE_UNROLL``, or ``INTERPRET_LANE_UNROLL``
+    in interpret mode). Returns ``(m,)``.
     """
     m, k = shape
     steps = out.shape[0]
@@ -314,10 +319,13 @@ def segmented_kernel(values, out, addr, cols, ends, x, *, shape, interpret: bool
     kr = _x_rows(k)
     xs = jnp.pad(x.astype(dtype), (X_PAD_ROWS * LANES, kr * LANES - X_PAD_ROWS * LANES - k)).reshape(kr, LANES)
     rows_per_step = SUBLANES * BLOCKS_PER_STEP
+    interpret = _interpret() if interpret is None else interpret
+    if unroll is None:
+        unroll = INTERPRET_LANE_UNROLL if interpret else LANE_UNROLL
     smem = functools.partial(pl.BlockSpec, memory_space=pltpu.SMEM)
     vmem = pl.BlockSpec((rows_per_step, LANES), lambda s: (s, 0))
     call = pl.pallas_call(
-        functools.partial(_kernel, unroll=LANE_UNROLL if unroll is None else max(1, int(unroll))),
+        functools.partial(_kernel, unroll=max(1, int(unroll))),
         out_shape=jax.ShapeDtypeStruct((_out_rows(m), LANES), dtype),
         grid=(steps,),
         in_specs=[smem((1, 1, rows_per_step), lambda s: (s, 0, 0)),
@@ -328,7 +336,7 @@ def segmented_kernel(values, out, addr, cols, ends, x, *, shape, interpret: bool
                         pltpu.SemaphoreType.DMA(())],
         compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
                                              vmem_limit_bytes=vmem_limit_bytes()),
-        interpret=_interpret() if interpret is None else interpret,
+        interpret=interpret,
     )
     y = call(out, addr, cols, values.astype(dtype).reshape(-1, LANES), ends, xs)
     return y.reshape(-1)[:m]
