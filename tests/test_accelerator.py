@@ -1254,8 +1254,8 @@ def test_sell_layout_without_room_for_the_row_kernel_keeps_no_sell_slots():
     rng = np.random.default_rng(8)
     n = 200_000
     assert not sell.fits((n, n))
-    S = sp.coo_array((rng.standard_normal(3000).astype(np.float32), (rng.integers(0, n, 3000), rng.integers(0, n, 3000))),
-                     shape=(n, n)).tocsr()
+    rows, cols = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    S = sp.coo_array((rng.standard_normal(3000).astype(np.float32), (rows, cols)), shape=(n, n)).tocsr()
     op = accelerator.prepare(_bcoo(S), layout="sell")
     assert "s_table" not in op.arrays and op.description.startswith("sell")
     X = rng.standard_normal((n, 3)).astype(np.float32)
@@ -1263,4 +1263,5 @@ def test_sell_layout_without_room_for_the_row_kernel_keeps_no_sell_slots():
     np.testing.assert_allclose(np.asarray(op @ X), D @ X, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(np.asarray(op.T @ X), D.T @ X, rtol=1e-4, atol=1e-4)
     g = jax.grad(lambda Z: jnp.sum(op @ Z))(jnp.asarray(X))
-    np.testing.assert_allclose(np.asarray(g), np.broadcast_to((D.T @ np.ones(n))[:, None], (n, 3)), rtol=1e-4, atol=1e-4)
+    expected = np.broadcast_to((D.T @ np.ones(n))[:, None], (n, 3))
+    np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-4, atol=1e-4)

@@ -353,14 +353,12 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     m, k = shape
     sfx, out_shape = ("_t", (k, m)) if transpose else ("", shape)
     n1, n2 = arrays["seg_cols"].size, arrays["seg_cols_t"].size
+    blocks = values[n1:n1 + n2] if transpose else values[:n1]  # the blocks' values
     if x.ndim == 1:
-        start, size = (n1, n2) if transpose else (0, n1)
         tables = (arrays[name + sfx] for name in ("seg_out", "seg_addr", "seg_cols", "seg_rows", "seg_ends"))
-        return segmented_matvec(values[start:start + size], *tables, x, shape=out_shape, unroll=static.get("unroll"))
+        return segmented_matvec(blocks, *tables, x, shape=out_shape, unroll=static.get("unroll"))
     if "s_table" not in arrays:  # x too large for the row kernel's VMEM: the COO formula on the blocks' slots
-        start, size = (n1, n2) if transpose else (0, n1)
-        return segmented_reference(values[start:start + size], arrays["seg_rows" + sfx], arrays["seg_cols" + sfx], x,
-                                   shape=out_shape)
+        return segmented_reference(blocks, arrays["seg_rows" + sfx], arrays["seg_cols" + sfx], x, shape=out_shape)
     n3 = arrays["s_rows"].size
     start = n1 + n2 + (n3 if transpose else 0)
     vals = values[start:start + arrays["s_rows" + sfx].size]

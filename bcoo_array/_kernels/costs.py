@@ -65,7 +65,7 @@ def vmem_share(tuned_bytes: int) -> int:
 #: of 8 rows (26,000), fitted to nh2010 (1.03 ms), cage11 (1.63), delaunay_n16
 #: (1.58), bayer10 (0.34) and bcsstk16 (0.69). One vector in the ``sell`` layout
 #: (``.segmented``'s kernel, in a loop, 2026-12-06, ``.device_data/probe_gk.py``): 1.72 ns
-#: per slot (610 beyond its 24 bytes of tables and value), fitted to a random 10^6 x 10^6
+#: per slot (615 beyond its 20 bytes of tables and value), fitted to a random 10^6 x 10^6
 #: matrix with 10^7 entries (10.54 million slots, 18.1 ms) and cage11 (0.58 million,
 #: 1.04 ms), plus 14 us per call (5e6, the benchmark's loop; within 3% of both).
 #: (The packed SELL-8 kernel it replaced: 2.8 ns per slot and 98-141 ns per slice.) The
@@ -78,7 +78,7 @@ COSTS: dict[str, dict[str, float]] = {
             "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
             "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0,
             "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0,
-            "segmented_slot": 610.0, "segmented_call": 5e6, "ell_slot": 1500.0},
+            "segmented_slot": 615.0, "segmented_call": 5e6, "ell_slot": 1500.0},
     "gpu": {"gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,

@@ -99,12 +99,12 @@ PANELS_MIXED: bool | None = None
 #: ``blocks`` layout's 19 MiB), and an operator should not take a large share of a
 #: chip's memory (16 GiB on a TPU v5e) unasked. ``layout="panels"`` builds larger ones.
 #: The same bound holds for a ``sell`` layout's slots (12 bytes a SELL-8 slot: value, row
-#: and column; 24 a block slot, ``SEGMENTED_SLOT_BYTES``; the transpose's included).
+#: and column; 20 a block slot, ``SEGMENTED_SLOT_BYTES``; the transpose's included).
 PANELS_AUTO_MAX_BYTES = 1 << 30
 
 #: Bytes of a slot of ``.segmented``'s block tables: its value, row of ``x`` to load, column, row and
-#: segment bounds.
-SEGMENTED_SLOT_BYTES = 24
+#: segment bounds (4 each).
+SEGMENTED_SLOT_BYTES = 20
 
 #: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
 DENSE_MAX_ELEMENTS = 1 << 26

@@ -67,7 +67,6 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from . import costs as _costs
-from .costs import COSTS
 
 #: Lanes (slots of a segment; rows of a window) and sublanes (segments of a block) of a vector register.
 LANES = 128
@@ -95,8 +94,8 @@ INTERPRET_LANE_UNROLL = 1
 #: call.
 EAGER_LANE_UNROLL = 16
 
-#: Zero rows of VMEM ahead of the packed ``x``: a slot on sublane ``i`` loads from ``8 - i`` rows before
-#: its column's row, and padding slots load rows 0-7.
+#: Zero rows of VMEM ahead of the packed ``x``: a slot on sublane ``i`` loads 8 rows from ``i`` rows before
+#: its column's row (at least row 1), and padding slots load rows 0-7.
 X_PAD_ROWS = SUBLANES
 
 #: VMEM the kernel may use on a 128 MiB chip (bytes; scaled to the chip in use): ``x`` and the result,
