@@ -882,6 +882,14 @@ def test_the_sell_choice_follows_the_chip_measurements(name, tiles, mixed, slots
     assert sell.sell_is_cheaper(tiles, mixed, slots, n_rhs, (n, n), True) == sell_wins
 
 
+def _canonical(S):
+    """A scipy matrix as a canonical CSR array (explicit zeros dropped, indices sorted) and its COO form."""
+    S = sp.csr_array(S)
+    S.eliminate_zeros()
+    S.sort_indices()
+    return S, S.tocoo()
+
+
 @pytest.mark.parametrize("slots_per_step", (128, 256, 2048))
 def test_sell_kernel_in_interpret_mode_matches_scipy(slots_per_step):
     # The SELL-8 kernel (interpret mode) and its XLA formula against scipy: rows of every length, a dense row
@@ -895,10 +903,7 @@ def test_sell_kernel_in_interpret_mode_matches_scipy(slots_per_step):
     S[7, :140] = rng.standard_normal(140)
     S[:, 149] = 0
     S[50:60, :] = 0
-    S = sp.csr_array(S)
-    S.eliminate_zeros()
-    S.sort_indices()
-    C = S.tocoo()
+    S, C = _canonical(S)
     slot, table, s_rows, s_cols = sell.sell_tables(C.row, C.col, (m, k), slots_per_step)
     assert len(np.unique(slot)) == len(slot) and table.shape[1] % 128 == 0
     np.testing.assert_array_equal(s_rows[slot], C.row)
@@ -943,10 +948,7 @@ def test_segmented_kernel_in_interpret_mode_matches_scipy():
     S[:, 149] = 0
     S[:, 300] = 0
     S[50:60, :] = 0
-    S = sp.csr_array(S)
-    S.eliminate_zeros()
-    S.sort_indices()
-    C = S.tocoo()
+    S, C = _canonical(S)
     slot, arrays, vals = _segmented_args(C, (m, k))
     assert len(np.unique(slot)) == len(slot)
     rows, cols = arrays["seg_rows"].reshape(-1), arrays["seg_cols"].reshape(-1)

@@ -445,12 +445,18 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     return lay
 
 
-def _sell_slots(ur, uc, shape):
+def _transpose_order(ur, uc):
+    """Unique entries ``(ur, uc)`` in the transpose's row order: by column, then row."""
+    return np.lexsort((ur, uc))
+
+
+def _sell_slots(ur, uc, shape, order_t=None):
     """The SELL-8 slots (``.sell.sell_tables``) of unique entries ``(ur, uc)`` sorted by row, and of the
     transpose: ``(slot, slot_t, arrays)``, each entry's slot in the matrix's slots and in the
-    transpose's, and the arrays ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``."""
+    transpose's, and the arrays ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``.
+    ``order_t``: ``_transpose_order(ur, uc)`` where the caller has it."""
     m, k = shape
-    order_t = np.lexsort((ur, uc))  # the unique entries by column, then row: the transpose's rows
+    order_t = _transpose_order(ur, uc) if order_t is None else order_t
     slot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=_sell_steps)
     slot_by_col, s_table_t, s_rows_t, s_cols_t = _sell.sell_tables(uc[order_t], ur[order_t], (k, m),
                                                                    pad=_sell_steps)
@@ -460,12 +466,12 @@ def _sell_slots(ur, uc, shape):
                               s_table_t=s_table_t, s_rows_t=s_rows_t, s_cols_t=s_cols_t)
 
 
-def _segmented_slots(ur, uc, shape):
+def _segmented_slots(ur, uc, shape, order_t):
     """The block tables (``.segmented.segmented_tables``) of unique entries ``(ur, uc)`` sorted by row,
-    and of the transpose: ``(slot, slot_t, arrays)`` as ``_sell_slots``'s, the arrays ``seg_out``,
-    ``seg_addr``, ``seg_cols``, ``seg_rows``, ``seg_ends`` and the same with ``_t``."""
+    and of the transpose (``order_t``: ``_transpose_order``): ``(slot, slot_t, arrays)`` as
+    ``_sell_slots``'s, the arrays ``seg_out``, ``seg_addr``, ``seg_cols``, ``seg_rows``, ``seg_ends`` and
+    the same with ``_t``."""
     m, k = shape
-    order_t = np.lexsort((ur, uc))
     slot, arrays = _segmented.segmented_tables(ur, uc, (m, k), pad=_sell_steps)
     slot_by_col, arrays_t = _segmented.segmented_tables(uc[order_t], ur[order_t], (k, m), pad=_sell_steps)
     slot_t = np.empty_like(slot_by_col)
@@ -493,10 +499,11 @@ def build_sell(rows, cols, valid, shape) -> Layout:
     ukey, inv_entry = np.unique(r * max(k, 1) + c, return_inverse=True)  # sorted: row order
     inv_entry = inv_entry.reshape(-1)
     ur, uc = ukey // max(k, 1), ukey % max(k, 1)
-    gslot, gslot_t, g_arrays = _segmented_slots(ur, uc, (m, k))
+    order_t = _transpose_order(ur, uc)  # one sort for both kinds of tables
+    gslot, gslot_t, g_arrays = _segmented_slots(ur, uc, (m, k), order_t)
     n1, n2 = g_arrays["seg_cols"].size, g_arrays["seg_cols_t"].size
     with_sell = _sell.fits((m, k))
-    sslot, sslot_t, s_arrays = _sell_slots(ur, uc, (m, k)) if with_sell else (None, None, {})
+    sslot, sslot_t, s_arrays = _sell_slots(ur, uc, (m, k), order_t) if with_sell else (None, None, {})
     n3, n4 = (s_arrays["s_rows"].size, s_arrays["s_rows_t"].size) if with_sell else (0, 0)
     n_slots = n1 + n2 + n3 + n4
     slot = np.full(len(rows), n_slots, np.int64)

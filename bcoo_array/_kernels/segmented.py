@@ -67,6 +67,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from . import costs as _costs
+from .sell import bilinear_jvp, bilinear_transpose, sorted_entries
 
 #: Lanes (slots of a segment; rows of a window) and sublanes (segments of a block) of a vector register.
 LANES = 128
@@ -174,15 +175,8 @@ def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None):
     out of ``shape``, or the rows are not sorted.
     """
     m, k = shape
-    rows = np.asarray(rows, np.int64).reshape(-1)
-    cols = np.asarray(cols, np.int64).reshape(-1)
+    rows, cols = sorted_entries(rows, cols, shape, "segmented_tables")
     n = len(rows)
-    if len(cols) != n:
-        raise ValueError(f"segmented_tables: rows and cols differ in length ({n} and {len(cols)})")
-    if n and (min(rows.min(), cols.min()) < 0 or rows.max() >= m or cols.max() >= k):
-        raise ValueError(f"segmented_tables: rows and cols must index a matrix of shape {tuple(shape)}")
-    if np.any(rows[1:] < rows[:-1]):
-        raise ValueError("segmented_tables: the entries must be sorted by row (np.lexsort((cols, rows)))")
     window = rows >> LANE_BITS
     n_windows = -(-max(m, 1) // LANES)
     per_window = np.bincount(window, minlength=n_windows)
@@ -389,43 +383,18 @@ mlir.register_lowering(segmented_matvec_p, mlir.lower_fun(_impl, multiple_result
 
 
 def _jvp(primals, tangents, *, shape, use_kernel, unroll):
-    values, out, addr, cols, rows, ends, x = primals
-    dv, dx = tangents[0], tangents[-1]
+    values, *tables, x = primals
     bind = functools.partial(segmented_matvec_p.bind, shape=shape, use_kernel=use_kernel, unroll=unroll)
-    y = bind(values, out, addr, cols, rows, ends, x)
-    dy = None
-    if type(dv) is not ad.Zero:
-        dy = bind(dv, out, addr, cols, rows, ends, x)
-    if type(dx) is not ad.Zero:
-        t = bind(values, out, addr, cols, rows, ends, dx)
-        dy = t if dy is None else dy + t
-    if dy is None:
-        dy = jnp.zeros_like(y)  # only the integer tables carried tangents (float0)
-    return y, dy
+    return bilinear_jvp(lambda v, z: bind(v, *tables, z), values, x, tangents[0], tangents[-1])
 
 
 ad.primitive_jvps[segmented_matvec_p] = _jvp
 
 
 def _transpose(ct, values, out, addr, cols, rows, ends, x, *, shape, use_kernel, unroll):
-    none = (None,) * 5
-    if type(ct) is ad.Zero:
-        return (None,) + none + (None,)
-    if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
-        raise ValueError("the segmented product is bilinear: transpose it in the values or in x, not both")
-    if 0 in shape:  # no entry can be stored (every slot is padding): nothing to gather from an empty axis
-        undefined = values if ad.is_undefined_primal(values) else x
-        zero = jnp.zeros(undefined.aval.shape, undefined.aval.dtype)
-        return (zero,) + none + (None,) if undefined is values else (None,) + none + (zero,)
-    if ad.is_undefined_primal(x):
-        f = lambda z: segmented_reference(values, rows, cols, z, shape=shape)  # noqa: E731
-        (dx,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(x.aval.shape, ct.dtype))(ct)
-        return (None,) + none + (dx.astype(x.aval.dtype),)
-    f = lambda v: segmented_reference(v, rows, cols, x, shape=shape)  # noqa: E731
-    (dv,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(values.aval.shape, ct.dtype))(ct)
-    if not jnp.issubdtype(values.aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
-        dv = jnp.real(dv)
-    return (dv.astype(values.aval.dtype),) + none + (None,)
+    reference = lambda v, z: segmented_reference(v, rows, cols, z, shape=shape)  # noqa: E731
+    dv, dx = bilinear_transpose(ct, values, x, reference, empty=0 in shape, what="segmented")
+    return (dv,) + (None,) * 5 + (dx,)
 
 
 ad.primitive_transposes[segmented_matvec_p] = _transpose

@@ -149,6 +149,24 @@ def slice_rows(counts: np.ndarray) -> np.ndarray:
     return out.reshape(-1, SUBLANES)
 
 
+def sorted_entries(rows, cols, shape, caller: str) -> tuple[np.ndarray, np.ndarray]:
+    """Host: ``rows`` and ``cols`` as flat int64 arrays, checked to be entries of a matrix of ``shape``
+    sorted by row (what the slot tables of this module and of ``.segmented`` are built from). Raises
+    ``ValueError``, naming ``caller``, where they differ in length, an index is negative or out of
+    ``shape``, or the rows are not sorted."""
+    m, k = shape
+    rows = np.asarray(rows, np.int64).reshape(-1)
+    cols = np.asarray(cols, np.int64).reshape(-1)
+    n = len(rows)
+    if len(cols) != n:
+        raise ValueError(f"{caller}: rows and cols differ in length ({n} and {len(cols)})")
+    if n and (min(rows.min(), cols.min()) < 0 or rows.max() >= m or cols.max() >= k):
+        raise ValueError(f"{caller}: rows and cols must index a matrix of shape {tuple(shape)}")
+    if np.any(rows[1:] < rows[:-1]):
+        raise ValueError(f"{caller}: the entries must be sorted by row (np.lexsort((cols, rows)))")
+    return rows, cols
+
+
 def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int = SLOTS_PER_STEP,
                 pad=None):
     """Host: the SELL-8 slots of unique entries sorted by row (then column), in grid steps.
@@ -179,15 +197,8 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
     """
     m, k = shape
     E = int(slots_per_step)
-    rows = np.asarray(rows, np.int64).reshape(-1)
-    cols = np.asarray(cols, np.int64).reshape(-1)
+    rows, cols = sorted_entries(rows, cols, shape, "sell_tables")
     n = len(rows)
-    if len(cols) != n:
-        raise ValueError(f"sell_tables: rows and cols differ in length ({n} and {len(cols)})")
-    if n and (min(rows.min(), cols.min()) < 0 or rows.max() >= m or cols.max() >= k):
-        raise ValueError(f"sell_tables: rows and cols must index a matrix of shape {tuple(shape)}")
-    if np.any(rows[1:] < rows[:-1]):
-        raise ValueError("sell_tables: the entries must be sorted by row (np.lexsort((cols, rows)))")
     counts = np.bincount(rows, minlength=m)
     srows = slice_rows(counts)
     n_slices = len(srows)
@@ -370,43 +381,57 @@ def _abstract(values, table, rows, cols, x, *, shape, use_kernel):
 mlir.register_lowering(sell_matmat_p, mlir.lower_fun(_impl, multiple_results=False))
 
 
-def _jvp(primals, tangents, *, shape, use_kernel):
-    values, table, rows, cols, x = primals
-    dv, _, _, _, dx = tangents
-    bind = functools.partial(sell_matmat_p.bind, shape=shape, use_kernel=use_kernel)
-    y = bind(values, table, rows, cols, x)
+def bilinear_jvp(product, values, x, dv, dx):
+    """The JVP of a product linear in ``values`` and in ``x`` (``product(values, x)``, the primitive
+    bound again): ``(y, dy)``, ``dy`` zero where only integer tables carried tangents (float0)."""
+    y = product(values, x)
     dy = None
     if type(dv) is not ad.Zero:
-        dy = bind(dv, table, rows, cols, x)
+        dy = product(dv, x)
     if type(dx) is not ad.Zero:
-        t = bind(values, table, rows, cols, dx)
+        t = product(values, dx)
         dy = t if dy is None else dy + t
-    if dy is None:
-        dy = jnp.zeros_like(y)  # only the integer tables carried tangents (float0)
-    return y, dy
+    return y, jnp.zeros_like(y) if dy is None else dy
+
+
+def bilinear_transpose(ct, values, x, reference, *, empty: bool, what: str):
+    """The cotangents ``(dv, dx)`` of a product linear in ``values`` and in ``x`` whose XLA formula is
+    ``reference(values, x)``: JAX's transpose of that formula in the undefined one (the other is None; both
+    None for a zero ``ct``). ``empty``: the matrix has an empty axis (every slot is padding: zeros, with
+    nothing to gather). A real matrix keeps the real part of a complex cotangent. Raises ``ValueError``
+    (naming ``what``) where both are undefined."""
+    if type(ct) is ad.Zero:
+        return None, None
+    if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
+        raise ValueError(f"the {what} product is bilinear: transpose it in the values or in x, not both")
+    undefined = values if ad.is_undefined_primal(values) else x
+    if empty:
+        zero = jnp.zeros(undefined.aval.shape, undefined.aval.dtype)
+        return (zero, None) if undefined is values else (None, zero)
+    if undefined is x:
+        f = lambda z: reference(values, z)  # noqa: E731
+        (dx,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(x.aval.shape, ct.dtype))(ct)
+        return None, dx.astype(x.aval.dtype)
+    f = lambda v: reference(v, x)  # noqa: E731
+    (dv,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(values.aval.shape, ct.dtype))(ct)
+    if not jnp.issubdtype(values.aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
+        dv = jnp.real(dv)
+    return dv.astype(values.aval.dtype), None
+
+
+def _jvp(primals, tangents, *, shape, use_kernel):
+    values, table, rows, cols, x = primals
+    bind = functools.partial(sell_matmat_p.bind, shape=shape, use_kernel=use_kernel)
+    return bilinear_jvp(lambda v, z: bind(v, table, rows, cols, z), values, x, tangents[0], tangents[-1])
 
 
 ad.primitive_jvps[sell_matmat_p] = _jvp
 
 
 def _transpose(ct, values, table, rows, cols, x, *, shape, use_kernel):
-    if type(ct) is ad.Zero:
-        return None, None, None, None, None
-    if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
-        raise ValueError("the SELL product is bilinear: transpose it in the values or in x, not both")
-    if 0 in shape:  # no entry can be stored (every slot is padding): nothing to gather from an empty axis
-        undefined = values if ad.is_undefined_primal(values) else x
-        zero = jnp.zeros(undefined.aval.shape, undefined.aval.dtype)
-        return (zero, None, None, None, None) if undefined is values else (None, None, None, None, zero)
-    if ad.is_undefined_primal(x):
-        f = lambda z: sell_reference(values, rows, cols, z, shape=shape)  # noqa: E731
-        (dx,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(x.aval.shape, ct.dtype))(ct)
-        return None, None, None, None, dx.astype(x.aval.dtype)
-    f = lambda v: sell_reference(v, rows, cols, x, shape=shape)  # noqa: E731
-    (dv,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(values.aval.shape, ct.dtype))(ct)
-    if not jnp.issubdtype(values.aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
-        dv = jnp.real(dv)
-    return dv.astype(values.aval.dtype), None, None, None, None
+    reference = lambda v, z: sell_reference(v, rows, cols, z, shape=shape)  # noqa: E731
+    dv, dx = bilinear_transpose(ct, values, x, reference, empty=0 in shape, what="SELL")
+    return dv, None, None, None, dx
 
 
 ad.primitive_transposes[sell_matmat_p] = _transpose
