@@ -67,7 +67,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from . import costs as _costs
-from .sell import bilinear_jvp, bilinear_transpose, sorted_entries
+from .sell import bilinear_jvp, bilinear_transpose, load_resident, sorted_entries, store_resident
 
 #: Lanes (slots of a segment; rows of a window) and sublanes (segments of a block) of a vector register.
 LANES = 128
@@ -229,14 +229,7 @@ def _kernel(out_ref, addr_ref, cols_ref, vals_ref, ends_ref, x_hbm, o_hbm, x_vme
     lanes per iteration of the lane loop (128: no loop). Integer constants
     are int32, as Mosaic's indices are, with or without ``jax_enable_x64``.
     """
-    step = pl.program_id(0)
-
-    @pl.when(step == 0)
-    def _():
-        copy = pltpu.make_async_copy(x_hbm, x_vmem, sem)
-        copy.start()
-        o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
-        copy.wait()
+    load_resident(x_hbm, x_vmem, o_vmem, sem)
 
     sub = jax.lax.broadcasted_iota(np.int32, (SUBLANES, LANES), 0)
     lane = jax.lax.broadcasted_iota(np.int32, (SUBLANES, LANES), 1)
@@ -286,11 +279,7 @@ def _kernel(out_ref, addr_ref, cols_ref, vals_ref, ends_ref, x_hbm, o_hbm, x_vme
 
     jax.lax.fori_loop(0, BLOCKS_PER_STEP, block, np.int32(0))
 
-    @pl.when(step == pl.num_programs(0) - 1)
-    def _():
-        copy = pltpu.make_async_copy(o_vmem, o_hbm, sem)
-        copy.start()
-        copy.wait()
+    store_resident(o_vmem, o_hbm, sem)
 
 
 def _interpret() -> bool:

@@ -239,20 +239,33 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
 
 # --- the kernel -----------------------------------------------------------------------------------------
 
+def load_resident(x_hbm, x_vmem, o_vmem, sem) -> None:
+    """At a kernel's first grid step, ``x`` copied from HBM into VMEM and the result zeroed there (the
+    kernels of this module and of ``.segmented`` keep both for the whole grid; ``store_resident``)."""
+    @pl.when(pl.program_id(0) == 0)
+    def _():
+        copy = pltpu.make_async_copy(x_hbm, x_vmem, sem)
+        copy.start()
+        o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
+        copy.wait()
+
+
+def store_resident(o_vmem, o_hbm, sem) -> None:
+    """At a kernel's last grid step, the result copied from VMEM to HBM (``load_resident``)."""
+    @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
+    def _():
+        copy = pltpu.make_async_copy(o_vmem, o_hbm, sem)
+        copy.start()
+        copy.wait()
+
+
 def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int):
     """One grid step: its chunks, each ``depths`` rows of 8 slots into its slice's 8 row accumulators.
 
     ``x_vmem`` (rows of k + 8, 128), ``x`` then zero rows; ``o_vmem`` (rows
     of m + 8, 128), the result, written back at the last step.
     """
-    step = pl.program_id(0)
-
-    @pl.when(step == 0)
-    def _():
-        copy = pltpu.make_async_copy(x_hbm, x_vmem, sem)
-        copy.start()
-        o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
-        copy.wait()
+    load_resident(x_hbm, x_vmem, o_vmem, sem)
 
     zero = jnp.zeros((1, LANES), o_vmem.dtype)
 
@@ -281,11 +294,7 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
 
     jax.lax.fori_loop(np.int32(0), table_ref[0, 0, 0], chunk, 0)
 
-    @pl.when(step == pl.num_programs(0) - 1)
-    def _():
-        copy = pltpu.make_async_copy(o_vmem, o_hbm, sem)
-        copy.start()
-        copy.wait()
+    store_resident(o_vmem, o_hbm, sem)
 
 
 def _interpret() -> bool:
