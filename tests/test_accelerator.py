@@ -954,7 +954,8 @@ def test_segmented_kernel_in_interpret_mode_matches_scipy():
     rows, cols = arrays["seg_rows"].reshape(-1), arrays["seg_cols"].reshape(-1)
     np.testing.assert_array_equal(rows[slot], C.row)
     np.testing.assert_array_equal(cols[slot], C.col)
-    assert np.all(np.isin(np.arange(len(rows)), slot) | ((rows == m) & (cols == k)))  # the rest is padding
+    assert np.all(np.isin(np.arange(len(rows)), slot) | (cols == k))  # the rest is padding
+    assert np.all(np.diff(rows) >= 0)  # padding takes the row before it: sorted rows for the COO formula
     assert (len(rows), len(rows) // 1024) == (arrays["seg_out"].size * 128, arrays["seg_out"].shape[0] * 8)
     assert segmented.slot_count(C.row, m)[0] <= len(rows)
     x = rng.standard_normal(k).astype(np.float32)
@@ -994,6 +995,50 @@ def test_segmented_slot_counts_match_the_tables():
         per_window = np.bincount(rows >> 7, minlength=1)
         assert int(used.sum()) == int((-(-per_window // 128)).sum())
         assert len(slot) == len(rows) and (not len(slot) or slot.max() < slots)
+
+
+@pytest.mark.parametrize("width", [2, 4, 8])
+def test_segmented_wide_kernel_in_interpret_mode_matches_scipy(width):
+    # Tables of width 2, 4 and 8 (segments of 64, 32 and 16 slots; windows of as many rows): a row across
+    # segments and blocks, rows filling segments to the lane, empty rows and columns, inf and NaN in x beside
+    # read columns, one call against scipy; several columns through the primitive (ceil(n / width) calls),
+    # and x of one column.
+    from bcoo_array._kernels import segmented
+
+    rng = np.random.default_rng(width)
+    m, k = 700, 900
+    S = sp.random_array((m, k), density=0.01, rng=rng, format="lil").astype(np.float32)
+    S[7, :300] = rng.standard_normal(300)
+    S[40, :128 // width] = rng.standard_normal(128 // width)  # one segment to the lane
+    S[:, 149] = 0
+    S[50:60, :] = 0
+    S, C = _canonical(S)
+    slot, arrays = segmented.segmented_tables(C.row, C.col, (m, k), width=width)
+    assert segmented.table_width(arrays["seg_addr"]) == width
+    assert segmented.slot_count(C.row, m, width)[0] <= arrays["seg_cols"].size
+    rows, cols = arrays["seg_rows"].reshape(-1), arrays["seg_cols"].reshape(-1)
+    np.testing.assert_array_equal(rows[slot], C.row)
+    np.testing.assert_array_equal(cols[slot], C.col)
+    vals = np.zeros(arrays["seg_cols"].size, np.float32)
+    vals[slot] = C.data
+    X = rng.standard_normal((k, width)).astype(np.float32)
+    X[149, 0], X[149, -1] = np.inf, np.nan  # an empty column, in a packed row of x with read ones
+    ref = S.astype(np.float64) @ np.where(np.isfinite(X), X, 0).astype(np.float64)
+    tables = [jnp.asarray(arrays[n]) for n in ("seg_out", "seg_addr", "seg_cols", "seg_ends")]
+    for unroll in (None, 5, 128):
+        got = segmented.segmented_kernel(jnp.asarray(vals), *tables, jnp.asarray(X), shape=(m, k),
+                                         interpret=True, unroll=unroll)
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=f"width {width}"):
+        segmented.segmented_kernel(jnp.asarray(vals), *tables, jnp.asarray(X[:, 0]), shape=(m, k), interpret=True)
+    full = [jnp.asarray(arrays[n]) for n in ("seg_out", "seg_addr", "seg_cols", "seg_rows", "seg_ends")]
+    Y = rng.standard_normal((k, 2 * width + 1)).astype(np.float32)
+    got = segmented.segmented_matvec(jnp.asarray(vals), *full, jnp.asarray(Y), shape=(m, k))
+    np.testing.assert_allclose(np.asarray(got), S.astype(np.float64) @ Y, rtol=1e-5, atol=1e-5)
+    got = segmented.segmented_matvec(jnp.asarray(vals), *full, jnp.asarray(Y[:, 0]), shape=(m, k))
+    np.testing.assert_allclose(np.asarray(got), S.astype(np.float64) @ Y[:, 0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="power of two"):
+        segmented.segmented_tables(C.row, C.col, (m, k), width=3)
 
 
 @settings(max_examples=10, deadline=None)
@@ -1050,6 +1095,14 @@ def test_segmented_kernel_lowers_for_a_tpu(shape):
     for unroll in (None, segmented.EAGER_LANE_UNROLL):  # unrolled (prepared operators), a loop (eager products)
         f = jax.jit(lambda v, *a: segmented.segmented_kernel(v, *a, shape=shape, interpret=False, unroll=unroll))
         assert jax.export.export(f, platforms=["tpu"])(*args).mlir_module().count("tpu_custom_call") == 1
+    # the wide tables of several columns (8 here: a 10^6 x 10^6 matrix's x and result, 64 MiB packed)
+    width = segmented.widest(shape)
+    assert width == 8
+    _, arrays = segmented.segmented_tables(rows, cols, shape, width=width)
+    tables = [arrays[n] for n in ("seg_out", "seg_addr", "seg_cols", "seg_ends")]
+    args = (np.zeros(arrays["seg_cols"].size, np.float32), *tables, np.zeros((k, width), np.float32))
+    f = jax.jit(lambda v, *a: segmented.segmented_kernel(v, *a, shape=shape, interpret=False))
+    assert jax.export.export(f, platforms=["tpu"])(*args).mlir_module().count("tpu_custom_call") == 1
 
 
 def test_sell_layout_runs_the_segmented_kernel_for_one_vector(monkeypatch):
@@ -1247,23 +1300,34 @@ def test_prepare_refuses_what_it_cannot_build_with_clear_errors():
         op.rmatvec(np.ones(3, np.float32))
 
 
-def test_sell_layout_without_room_for_the_row_kernel_keeps_no_sell_slots():
-    # Where the SELL-8 row kernel's x and result (128 lanes a row) do not fit VMEM, the layout keeps only the
-    # segmented blocks (no third and fourth copy of the values): several columns take the COO formula on the
-    # blocks' slots, for the matrix and its transpose, and the gradient through it.
-    from bcoo_array._kernels import sell
+@pytest.mark.parametrize("wide", [True, False])
+def test_sell_layout_without_room_for_the_row_kernel_keeps_wide_blocks(monkeypatch, wide):
+    # Where the SELL-8 row kernel's x and result (128 lanes a row) do not fit VMEM, the layout keeps the
+    # segmented blocks of one vector and wide blocks (8 columns a call here) in place of the SELL-8 slots:
+    # several columns take the wide kernel or the COO formula on the blocks' slots, as priced, for the
+    # matrix and its transpose, with gradients and vmap through either.
+    from bcoo_array._kernels import segmented, sell
 
+    seen = []
+    for name in ("segmented_kernel", "segmented_reference"):
+        fn = getattr(segmented, name)
+        monkeypatch.setattr(segmented, name, lambda *a, _fn=fn, _name=name, **kw: seen.append(_name) or _fn(*a, **kw))
+    monkeypatch.setattr(segmented, "wide_is_cheaper", lambda *a: wide)
     rng = np.random.default_rng(8)
     n = 200_000
-    assert not sell.fits((n, n))
+    assert not sell.fits((n, n)) and segmented.widest((n, n)) == 8
     rows, cols = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    rows[:40] = 77  # a long row across segments
     S = sp.coo_array((rng.standard_normal(3000).astype(np.float32), (rows, cols)), shape=(n, n)).tocsr()
     op = accelerator.prepare(_bcoo(S), layout="sell")
-    assert "s_table" not in op.arrays and op.description.startswith("sell")
-    X = rng.standard_normal((n, 3)).astype(np.float32)
+    assert "s_table" not in op.arrays and "w_addr" in op.arrays and op.description.startswith("sell")
+    assert segmented.table_width(op.arrays["w_addr"]) == 8
+    X = rng.standard_normal((n, 11)).astype(np.float32)  # two calls of 8 columns, the second padded
     D = S.astype(np.float64)
     np.testing.assert_allclose(np.asarray(op @ X), D @ X, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(np.asarray(op.T @ X), D.T @ X, rtol=1e-4, atol=1e-4)
-    g = jax.grad(lambda Z: jnp.sum(op @ Z))(jnp.asarray(X))
-    expected = np.broadcast_to((D.T @ np.ones(n))[:, None], (n, 3))
-    np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-4, atol=1e-4)
+    assert seen == (["segmented_kernel"] * 4 if wide else ["segmented_reference"] * 2)
+    g = jax.grad(lambda Z: jnp.sum(jnp.sin(op @ Z)))(jnp.asarray(X[:, :3]))
+    np.testing.assert_allclose(np.asarray(g), D.T @ np.cos(D @ X[:, :3]), rtol=1e-4, atol=1e-4)
+    v = jax.vmap(lambda z: op @ z, in_axes=1, out_axes=1)(jnp.asarray(X[:, :5]))
+    np.testing.assert_allclose(np.asarray(v), D @ X[:, :5], rtol=1e-4, atol=1e-4)

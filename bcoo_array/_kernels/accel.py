@@ -335,19 +335,21 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
 
 def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     """``A @ x`` (or ``A.T @ x``) in the ``sell`` layout: one vector on ``.segmented``'s blocks, several
-    columns on ``.sell``'s SELL-8 slots, of the matrix or of its transpose.
+    columns on ``.sell``'s SELL-8 slots or ``.segmented``'s wide blocks, of the matrix or of its transpose.
 
     The value buffer holds the matrix's blocks (up to ``static["split"]``),
-    the transpose's, the matrix's SELL-8 slots, then the transpose's
-    (``.layouts.build_sell``). One vector: ``.segmented.segmented_matvec``
-    (8 entries per vector step, ``x`` and the result packed in VMEM;
-    ``static["unroll"]``: its lane loop's, None for ``LANE_UNROLL``).
-    Several: ``.sell.sell_matmat`` (a row of ``x`` per stored entry), or
-    where the layout has no SELL-8 slots (``x`` too large for that
-    kernel), the COO formula on the blocks' slots. Each takes its XLA
-    formula, a COO product, where its kernel does not apply.
+    the transpose's, then the matrix's SELL-8 slots or wide blocks and the
+    transpose's (``.layouts.build_sell``). One vector:
+    ``.segmented.segmented_matvec`` (8 entries per vector step, ``x`` and
+    the result packed in VMEM; ``static["unroll"]``: its lane loop's, None
+    for ``LANE_UNROLL``). Several: ``.sell.sell_matmat`` (a row of ``x`` per
+    stored entry) where ``x`` fits that kernel's VMEM; else the wide blocks
+    (``.segmented.segmented_matvec``, a few columns a call) or the COO
+    formula on the blocks' slots, whichever ``.segmented.wide_is_cheaper``
+    prices lower. Each takes its XLA formula, a COO product, where its
+    kernel does not apply.
     """
-    from .segmented import segmented_matvec, segmented_reference
+    from .segmented import segmented_matvec, segmented_reference, table_width, wide_is_cheaper
     from .sell import sell_matmat
 
     m, k = shape
@@ -357,13 +359,22 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     if x.ndim == 1:
         tables = (arrays[name + sfx] for name in ("seg_out", "seg_addr", "seg_cols", "seg_rows", "seg_ends"))
         return segmented_matvec(blocks, *tables, x, shape=out_shape, unroll=static.get("unroll"))
-    if "s_table" not in arrays:  # x too large for the row kernel's VMEM: the COO formula on the blocks' slots
-        return segmented_reference(blocks, arrays["seg_rows" + sfx], arrays["seg_cols" + sfx], x, shape=out_shape)
-    n3 = arrays["s_rows"].size
-    start = n1 + n2 + (n3 if transpose else 0)
-    vals = values[start:start + arrays["s_rows" + sfx].size]
-    return sell_matmat(vals, arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx], x,
-                       shape=out_shape)
+    if "s_table" in arrays:
+        n3 = arrays["s_rows"].size
+        start = n1 + n2 + (n3 if transpose else 0)
+        vals = values[start:start + arrays["s_rows" + sfx].size]
+        return sell_matmat(vals, arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx], x,
+                           shape=out_shape)
+    if "w_addr" in arrays:
+        n3 = arrays["w_cols"].size
+        wide = arrays["w_cols" + sfx].size
+        if wide_is_cheaper(x.shape[1], table_width(arrays["w_addr"]), wide, blocks.size):
+            start = n1 + n2 + (n3 if transpose else 0)
+            tables = (arrays[name + sfx] for name in ("w_out", "w_addr", "w_cols", "w_rows", "w_ends"))
+            return segmented_matvec(values[start:start + wide], *tables, x, shape=out_shape,
+                                    unroll=static.get("unroll"))
+    # the COO formula on the blocks' slots
+    return segmented_reference(blocks, arrays["seg_rows" + sfx], arrays["seg_cols" + sfx], x, shape=out_shape)
 
 
 def _kernel(kind, static, shape, values, arrays, x, lanes, transpose):

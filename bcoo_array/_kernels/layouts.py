@@ -102,9 +102,8 @@ PANELS_MIXED: bool | None = None
 #: and column; 20 a block slot, ``SEGMENTED_SLOT_BYTES``; the transpose's included).
 PANELS_AUTO_MAX_BYTES = 1 << 30
 
-#: Bytes of a slot of ``.segmented``'s block tables: its value, row of ``x`` to load, column, row and
-#: segment bounds (4 each).
-SEGMENTED_SLOT_BYTES = 20
+#: Bytes of a slot of ``.segmented``'s block tables (``.segmented.SLOT_BYTES``).
+SEGMENTED_SLOT_BYTES = _segmented.SLOT_BYTES
 
 #: Largest dense layout, in elements (64 Mi elements: 256 MiB of float32).
 DENSE_MAX_ELEMENTS = 1 << 26
@@ -466,51 +465,75 @@ def _sell_slots(ur, uc, shape, order_t=None):
                               s_table_t=s_table_t, s_rows_t=s_rows_t, s_cols_t=s_cols_t)
 
 
-def _segmented_slots(ur, uc, shape, order_t):
-    """The block tables (``.segmented.segmented_tables``) of unique entries ``(ur, uc)`` sorted by row,
-    and of the transpose (``order_t``: ``_transpose_order``): ``(slot, slot_t, arrays)`` as
-    ``_sell_slots``'s, the arrays ``seg_out``, ``seg_addr``, ``seg_cols``, ``seg_rows``, ``seg_ends`` and
-    the same with ``_t``."""
+def _segmented_slots(ur, uc, shape, order_t, width: int = 1, prefix: str = "seg"):
+    """The block tables (``.segmented.segmented_tables``, for ``width`` columns of ``x``) of unique entries
+    ``(ur, uc)`` sorted by row, and of the transpose (``order_t``: ``_transpose_order``): ``(slot, slot_t,
+    arrays)`` as ``_sell_slots``'s, the arrays ``seg_out``, ``seg_addr``, ``seg_cols``, ``seg_rows``,
+    ``seg_ends`` and the same with ``_t`` (``prefix`` in place of ``seg``)."""
     m, k = shape
-    slot, arrays = _segmented.segmented_tables(ur, uc, (m, k), pad=_sell_steps)
-    slot_by_col, arrays_t = _segmented.segmented_tables(uc[order_t], ur[order_t], (k, m), pad=_sell_steps)
+    slot, arrays = _segmented.segmented_tables(ur, uc, (m, k), pad=_sell_steps, width=width)
+    slot_by_col, arrays_t = _segmented.segmented_tables(uc[order_t], ur[order_t], (k, m), pad=_sell_steps,
+                                                        width=width)
     slot_t = np.empty_like(slot_by_col)
     slot_t[order_t] = slot_by_col
-    return slot, slot_t, dict(arrays, **{name + "_t": a for name, a in arrays_t.items()})
+    rename = lambda name: prefix + name[3:]  # noqa: E731
+    return slot, slot_t, dict({rename(name): a for name, a in arrays.items()},
+                              **{rename(name) + "_t": a for name, a in arrays_t.items()})
+
+
+def wide_width(shape) -> int:
+    """The ``sell`` layout's wide tables' columns (``.segmented``'s ``width``) for a matrix of ``shape``:
+    the most columns (2 to 8) whose ``x`` and result fit VMEM in both orientations, where the SELL-8 row
+    kernel's (128 columns) do not; 0 where it fits (its slots serve several columns) or where not even 2
+    columns fit."""
+    m, k = shape
+    if _sell.fits((m, k)) and _sell.fits((k, m)):
+        return 0
+    width = min(_segmented.widest((m, k)), _segmented.widest((k, m)))
+    return width if width >= 2 else 0
 
 
 def build_sell(rows, cols, valid, shape) -> Layout:
     """The ``sell`` layout: the valid entries (duplicates share a slot) of the matrix and of its transpose,
-    so ``A.T @ y`` runs the same kernels, twice: as ``.segmented``'s blocks (one vector) and as
-    ``.sell``'s SELL-8 slots (several columns), the latter only where that kernel's ``x`` and result fit
-    VMEM (``.sell.fits``; else several columns take the COO formula on the blocks' slots).
+    so ``A.T @ y`` runs the same kernels, twice: as ``.segmented``'s blocks (one vector) and, for several
+    columns, as ``.sell``'s SELL-8 slots where that kernel's ``x`` and result fit VMEM (``.sell.fits``),
+    else as ``.segmented``'s wide blocks (``wide_width`` columns a call), else not at all (the COO formula
+    on the blocks' slots).
 
     Arrays: ``seg_out``, ``seg_addr``, ``seg_cols``, ``seg_rows``,
-    ``seg_ends`` and the same with ``_t`` (``_segmented_slots``),
-    ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``
-    (``_sell_slots``), and ``slot_t`` (nse, 3), each entry's slot in the
-    transpose's blocks, the matrix's SELL-8 slots and the transpose's
-    ((nse, 1) without SELL-8 slots). The value buffer holds the matrix's
-    blocks (``static["split"]`` slots), the transpose's, the matrix's
-    SELL-8 slots, then the transpose's.
+    ``seg_ends`` and the same with ``_t`` (``_segmented_slots``); then
+    either ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``
+    (``_sell_slots``) or the wide blocks' ``w_out``, ``w_addr``,
+    ``w_cols``, ``w_rows``, ``w_ends`` and the same with ``_t``; and
+    ``slot_t`` (nse, 3), each entry's slot in the transpose's blocks, then
+    in the matrix's SELL-8 slots or wide blocks and the transpose's ((nse, 1)
+    with neither). The value buffer holds the matrix's blocks
+    (``static["split"]`` slots), the transpose's, then the matrix's SELL-8
+    slots or wide blocks and the transpose's.
     """
     m, k = shape
     r, c = rows[valid], cols[valid]
     ukey, inv_entry = np.unique(r * max(k, 1) + c, return_inverse=True)  # sorted: row order
     inv_entry = inv_entry.reshape(-1)
     ur, uc = ukey // max(k, 1), ukey % max(k, 1)
-    order_t = _transpose_order(ur, uc)  # one sort for both kinds of tables
+    order_t = _transpose_order(ur, uc)  # one sort for every kind of table
     gslot, gslot_t, g_arrays = _segmented_slots(ur, uc, (m, k), order_t)
     n1, n2 = g_arrays["seg_cols"].size, g_arrays["seg_cols_t"].size
-    with_sell = _sell.fits((m, k))
-    sslot, sslot_t, s_arrays = _sell_slots(ur, uc, (m, k), order_t) if with_sell else (None, None, {})
-    n3, n4 = (s_arrays["s_rows"].size, s_arrays["s_rows_t"].size) if with_sell else (0, 0)
+    width = wide_width((m, k))
+    if _sell.fits((m, k)):
+        sslot, sslot_t, s_arrays = _sell_slots(ur, uc, (m, k), order_t)
+        n3, n4 = s_arrays["s_rows"].size, s_arrays["s_rows_t"].size
+    elif width:
+        sslot, sslot_t, s_arrays = _segmented_slots(ur, uc, (m, k), order_t, width=width, prefix="w")
+        n3, n4 = s_arrays["w_cols"].size, s_arrays["w_cols_t"].size
+    else:
+        sslot, sslot_t, s_arrays, n3, n4 = None, None, {}, 0, 0
     n_slots = n1 + n2 + n3 + n4
     slot = np.full(len(rows), n_slots, np.int64)
     slot[valid] = gslot[inv_entry]
-    slot_t = np.full((len(rows), 3 if with_sell else 1), n_slots, np.int64)
+    slot_t = np.full((len(rows), 3 if s_arrays else 1), n_slots, np.int64)
     slot_t[valid, 0] = n1 + gslot_t[inv_entry]
-    if with_sell:
+    if s_arrays:
         slot_t[valid, 1] = n1 + n2 + sslot[inv_entry]
         slot_t[valid, 2] = n1 + n2 + n3 + sslot_t[inv_entry]
     lay = Layout("sell", (m, k), n_slots, slot)
@@ -661,6 +684,10 @@ def estimate(rows, cols, valid, shape, itemsize: int, backend: str, *, full: boo
         slots, _ = _segmented.slot_count(r, m)
         slots_t, _ = _segmented.slot_count(c, k)
         sell_bytes = (slots + slots_t) * SEGMENTED_SLOT_BYTES + 2 * nnz * (s + 8) * _sell.fits((m, k))
+        width = wide_width((m, k))
+        if width:  # the wide blocks of several columns, both orientations
+            sell_bytes += (_segmented.slot_count(r, m, width)[0]
+                           + _segmented.slot_count(c, k, width)[0]) * SEGMENTED_SLOT_BYTES
         if sell_bytes <= PANELS_AUTO_MAX_BYTES:
             out["sell"] = (slots * (SEGMENTED_SLOT_BYTES + cost["segmented_slot"]) + cost["segmented_call"]
                            + vec)

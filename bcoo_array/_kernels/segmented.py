@@ -116,103 +116,162 @@ def vmem_limit_bytes() -> int:
     return _costs.vmem_share(VMEM_LIMIT_BYTES)
 
 
-def _x_rows(k: int) -> int:
-    """VMEM rows of the packed ``x`` of ``k`` elements: the zero rows ahead, ``x``, and room for the 8-row
-    load of its last element's row from the lowest sublane, in whole ``(8, 128)`` tiles."""
-    return -(-(X_PAD_ROWS + -(-max(int(k), 1) // LANES) + SUBLANES) // SUBLANES) * SUBLANES
+#: Bytes of a slot of the block tables: its value, row of ``x`` to load, column, row and segment bounds.
+SLOT_BYTES = 20
+
+#: Widest column group of the wide tables (``width``): a block's entries then fill whole 128-lane rows
+#: (``8 / width`` of them).
+MAX_WIDTH = 8
 
 
-def _out_rows(m: int) -> int:
-    """VMEM rows of the packed result of ``m`` elements, plus one tile whose first row takes padding
-    segments."""
-    return (-(-max(int(m), 1) // (LANES * SUBLANES)) + 1) * SUBLANES
+def _check_width(width) -> int:
+    """``width`` as an int: a power of two from 1 to ``MAX_WIDTH``; else ``ValueError``."""
+    w = int(width)
+    if w < 1 or w > MAX_WIDTH or w & (w - 1):
+        raise ValueError(f"width must be a power of two from 1 to {MAX_WIDTH}, got {width!r}")
+    return w
 
 
-def fits(shape) -> bool:
-    """Whether the packed ``x`` and ``A @ x`` of a matrix of ``shape`` stay in VMEM on the chip in use."""
+def per_segment(width: int = 1) -> int:
+    """Entries of a segment (one sublane of a block), and rows of a window (one packed row of the result),
+    for ``width`` columns of ``x``: ``128 / width``."""
+    return LANES // _check_width(width)
+
+
+def _x_rows(k: int, width: int = 1) -> int:
+    """VMEM rows of the packed ``x`` of ``k`` rows of ``width`` elements: the zero rows ahead, ``x``, and
+    room for the 8-row load of its last row from the lowest sublane, in whole ``(8, 128)`` tiles."""
+    return -(-(X_PAD_ROWS + -(-max(int(k), 1) * width // LANES) + SUBLANES) // SUBLANES) * SUBLANES
+
+
+def _out_rows(m: int, width: int = 1) -> int:
+    """VMEM rows of the packed result of ``m`` rows of ``width`` elements, plus one tile whose first row
+    takes padding segments."""
+    return (-(-max(int(m), 1) * width // (LANES * SUBLANES)) + 1) * SUBLANES
+
+
+def fits(shape, width: int = 1) -> bool:
+    """Whether the packed ``x`` and ``A @ x`` of a matrix of ``shape``, ``width`` columns each, stay in VMEM
+    on the chip in use."""
     m, k = shape
     budget = max(0, min(RESIDENT_MAX_BYTES, vmem_limit_bytes() - MOSAIC_BYTES))
-    return (_x_rows(k) + _out_rows(m)) * LANES * 4 <= budget
+    return (_x_rows(k, width) + _out_rows(m, width)) * LANES * 4 <= budget
+
+
+def widest(shape) -> int:
+    """The most columns of ``x`` (a power of two up to ``MAX_WIDTH``) whose packed ``x`` and result fit VMEM
+    for a matrix of ``shape`` (``fits``), 0 where not even one does."""
+    width = 0
+    while width < MAX_WIDTH and fits(shape, max(1, 2 * width)):
+        width = max(1, 2 * width)
+    return width
+
+
+def wide_is_cheaper(n: int, width: int, wide_slots: int, coo_slots: int) -> bool:
+    """Whether ``n`` columns of ``x`` cost less as ``ceil(n / width)`` kernel calls on tables of
+    ``width`` columns and ``wide_slots`` slots than as the COO formula (a gather of 128-lane rows of ``x``
+    per slot, ``segmented_reference``) on ``coo_slots`` slots, 128 columns at a time.
+
+    Priced with ``.costs.COSTS["tpu"]``: ``segmented_wide_slot`` per slot
+    (beyond its ``SLOT_BYTES``) and ``segmented_call`` per call, against
+    ``coo_row_entry`` per slot and 128 columns. Decided from array shapes,
+    so the choice costs no program of its own.
+    """
+    cost = _costs.COSTS["tpu"]
+    calls = -(-int(n) // max(1, int(width)))
+    kernel = calls * (wide_slots * (SLOT_BYTES + cost["segmented_wide_slot"]) + cost["segmented_call"])
+    return kernel < -(-int(n) // LANES) * coo_slots * cost["coo_row_entry"]
 
 
 # --- host: the block tables -----------------------------------------------------------------------------
 
-def slot_count(rows, m: int) -> tuple[int, int]:
+def slot_count(rows, m: int, width: int = 1) -> tuple[int, int]:
     """Host: ``(slots, blocks)`` of the tables of entries with row indices ``rows`` in a matrix of ``m``
-    rows (``segmented_tables``; grid-step padding not counted): each window's entries in whole segments of
-    128, 8 segments a block."""
-    per_window = np.bincount(np.asarray(rows, np.int64) >> LANE_BITS, minlength=1)
-    segments = int((-(-per_window // LANES)).sum())
+    rows (``segmented_tables``; grid-step padding not counted): each window's entries in whole segments
+    (``per_segment(width)`` entries each), 8 segments a block."""
+    per = per_segment(width)
+    per_window = np.bincount(np.asarray(rows, np.int64) // per, minlength=1)
+    segments = int((-(-per_window // per)).sum())
     blocks = -(-segments // SUBLANES)
-    return blocks * BLOCK, blocks
+    return blocks * SUBLANES * per, blocks
 
 
-def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None):
-    """Host: the block tables of unique entries sorted by row (then column).
+def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None, width: int = 1):
+    """Host: the block tables of unique entries sorted by row (then column), for ``width`` columns of ``x``.
 
-    Each window of 128 rows takes its entries in segments of 128 slots (the
-    last one padded); segments fill the sublanes of ``(8, 128)`` blocks in
-    order, ``BLOCKS_PER_STEP`` blocks a grid step.
+    With ``P = per_segment(width)`` (``128 / width``): each window of ``P``
+    rows (one packed row of the result, ``width`` lanes a row) takes its
+    entries in segments of ``P`` slots (the last one padded); segments fill
+    the 8 sublanes of blocks in order, ``BLOCKS_PER_STEP`` blocks a grid
+    step. A block holds ``8 * P`` slots; slot ``q`` of sublane ``i`` serves
+    lanes ``width * q`` to ``width * q + width - 1`` of the block's vector
+    steps (one column of ``x`` each).
 
     Returns ``(slot, arrays)``: ``slot`` (nnz,) int64, each entry's slot
-    (``8 * 128 * block + 128 * sublane + lane``), and ``arrays``:
+    (``8 * P * block + P * sublane + q``), and ``arrays``:
 
     - ``seg_out`` (steps, 1, 8 * BLOCKS_PER_STEP) int32, each segment's row
       of the packed result (its window; padding segments take the extra
-      row ``_out_rows(m) - 8``);
-    - ``seg_addr`` (steps, 1, BLOCK * BLOCKS_PER_STEP) int32, each slot's
-      first row of the 8-row load of ``x``, lane by lane (slot ``(i, j)`` of
-      a block at ``8 * j + i``): ``8 + (c >> 7) - i``, 0 for padding;
-    - ``seg_cols``, ``seg_rows`` (steps * 8 * BLOCKS_PER_STEP, 128) int32,
-      each slot's column and row (padding: column ``k``, row ``m``);
-    - ``seg_ends`` (the same shape) int32, each slot's first lane of its row
-      in its segment (padding: its own lane) plus, shifted left by 16, the
-      last lane of the row of that lane of the window in this segment (-1
+      row ``_out_rows(m, width) - 8``);
+    - ``seg_addr`` (steps, 1, 8 * P * BLOCKS_PER_STEP) int32, each slot's
+      first row of the 8-row load of the packed ``x``, slot by slot of the
+      segments (slot ``(i, q)`` of a block at ``8 * q + i``): ``8 + (c // P)
+      - i``, 0 for padding;
+    - ``seg_cols``, ``seg_rows`` (steps * BLOCKS_PER_STEP * 8 / width, 128)
+      int32, each slot's column and row in slot order (padding: column
+      ``k``, and the row of the slot before it, so that rows stay sorted);
+    - ``seg_ends`` (the same shape) int32, each slot's first slot of its row
+      in its segment (padding: its own) plus, shifted left by 16, the last
+      slot of the segment's entries in the ``q``-th row of the window (-1
       where it has none).
 
     ``pad``: a function of the step count giving the steps to keep (empty
     ones added), or None. Raises ``ValueError`` where an index is negative or
-    out of ``shape``, or the rows are not sorted.
+    out of ``shape``, the rows are not sorted, or ``width`` is not a power of
+    two up to ``MAX_WIDTH``.
     """
     m, k = shape
+    per = per_segment(width)
     rows, cols = sorted_entries(rows, cols, shape, "segmented_tables")
     n = len(rows)
-    window = rows >> LANE_BITS
-    n_windows = -(-max(m, 1) // LANES)
+    window = rows // per
+    n_windows = -(-max(m, 1) // per)
     per_window = np.bincount(window, minlength=n_windows)
     first_in_window = np.concatenate([[0], np.cumsum(per_window)])[:-1]
     pos = np.arange(n) - first_in_window[window]  # the entry's place in its window's stream
-    segs = -(-per_window // LANES)
+    segs = -(-per_window // per)
     seg0 = np.concatenate([[0], np.cumsum(segs)])[:-1]
     n_segs = int(segs.sum())
     blocks = max(1, -(-n_segs // SUBLANES))
     steps = -(-blocks // BLOCKS_PER_STEP)
     steps = steps if pad is None else max(steps, int(pad(steps)))
     blocks = steps * BLOCKS_PER_STEP
-    seg = seg0[window] + pos // LANES  # the entry's segment
-    blk, sub, lane = seg // SUBLANES, seg % SUBLANES, pos % LANES
-    slot = blk * BLOCK + sub * LANES + lane
-    cols_t = np.full((blocks, SUBLANES, LANES), k, np.int64)
-    cols_t[blk, sub, lane] = cols
-    rows_t = np.full((blocks, SUBLANES, LANES), m, np.int64)
-    rows_t[blk, sub, lane] = rows
-    addr = np.zeros((blocks, LANES, SUBLANES), np.int64)
-    addr[blk, lane, sub] = X_PAD_ROWS + (cols >> LANE_BITS) - sub
+    seg = seg0[window] + pos // per  # the entry's segment
+    blk, sub, q = seg // SUBLANES, seg % SUBLANES, pos % per
+    slot = (blk * SUBLANES + sub) * per + q
+    cols_t = np.full(blocks * SUBLANES * per, k, np.int64)
+    cols_t[slot] = cols
+    rows_t = np.full(blocks * SUBLANES * per, -1, np.int64)
+    rows_t[slot] = rows
+    rows_t = np.maximum.accumulate(rows_t)  # padding: the row before (sorted rows for the COO formula)
+    rows_t[rows_t < 0] = m if n == 0 else rows[0]
+    addr = np.zeros((blocks, per, SUBLANES), np.int64)
+    addr[blk, q, sub] = X_PAD_ROWS + cols // per - sub
     counts = np.bincount(rows, minlength=m)
     row_first = np.concatenate([[0], np.cumsum(counts)])[:-1][rows] - first_in_window[window]
-    start = np.broadcast_to(np.arange(LANES), (blocks, SUBLANES, LANES)).copy()
-    start[blk, sub, lane] = np.maximum(row_first - (pos // LANES) * LANES, 0)
-    last = np.full((blocks, SUBLANES, LANES), -1, np.int64)
+    start = np.broadcast_to(np.arange(per), (blocks, SUBLANES, per)).copy()
+    start[blk, sub, q] = np.maximum(row_first - (pos // per) * per, 0)
+    last = np.full((blocks, SUBLANES, per), -1, np.int64)
     ends_row = np.ones(n, bool)  # the entry is its row's last in its segment
     if n > 1:
         ends_row[:-1] = (rows[1:] != rows[:-1]) | (seg[1:] != seg[:-1])
-    last[blk[ends_row], sub[ends_row], rows[ends_row] & (LANES - 1)] = lane[ends_row]
-    out = np.full(blocks * SUBLANES, _out_rows(m) - SUBLANES, np.int64)
+    last[blk[ends_row], sub[ends_row], rows[ends_row] % per] = q[ends_row]
+    out = np.full(blocks * SUBLANES, _out_rows(m, width) - SUBLANES, np.int64)
     out[:n_segs] = np.repeat(np.arange(n_windows), segs)
     i32 = functools.partial(np.asarray, dtype=np.int32)
     arrays = dict(
         seg_out=i32(out).reshape(steps, 1, SUBLANES * BLOCKS_PER_STEP),
-        seg_addr=i32(addr).reshape(steps, 1, BLOCK * BLOCKS_PER_STEP),
+        seg_addr=i32(addr).reshape(steps, 1, SUBLANES * per * BLOCKS_PER_STEP),
         seg_cols=i32(cols_t).reshape(-1, LANES), seg_rows=i32(rows_t).reshape(-1, LANES),
         seg_ends=(i32(start) | (i32(last) << 16)).reshape(-1, LANES))
     return slot, arrays
@@ -220,55 +279,81 @@ def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None):
 
 # --- the kernel -----------------------------------------------------------------------------------------
 
-def _kernel(out_ref, addr_ref, cols_ref, vals_ref, ends_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int):
-    """One grid step: ``BLOCKS_PER_STEP`` blocks, each 1024 products summed per row into the result.
+def _kernel(out_ref, addr_ref, cols_ref, vals_ref, ends_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int,
+            width: int):
+    """One grid step: ``BLOCKS_PER_STEP`` blocks, each ``8 * P`` products (``P = 128 / width``) summed per
+    row into the result.
 
     ``x_vmem`` holds ``X_PAD_ROWS`` zero rows, then ``x`` 128 elements per
-    row, then zeros; ``o_vmem`` the result the same way (without the zero
-    rows ahead). The result is written back at the last step. ``unroll``:
-    lanes per iteration of the lane loop (128: no loop). Integer constants
-    are int32, as Mosaic's indices are, with or without ``jax_enable_x64``.
+    row (``P`` rows of ``x`` of ``width`` elements each), then zeros;
+    ``o_vmem`` the result the same way (without the zero rows ahead). The
+    result is written back at the last step. ``unroll``: slots of a segment
+    per iteration of the slot loop (``P`` or more: no loop). Integer
+    constants are int32, as Mosaic's indices are, with or without
+    ``jax_enable_x64``.
     """
     load_resident(x_hbm, x_vmem, o_vmem, sem)
 
+    per = LANES // width
+    wbits = int(np.log2(width))
+    rows_per_block = SUBLANES // width  # rows of a block's slot tables (``seg_cols``, values, ``seg_ends``)
     sub = jax.lax.broadcasted_iota(np.int32, (SUBLANES, LANES), 0)
     lane = jax.lax.broadcasted_iota(np.int32, (SUBLANES, LANES), 1)
+    slot_of_lane = jax.lax.shift_right_logical(lane, np.int32(wbits))  # the slot of its segment a lane serves
+    column = jnp.bitwise_and(lane, np.int32(width - 1))  # and its column of x
+    # where a lane's slot sits in its block's slot rows: row sublane // width, lane (sublane % width) * P + slot
+    expand = jnp.bitwise_and(sub, np.int32(width - 1)) * np.int32(per) + slot_of_lane
     zero = jnp.zeros((SUBLANES, LANES), o_vmem.dtype)
     pad_row = np.int32(o_vmem.shape[0] - SUBLANES)  # the result's row of padding segments (``_out_rows``)
+
+    def lane_table(ref, b):  # block b's slot table, one value per lane: (8, 128)
+        if width == 1:
+            return ref[pl.ds(b * np.int32(SUBLANES), SUBLANES), :]
+        t = None
+        for r in range(rows_per_block):
+            row = jnp.broadcast_to(ref[pl.ds(b * np.int32(rows_per_block) + np.int32(r), 1), :], (SUBLANES, LANES))
+            t = row if r == 0 else jnp.where(jax.lax.shift_right_logical(sub, np.int32(wbits)) == r, row, t)
+        return jnp.take_along_axis(t, expand, axis=1, mode="promise_in_bounds")
 
     def block(_, b):  # b: the block, an int32 carry (fori_loop's index is int64 under jax_enable_x64)
         @pl.when(out_ref[0, 0, b * np.int32(SUBLANES)] < pad_row)  # padding blocks (grid-step buckets): skipped
         def _():
-            r0 = b * np.int32(SUBLANES)
-            lanes_of_x = jnp.bitwise_and(cols_ref[pl.ds(r0, SUBLANES), :], np.int32(LANES - 1))
-            base = b * np.int32(BLOCK)
+            cols = lane_table(cols_ref, b)
+            if width == 1:
+                lanes_of_x = jnp.bitwise_and(cols, np.int32(LANES - 1))
+            else:  # slot c's row of x: lanes (c % P) * width ... + width - 1 of packed row c // P
+                lanes_of_x = jnp.bitwise_and(cols, np.int32(per - 1)) * np.int32(width) + column
+            base = b * np.int32(SUBLANES * per)
 
             def row_of(j, i):  # the first row of x that slot (i, j) loads
                 return addr_ref[0, 0, base + j * np.int32(SUBLANES) + np.int32(i)]
 
-            def lane_step(j, xg):  # the 8 slots of lane j (int32): 8 row loads, 7 selects, one lane gather
+            def lane_step(j, xg):  # the 8 slots j (int32): 8 row loads, 7 selects, one lane gather
                 v = None
                 for i in range(SUBLANES):
                     rows8 = x_vmem[pl.ds(row_of(j, i), SUBLANES), :]
                     v = rows8 if i == 0 else jnp.where(sub == i, rows8, v)
                 picked = jnp.take_along_axis(v, lanes_of_x, axis=1, mode="promise_in_bounds")
-                return jnp.where(lane == j, picked, xg)
+                return jnp.where((lane if width == 1 else slot_of_lane) == j, picked, xg)
 
-            if unroll >= LANES:
+            if unroll >= per:
                 xg = zero
-                for j in range(LANES):
+                for j in range(per):
                     xg = lane_step(np.int32(j), xg)
             else:
                 step_lane = lambda _, c: (c[0] + np.int32(1), lane_step(*c))  # noqa: E731
-                _, xg = jax.lax.fori_loop(0, LANES, step_lane, (np.int32(0), zero), unroll=unroll)
-            acc = xg * vals_ref[pl.ds(r0, SUBLANES), :]
-            ends = ends_ref[pl.ds(r0, SUBLANES), :]
+                _, xg = jax.lax.fori_loop(0, per, step_lane, (np.int32(0), zero), unroll=unroll)
+            acc = xg * lane_table(vals_ref, b)
+            ends = lane_table(ends_ref, b)
             start = jnp.bitwise_and(ends, np.int32(0xFFFF))
-            shift = 1
+            last = jax.lax.shift_right_arithmetic(ends, np.int32(16))
+            if width > 1:  # slots to lanes: each slot's lane of this column
+                start = jax.lax.shift_left(start, np.int32(wbits)) + column
+                last = jax.lax.shift_left(last, np.int32(wbits)) + column
+            shift = width
             while shift < LANES:  # segmented inclusive scan: each lane sums its row's lanes up to it
                 acc = acc + jnp.where(lane - np.int32(shift) >= start, pltpu.roll(acc, np.int32(shift), 1), zero)
                 shift *= 2
-            last = jax.lax.shift_right_arithmetic(ends, np.int32(16))
             totals = jnp.take_along_axis(acc, jnp.maximum(last, 0), axis=1, mode="promise_in_bounds")
             totals = jnp.where(last >= 0, totals, zero)
             for i in range(SUBLANES):
@@ -286,52 +371,74 @@ def _interpret() -> bool:
     return jax.default_backend() != "tpu"
 
 
+def table_width(addr) -> int:
+    """The columns of ``x`` (``width``) the tables with this ``seg_addr`` serve (``segmented_tables``)."""
+    return LANES * SUBLANES * BLOCKS_PER_STEP // int(addr.shape[-1])
+
+
 def segmented_kernel(values, out, addr, cols, ends, x, *, shape, interpret: bool | None = None,
                      unroll: int | None = None):
-    """``A @ x`` for one float32 vector ``x`` of shape ``(k,)``: the Pallas kernel (interpret mode off a TPU).
+    """``A @ x`` for float32 ``x`` of shape ``(k,)`` (tables of width 1) or ``(k, width)``: the Pallas
+    kernel (interpret mode off a TPU).
 
-    ``values`` (blocks * 1024,) in slot order; ``out``, ``addr``, ``cols``,
-    ``ends``: ``segmented_tables``'s; ``unroll``: lanes per iteration of the
-    kernel's lane loop (None: ``LANE_UNROLL``, or ``INTERPRET_LANE_UNROLL``
-    in interpret mode). Returns ``(m,)``.
+    ``values`` (slots,) in slot order; ``out``, ``addr``, ``cols``,
+    ``ends``: ``segmented_tables``'s, whose ``width`` (``table_width``) must
+    be ``x``'s columns; ``unroll``: slots of a segment per iteration of the
+    kernel's slot loop (None: ``LANE_UNROLL``, or ``INTERPRET_LANE_UNROLL``
+    in interpret mode). Returns ``(m,)`` or ``(m, width)``. Raises
+    ``ValueError`` where ``x``'s columns are not the tables' width.
     """
     m, k = shape
+    width = table_width(addr)
+    n = 1 if x.ndim == 1 else x.shape[1]
+    if n != width or (x.ndim == 1) != (width == 1):
+        raise ValueError(f"segmented_kernel: tables of width {width} take x of shape "
+                         f"{(k,) if width == 1 else (k, width)}, got {x.shape}")
     steps = out.shape[0]
     dtype = jnp.result_type(values, x)
-    kr = _x_rows(k)
-    xs = jnp.pad(x.astype(dtype), (X_PAD_ROWS * LANES, kr * LANES - X_PAD_ROWS * LANES - k)).reshape(kr, LANES)
-    rows_per_step = SUBLANES * BLOCKS_PER_STEP
+    kr, mr = _x_rows(k, width), _out_rows(m, width)
+    flat = x.astype(dtype).reshape(-1)
+    xs = jnp.pad(flat, (X_PAD_ROWS * LANES, kr * LANES - X_PAD_ROWS * LANES - k * width)).reshape(kr, LANES)
     interpret = _interpret() if interpret is None else interpret
     if unroll is None:
         unroll = INTERPRET_LANE_UNROLL if interpret else LANE_UNROLL
     smem = functools.partial(pl.BlockSpec, memory_space=pltpu.SMEM)
-    vmem = pl.BlockSpec((rows_per_step, LANES), lambda s: (s, 0))
+    vmem = pl.BlockSpec((SUBLANES * BLOCKS_PER_STEP // width, LANES), lambda s: (s, 0))
     call = pl.pallas_call(
-        functools.partial(_kernel, unroll=max(1, int(unroll))),
-        out_shape=jax.ShapeDtypeStruct((_out_rows(m), LANES), dtype),
+        functools.partial(_kernel, unroll=max(1, int(unroll)), width=width),
+        out_shape=jax.ShapeDtypeStruct((mr, LANES), dtype),
         grid=(steps,),
-        in_specs=[smem((1, 1, rows_per_step), lambda s: (s, 0, 0)),
-                  smem((1, 1, BLOCK * BLOCKS_PER_STEP), lambda s: (s, 0, 0)),
+        in_specs=[smem((1, 1, SUBLANES * BLOCKS_PER_STEP), lambda s: (s, 0, 0)),
+                  smem((1, 1, addr.shape[-1]), lambda s: (s, 0, 0)),
                   vmem, vmem, vmem, pl.BlockSpec(memory_space=pl.ANY)],
         out_specs=pl.BlockSpec(memory_space=pl.ANY),
-        scratch_shapes=[pltpu.VMEM((kr, LANES), dtype), pltpu.VMEM((_out_rows(m), LANES), dtype),
+        scratch_shapes=[pltpu.VMEM((kr, LANES), dtype), pltpu.VMEM((mr, LANES), dtype),
                         pltpu.SemaphoreType.DMA(())],
         compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
                                              vmem_limit_bytes=vmem_limit_bytes()),
         interpret=interpret,
     )
-    y = call(out, addr, cols, values.astype(dtype).reshape(-1, LANES), ends, xs)
-    return y.reshape(-1)[:m]
+    y = call(out, addr, cols, values.astype(dtype).reshape(-1, LANES), ends, xs).reshape(-1)[:m * width]
+    return y if width == 1 else y.reshape(m, width)
 
 
 def segmented_reference(values, rows, cols, x, *, shape):
-    """``A @ x`` from the slots in XLA: a COO product (a gather of ``x`` per slot, a segment sum) for ``x``
-    of shape ``(k,)`` or ``(k, n)``; padding slots (row ``m``) add nothing."""
+    """``A @ x`` from the slots in XLA: a COO product (a gather of ``x`` per slot, a segment sum over rows
+    sorted as the tables keep them) for ``x`` of shape ``(k,)`` or ``(k, n)``; padding slots (column
+    ``k``) add nothing. On a TPU, ``x`` of 2 to 127 columns is gathered as rows of 128 (zeros added): XLA
+    gathers narrower rows there about 3x slower than whole 128-lane rows (a random 10^6 x 10^6 matrix
+    with 10^7 entries and 16 columns: 884 ms, against 261 padded; TPU v5e, 2026-12-06)."""
     from .coo import coo_matmat
 
     m, k = shape
     dtype = jnp.result_type(values, x)
-    return coo_matmat(values.astype(dtype), rows.reshape(-1), cols.reshape(-1), x.astype(dtype), m)
+    n = x.shape[1] if x.ndim == 2 else 0
+    if 1 < n < LANES and jax.default_backend() == "tpu":
+        y = coo_matmat(values.astype(dtype), rows.reshape(-1), cols.reshape(-1),
+                       jnp.pad(x.astype(dtype), ((0, 0), (0, LANES - n))), m, rows_sorted=True)
+        return y[:, :n]
+    return coo_matmat(values.astype(dtype), rows.reshape(-1), cols.reshape(-1), x.astype(dtype), m,
+                      rows_sorted=True)
 
 
 # --- the primitive --------------------------------------------------------------------------------------
@@ -341,11 +448,15 @@ segmented_matvec_p = Primitive("bcoo_array_segmented_matvec")
 
 def segmented_matvec(values, out, addr, cols, rows, ends, x, *, shape, use_kernel: bool = True,
                      unroll: int | None = None):
-    """``A @ x`` from the block tables of ``segmented_tables``: ``x`` of shape ``(k,)`` to ``(m,)``.
+    """``A @ x`` from the block tables of ``segmented_tables``: ``x`` of shape ``(k,)`` to ``(m,)``, or
+    ``(k, n)`` to ``(m, n)``.
 
-    ``use_kernel=False`` takes the XLA formula (``segmented_reference``);
-    ``unroll``: the kernel's (``segmented_kernel``). Differentiable in
-    ``values`` and ``x``, batchable over both.
+    The kernel (``segmented_kernel``) takes the tables' ``width`` columns of
+    ``x`` per call (``table_width``; the last call's padded with zeros), so
+    ``n`` columns cost ``ceil(n / width)`` calls. ``use_kernel=False`` takes
+    the XLA formula (``segmented_reference``), as does any ``x`` but float32
+    or one that does not fit VMEM (``fits``); ``unroll``: the kernel's.
+    Differentiable in ``values`` and ``x``, batchable over both.
     """
     return segmented_matvec_p.bind(values, out, addr, cols, rows, ends, x, shape=tuple(shape),
                                    use_kernel=bool(use_kernel), unroll=None if unroll is None else int(unroll))
@@ -353,11 +464,20 @@ def segmented_matvec(values, out, addr, cols, rows, ends, x, *, shape, use_kerne
 
 def _impl(values, out, addr, cols, rows, ends, x, *, shape, use_kernel, unroll):
     dtype = jnp.result_type(values, x)
-    if shape[0] == 0:
-        return jnp.zeros((0,), dtype)
-    if use_kernel and np.dtype(dtype) == np.float32 and shape[1] > 0 and fits(shape):
-        return segmented_kernel(values, out, addr, cols, ends, x, shape=shape, unroll=unroll)
-    return segmented_reference(values, rows, cols, x, shape=shape)
+    m, k = shape
+    if m == 0 or x.size == 0:
+        return jnp.zeros((m,) + x.shape[1:], dtype)
+    width = table_width(addr)
+    if not (use_kernel and np.dtype(dtype) == np.float32 and k > 0 and fits(shape, width)):
+        return segmented_reference(values, rows, cols, x, shape=shape)
+    kernel = functools.partial(segmented_kernel, values, out, addr, cols, ends, shape=shape, unroll=unroll)
+    if x.ndim == 1:
+        return kernel(x) if width == 1 else kernel(jnp.pad(x[:, None], ((0, 0), (0, width - 1))))[:, 0]
+    n = x.shape[1]
+    if width == 1:
+        return jnp.stack([kernel(x[:, i]) for i in range(n)], axis=1)
+    xw = jnp.pad(x, ((0, 0), (0, -n % width)))
+    return jnp.concatenate([kernel(xw[:, i:i + width]) for i in range(0, n, width)], axis=1)[:, :n]
 
 
 segmented_matvec_p.def_impl(_impl)
@@ -365,7 +485,7 @@ segmented_matvec_p.def_impl(_impl)
 
 @segmented_matvec_p.def_abstract_eval
 def _abstract(values, out, addr, cols, rows, ends, x, *, shape, use_kernel, unroll):
-    return jax.core.ShapedArray((shape[0],), jnp.result_type(values.dtype, x.dtype))
+    return jax.core.ShapedArray((shape[0],) + x.shape[1:], jnp.result_type(values.dtype, x.dtype))
 
 
 mlir.register_lowering(segmented_matvec_p, mlir.lower_fun(_impl, multiple_results=False))
@@ -396,7 +516,12 @@ def _batch(args, dims, *, shape, use_kernel, unroll):
         raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
     tables = (out, addr, cols, rows, ends)
     product = functools.partial(segmented_matvec, shape=shape, use_kernel=use_kernel, unroll=unroll)
-    # one vector per product: the kernel takes one (``.sell``'s row kernel serves many columns)
+    if dv is None and table_width(addr) > 1:  # a mapped x: more columns of one product
+        x = jnp.moveaxis(x, dx, 1)  # (k, B) or (k, B, n)
+        k, B = x.shape[:2]
+        y = product(values, *tables, x.reshape(k, -1))
+        return y.reshape((shape[0], B) + x.shape[2:]), 1
+    # one product per mapped vector (tables of width 1 take one column per call anyway)
     if dv is not None and dx is not None:
         pairs = (jnp.moveaxis(values, dv, 0), jnp.moveaxis(x, dx, 0))
         return jax.lax.map(lambda a: product(a[0], *tables, a[1]), pairs), 0
