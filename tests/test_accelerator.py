@@ -1096,8 +1096,8 @@ def test_segmented_kernel_lowers_for_a_tpu(shape):
         f = jax.jit(lambda v, *a: segmented.segmented_kernel(v, *a, shape=shape, interpret=False, unroll=unroll))
         assert jax.export.export(f, platforms=["tpu"])(*args).mlir_module().count("tpu_custom_call") == 1
     # the wide tables of several columns (8 here: a 10^6 x 10^6 matrix's x and result, 64 MiB packed)
-    width = segmented.widest(shape)
-    assert width == 8
+    width = segmented.MAX_WIDTH
+    assert segmented.fits(shape, width)
     _, arrays = segmented.segmented_tables(rows, cols, shape, width=width)
     tables = [arrays[n] for n in ("seg_out", "seg_addr", "seg_cols", "seg_ends")]
     args = (np.zeros(arrays["seg_cols"].size, np.float32), *tables, np.zeros((k, width), np.float32))
@@ -1313,9 +1313,10 @@ def test_sell_layout_without_room_for_the_row_kernel_keeps_wide_blocks(monkeypat
         fn = getattr(segmented, name)
         monkeypatch.setattr(segmented, name, lambda *a, _fn=fn, _name=name, **kw: seen.append(_name) or _fn(*a, **kw))
     monkeypatch.setattr(segmented, "wide_is_cheaper", lambda *a: wide)
+    jax.clear_caches()  # the choice is made while tracing: no program of the other case's
     rng = np.random.default_rng(8)
     n = 200_000
-    assert not sell.fits((n, n)) and segmented.widest((n, n)) == 8
+    assert not sell.fits((n, n)) and segmented.fits((n, n), 8)
     rows, cols = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
     rows[:40] = 77  # a long row across segments
     S = sp.coo_array((rng.standard_normal(3000).astype(np.float32), (rows, cols)), shape=(n, n)).tocsr()

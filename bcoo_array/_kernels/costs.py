@@ -68,7 +68,14 @@ def vmem_share(tuned_bytes: int) -> int:
 #: per slot (615 beyond its 20 bytes of tables and value), fitted to a random 10^6 x 10^6
 #: matrix with 10^7 entries (10.54 million slots, 18.1 ms) and cage11 (0.58 million,
 #: 1.04 ms), plus 14 us per call (5e6, the benchmark's loop; within 3% of both).
-#: (The packed SELL-8 kernel it replaced: 2.8 ns per slot and 98-141 ns per slice.) The
+#: (The packed SELL-8 kernel it replaced: 2.8 ns per slot and 98-141 ns per slice.) Its
+#: wide tables (``width`` columns a call, 2026-12-06, sixth session): 1.64 ns per slot (600) and
+#: 516 ns per block (190,000: the expansion of a block's slot tables to its lanes), fitted to
+#: width 2 (2.65 ns per slot) and width 8 (5.67) on a random 2 * 10^5 x 2 * 10^5 matrix with
+#: 2 * 10^6 entries, and within 3% of width 8 on the random 10^6 x 10^6 matrix (61 ms a call);
+#: the COO formula on its blocks' slots with an ``x`` beyond VMEM, rows sorted and ``x``
+#: gathered as 128-lane rows: 19 ns per slot (7,000; 201 ms for 10.54 million slots and 128
+#: columns, against nh2010's 11.4 ns with an ``x`` of 25 MiB). The
 #: ``ell`` layout's product, per padded slot: 4.1 ns (1,500 beyond its 8 bytes; the random
 #: matrix's 11.4 million slots took 46.8 ms in a loop, more than its lane gathers alone;
 #: measured with float32 values, applied to every dtype). CPUs and GPUs gather at a few
@@ -79,7 +86,7 @@ COSTS: dict[str, dict[str, float]] = {
             "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0,
             "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0,
             "segmented_slot": 615.0, "segmented_call": 5e6,
-            "segmented_wide_slot": 720.0, "ell_slot": 1500.0},
+            "segmented_wide_slot": 600.0, "segmented_wide_block": 190000.0, "coo_row_entry_large": 7000.0, "ell_slot": 1500.0},
     "gpu": {"gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,

@@ -39,7 +39,8 @@ rows, and dense reductions.
   entries' elements of ``x`` per vector step and sums rows by segmented
   lane sums), and as SELL-8 slots for several columns (``.sell``: rows
   sorted by length in slices of 8, SELL-C-sigma, one row of ``x`` loaded
-  per stored entry). Chosen on a TPU for float32 values where it is the
+  per stored entry) or, where that kernel's ``x`` does not fit VMEM, as
+  wide blocks (``.segmented`` with 2 to 8 columns of ``x`` a call). Chosen on a TPU for float32 values where it is the
   cheapest: patterns too scattered or too large for ``panels`` (a random
   10^6 x 10^6 matrix with 10^7 entries, TPU v5e in a loop: 18.1 ms,
   against 46.8 for ``ell`` and 162 for ``jax.experimental.sparse``).
@@ -483,14 +484,19 @@ def _segmented_slots(ur, uc, shape, order_t, width: int = 1, prefix: str = "seg"
 
 def wide_width(shape) -> int:
     """The ``sell`` layout's wide tables' columns (``.segmented``'s ``width``) for a matrix of ``shape``:
-    the most columns (2 to 8) whose ``x`` and result fit VMEM in both orientations, where the SELL-8 row
-    kernel's (128 columns) do not; 0 where it fits (its slots serve several columns) or where not even 2
-    columns fit."""
+    ``.segmented.MAX_WIDTH`` (8) where the SELL-8 row kernel's ``x`` and result (128 columns) do not fit
+    VMEM but 8 columns' do, in both orientations; else 0 (the SELL-8 slots serve several columns, or the
+    COO formula does).
+
+    Widths 2 and 4 (larger matrices) are left to the COO formula: on a TPU v5e their kernels compiled in
+    38 s and over a minute (width 8: 25 s, the one-vector kernel 1.5-3.5 s), for 2.65 ns per slot at
+    width 2 (2026-12-06).
+    """
     m, k = shape
     if _sell.fits((m, k)) and _sell.fits((k, m)):
         return 0
-    width = min(_segmented.widest((m, k)), _segmented.widest((k, m)))
-    return width if width >= 2 else 0
+    width = _segmented.MAX_WIDTH
+    return width if _segmented.fits((m, k), width) and _segmented.fits((k, m), width) else 0
 
 
 def build_sell(rows, cols, valid, shape) -> Layout:
