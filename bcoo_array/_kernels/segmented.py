@@ -258,33 +258,34 @@ def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None, width:
     steps = steps if pad is None else max(steps, int(pad(steps)))
     blocks = steps * BLOCKS_PER_STEP
     seg = seg0[window] + pos // per  # the entry's segment
-    blk, sub, q = seg // SUBLANES, seg % SUBLANES, pos % per
-    slot = (blk * SUBLANES + sub) * per + q
-    cols_t = np.full(blocks * SUBLANES * per, k, np.int64)
+    q = pos % per
+    slot = seg * per + q  # = (8 * block + sublane) * P + q
+    n_slots = blocks * SUBLANES * per
+    cols_t = np.full(n_slots, k, np.int32)
     cols_t[slot] = cols
-    rows_t = np.full(blocks * SUBLANES * per, -1, np.int64)
+    rows_t = np.full(n_slots, -1, np.int32)
     rows_t[slot] = rows
-    rows_t = np.maximum.accumulate(rows_t)  # padding: the row before (sorted rows for the COO formula)
+    np.maximum.accumulate(rows_t, out=rows_t)  # padding: the row before (sorted rows for the COO formula)
     rows_t[rows_t < 0] = m if n == 0 else rows[0]
-    addr = np.zeros((blocks, per, SUBLANES), np.int64)
-    addr[blk, q, sub] = X_PAD_ROWS + cols // per - sub
+    addr = np.zeros(n_slots, np.int32)  # block by block, slot q of the segments, then sublane
+    sub = seg % SUBLANES
+    addr[(seg - sub) * per + q * SUBLANES + sub] = X_PAD_ROWS + cols // per - sub
     counts = np.bincount(rows, minlength=m)
     row_first = np.concatenate([[0], np.cumsum(counts)])[:-1][rows] - first_in_window[window]
-    start = np.broadcast_to(np.arange(per), (blocks, SUBLANES, per)).copy()
-    start[blk, sub, q] = np.maximum(row_first - (pos // per) * per, 0)
-    last = np.full((blocks, SUBLANES, per), -1, np.int64)
+    ends = np.tile(np.arange(per, dtype=np.int32), blocks * SUBLANES)  # first slot of the row: padding its own
+    ends[slot] = np.maximum(row_first - (pos - q), 0)
+    last = np.full(n_slots, -1, np.int32)
     ends_row = np.ones(n, bool)  # the entry is its row's last in its segment
     if n > 1:
         ends_row[:-1] = (rows[1:] != rows[:-1]) | (seg[1:] != seg[:-1])
-    last[blk[ends_row], sub[ends_row], rows[ends_row] % per] = q[ends_row]
-    out = np.full(blocks * SUBLANES, _out_rows(m, width) - SUBLANES, np.int64)
-    out[:n_segs] = np.repeat(np.arange(n_windows), segs)
-    i32 = functools.partial(np.asarray, dtype=np.int32)
+    last[seg[ends_row] * per + rows[ends_row] % per] = q[ends_row]
+    ends |= last << 16
+    out = np.full(blocks * SUBLANES, _out_rows(m, width) - SUBLANES, np.int32)
+    out[:n_segs] = np.repeat(np.arange(n_windows, dtype=np.int32), segs)
     arrays = dict(
-        seg_out=i32(out).reshape(steps, 1, SUBLANES * BLOCKS_PER_STEP),
-        seg_addr=i32(addr).reshape(steps, 1, SUBLANES * per * BLOCKS_PER_STEP),
-        seg_cols=i32(cols_t).reshape(-1, LANES), seg_rows=i32(rows_t).reshape(-1, LANES),
-        seg_ends=(i32(start) | (i32(last) << 16)).reshape(-1, LANES))
+        seg_out=out.reshape(steps, 1, SUBLANES * BLOCKS_PER_STEP),
+        seg_addr=addr.reshape(steps, 1, SUBLANES * per * BLOCKS_PER_STEP),
+        seg_cols=cols_t.reshape(-1, LANES), seg_rows=rows_t.reshape(-1, LANES), seg_ends=ends.reshape(-1, LANES))
     return slot, arrays
 
 
