@@ -40,8 +40,8 @@ rows, and dense reductions.
   lane sums), and as SELL-8 slots for several columns (``.sell``: rows
   sorted by length in slices of 8, SELL-C-sigma, one row of ``x`` loaded
   per stored entry) or, where that kernel's ``x`` does not fit VMEM, as
-  wide blocks (``.segmented`` with 2 to 8 columns of ``x`` a call). Chosen on a TPU for float32 values where it is the
-  cheapest: patterns too scattered or too large for ``panels`` (a random
+  wide blocks (``.segmented`` with 8 columns of ``x`` a call). Chosen on
+  a TPU for float32 values where it is the cheapest: patterns too scattered or too large for ``panels`` (a random
   10^6 x 10^6 matrix with 10^7 entries, TPU v5e in a loop: 18.1 ms,
   against 46.8 for ``ell`` and 162 for ``jax.experimental.sparse``).
 * ``coo``: the fallback, ``.coo.coo_matmat``.
@@ -493,7 +493,7 @@ def wide_width(shape) -> int:
     width 2 (2026-12-06).
     """
     m, k = shape
-    if _sell.fits((m, k)) and _sell.fits((k, m)):
+    if _sell.fits((m, k)):  # (symmetric in m and k)
         return 0
     width = _segmented.MAX_WIDTH
     return width if _segmented.fits((m, k), width) and _segmented.fits((k, m), width) else 0

@@ -84,15 +84,12 @@ from jax.interpreters import ad, batching, mlir
 from . import costs as _costs
 from .sell import bilinear_jvp, bilinear_transpose, load_resident, sorted_entries, store_resident
 
-#: Lanes (slots of a segment; rows of a window) and sublanes (segments of a block) of a vector register.
+#: Lanes (slots of a segment and rows of a window, at width 1) and sublanes (segments of a block) of a vector register.
 LANES = 128
 SUBLANES = 8
 
-#: Slots of a block: one vector register of them.
+#: Slots of a block of width 1: one vector register of them (``1024 / width`` at ``width``).
 BLOCK = LANES * SUBLANES
-
-#: ``log2(LANES)``: element ``c`` of a packed vector sits at row ``c >> LANE_BITS``, lane ``c & (LANES - 1)``.
-LANE_BITS = int(np.log2(LANES))
 
 #: Blocks one grid step takes (their tables reach SMEM and VMEM together). 4 and 16 ran as fast on a TPU v5e.
 BLOCKS_PER_STEP = 8
