@@ -18,9 +18,14 @@ def coo_matmat(data, rows, cols, x, m: int, rows_sorted: bool = False):
     Padding entries (row index ``m`` or column index ``x.shape[0]``) add
     nothing, whatever garbage (even NaN) they hold, in the product and in its
     transpose (``jax.grad`` with respect to ``x``), since they are masked
-    before the segment sum.
+    before the segment sum; a padding column gathers zeros (not a clipped
+    row of ``x``, whose inf or NaN would make ``0 * inf`` in the row of a
+    padding entry that keeps a real row, as ``.segmented``'s tables do).
     """
-    xv = jnp.take(x, cols, axis=0, mode="clip") if x.shape[0] else jnp.zeros((cols.shape[0],) + x.shape[1:], x.dtype)
+    if m == 0:  # nothing to sum into (and JAX cannot transpose a segment sum into no segments)
+        return jnp.zeros((0,) + x.shape[1:], jnp.result_type(data, x))
+    xv = (jnp.take(x, cols, axis=0, mode="fill", fill_value=0) if x.shape[0]
+          else jnp.zeros((cols.shape[0],) + x.shape[1:], x.dtype))
     # Mask the values, not the products: the transpose of ``where(ok, d * xv, 0)`` would still
     # multiply the cotangent by the garbage ``d`` of a padding entry (0 * NaN).
     ok = (cols < x.shape[0]) & (rows < m)

@@ -462,7 +462,8 @@ def segmented_matvec(values, out, addr, cols, rows, ends, x, *, shape, use_kerne
 
     The kernel (``segmented_kernel``) takes the tables' ``width`` columns of
     ``x`` per call (``table_width``; the last call's padded with zeros), so
-    ``n`` columns cost ``ceil(n / width)`` calls. ``use_kernel=False`` takes
+    ``n`` columns cost ``ceil(n / width)`` calls, made in a loop (one kernel
+    in the program, compiled once). ``use_kernel=False`` takes
     the XLA formula (``segmented_reference``), as does any ``x`` but float32
     or one that does not fit VMEM (``fits``); ``unroll``: the kernel's.
     Differentiable in ``values`` and ``x``, batchable over both.
@@ -483,10 +484,15 @@ def _impl(values, out, addr, cols, rows, ends, x, *, shape, use_kernel, unroll):
     if x.ndim == 1:
         return kernel(x) if width == 1 else kernel(jnp.pad(x[:, None], ((0, 0), (0, width - 1))))[:, 0]
     n = x.shape[1]
-    if width == 1:
-        return jnp.stack([kernel(x[:, i]) for i in range(n)], axis=1)
-    xw = jnp.pad(x, ((0, 0), (0, -n % width)))
-    return jnp.concatenate([kernel(xw[:, i:i + width]) for i in range(0, n, width)], axis=1)[:, :n]
+    groups = -(-n // width)
+    xw = jnp.pad(x, ((0, 0), (0, groups * width - n)))
+    if groups == 1:
+        return (kernel(xw[:, 0])[:, None] if width == 1 else kernel(xw))[:, :n]
+    # one call per group of columns in a loop: one kernel in the program (a wide one compiles in ~25 s)
+    xg = jnp.moveaxis(xw.reshape(k, groups, width), 1, 0)  # (groups, k, width)
+    ys = jax.lax.map(kernel, xg[..., 0] if width == 1 else xg)  # (groups, m) or (groups, m, width)
+    y = ys.T if width == 1 else jnp.moveaxis(ys, 0, 1).reshape(m, groups * width)
+    return y[:, :n]
 
 
 segmented_matvec_p.def_impl(_impl)
