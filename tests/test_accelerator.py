@@ -1330,7 +1330,7 @@ def test_sell_layout_without_room_for_the_row_kernel_keeps_wide_blocks(monkeypat
     # segmented blocks of one vector and wide blocks (8 columns a call here) in place of the SELL-8 slots:
     # several columns take the wide kernel or the COO formula on the blocks' slots, as priced, for the
     # matrix and its transpose, with gradients and vmap through either.
-    from bcoo_array._kernels import segmented, sell
+    from bcoo_array._kernels import accel, segmented, sell
 
     seen = []
     for name in ("segmented_kernel", "segmented_reference"):
@@ -1357,3 +1357,9 @@ def test_sell_layout_without_room_for_the_row_kernel_keeps_wide_blocks(monkeypat
     np.testing.assert_allclose(np.asarray(g), D.T @ np.cos(D @ X[:, :3]), rtol=1e-4, atol=1e-4)
     v = jax.vmap(lambda z: op @ z, in_axes=1, out_axes=1)(jnp.asarray(X[:, :5]))
     np.testing.assert_allclose(np.asarray(v), D @ X[:, :5], rtol=1e-4, atol=1e-4)
+    # eager products' layouts (static["wide"] False) take the formula whatever the price: no wide compile
+    del seen[:]
+    y = accel.sell_product(op.values, op.arrays, dict(op.static, wide=False), (n, n),
+                           jnp.asarray(X[:, :2]))
+    np.testing.assert_allclose(np.asarray(y), D @ X[:, :2], rtol=1e-4, atol=1e-4)
+    assert seen == ["segmented_reference"]

@@ -346,8 +346,10 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     stored entry) where ``x`` fits that kernel's VMEM; else the wide blocks
     (``.segmented.segmented_matvec``, a few columns a call) or the COO
     formula on the blocks' slots, whichever ``.segmented.wide_is_cheaper``
-    prices lower. Each takes its XLA formula, a COO product, where its
-    kernel does not apply.
+    prices lower (``static["wide"]`` False: always the formula, for eager
+    products, whose first call would pay the wide kernel's compile, about
+    25 s). Each takes its XLA formula, a COO product, where its kernel does
+    not apply.
     """
     from .segmented import segmented_matvec, segmented_reference, table_width, wide_is_cheaper
     from .sell import sell_matmat
@@ -365,7 +367,7 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
         vals = values[start:start + arrays["s_rows" + sfx].size]
         return sell_matmat(vals, arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx], x,
                            shape=out_shape)
-    if "w_addr" in arrays:
+    if "w_addr" in arrays and static.get("wide", True):
         n3 = arrays["w_cols"].size
         wide = arrays["w_cols" + sfx].size
         if wide_is_cheaper(x.shape[1], table_width(arrays["w_addr"]), wide, blocks.size):

@@ -305,6 +305,9 @@ def _accelerator_product(data, indices, shape, x):
             from .segmented import EAGER_LANE_UNROLL
 
             lay.static["unroll"] = EAGER_LANE_UNROLL
+            # several columns of a matrix too large for the SELL-8 kernel: the COO formula, not the wide kernel
+            # (25 s to compile on a TPU v5e whatever its unroll, which an eager product's first call would pay)
+            lay.static["wide"] = False
         slot, arrays, perm, inverse = device_layout(lay, device)
         return (lay.kind, freeze_static(lay.static), lay.n_slots, (slot, lay.arrays.get("slot_t")), arrays, perm,
                 inverse)
