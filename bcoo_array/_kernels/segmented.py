@@ -433,21 +433,26 @@ def segmented_kernel(values, out, addr, cols, ends, x, *, shape, interpret: bool
 
 def segmented_reference(values, rows, cols, x, *, shape):
     """``A @ x`` from the slots in XLA: a COO product (a gather of ``x`` per slot, a segment sum over rows
-    sorted as the tables keep them) for ``x`` of shape ``(k,)`` or ``(k, n)``; padding slots (column
-    ``k``) add nothing. On a TPU, ``x`` of 2 to 127 columns is gathered as rows of 128 (zeros added): XLA
-    gathers narrower rows there about 3x slower than whole 128-lane rows (a random 10^6 x 10^6 matrix
-    with 10^7 entries and 16 columns: 884 ms, against 261 padded; TPU v5e, 2026-12-06)."""
+    sorted as the tables keep them) for ``x`` of shape ``(k,)`` or ``(k, n)``.
+
+    Padding slots (column ``k``, the row of the slot before them) gather a
+    row of zeros added after ``x``, so they add nothing whatever ``x``
+    holds. On a TPU, ``x`` of 2 to 127 columns is gathered as rows of 128
+    (zeros added in the same copy): XLA gathers narrower rows there about 3x
+    slower than whole 128-lane rows (a random 10^6 x 10^6 matrix with 10^7
+    entries and 16 columns: 884 ms, against 261 padded; TPU v5e,
+    2026-12-06).
+    """
     from .coo import coo_matmat
 
     m, k = shape
     dtype = jnp.result_type(values, x)
     n = x.shape[1] if x.ndim == 2 else 0
-    if 1 < n < LANES and jax.default_backend() == "tpu":
-        y = coo_matmat(values.astype(dtype), rows.reshape(-1), cols.reshape(-1),
-                       jnp.pad(x.astype(dtype), ((0, 0), (0, LANES - n))), m, rows_sorted=True)
-        return y[:, :n]
-    return coo_matmat(values.astype(dtype), rows.reshape(-1), cols.reshape(-1), x.astype(dtype), m,
-                      rows_sorted=True)
+    lanes = 1 < n < LANES and jax.default_backend() == "tpu"
+    pad = ((0, 1),) + (((0, LANES - n if lanes else 0),) if x.ndim == 2 else ())
+    y = coo_matmat(values.astype(dtype), rows.reshape(-1), cols.reshape(-1), jnp.pad(x.astype(dtype), pad), m,
+                   rows_sorted=True)
+    return y[:, :n] if lanes else y
 
 
 # --- the primitive --------------------------------------------------------------------------------------
