@@ -1097,6 +1097,15 @@ def test_sell_kernel_breadth(m, k, density, long_row, slots_per_step, n_rhs, unr
         got = segmented.segmented_kernel(jnp.asarray(gvals), *tables, jnp.asarray(X[:, 0]), shape=(m, k),
                                          interpret=True)
         np.testing.assert_allclose(np.asarray(got), ref[:, 0], rtol=1e-5, atol=1e-4)
+    if n_rhs == 5:  # several columns on wide blocks (8 columns a call: one call, 3 columns of zeros)
+        from bcoo_array._kernels import segmented
+
+        slot, arrays = segmented.segmented_tables(C.row, C.col, (m, k), width=8)
+        wvals = np.zeros(arrays["seg_cols"].size, np.float32)
+        wvals[slot] = C.data
+        tables = [jnp.asarray(arrays[n]) for n in ("seg_out", "seg_addr", "seg_cols", "seg_rows", "seg_ends")]
+        got = segmented.segmented_matvec(jnp.asarray(wvals), *tables, jnp.asarray(X), shape=(m, k), unroll=unroll)
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-4)
     got = sell.sell_reference(jnp.asarray(vals), jnp.asarray(s_rows), jnp.asarray(s_cols), jnp.asarray(X),
                               shape=(m, k))
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-4)
