@@ -923,11 +923,12 @@ def test_sell_kernel_in_interpret_mode_matches_scipy(slots_per_step):
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-5)
 
 
-def _segmented_args(C, shape, pad=None):
-    """The segmented kernel's tables of a COO matrix ``C`` (sorted by row) and its values in slot order."""
+def _segmented_args(C, shape, pad=None, width=1):
+    """The segmented kernel's tables (of ``width`` columns) of a COO matrix ``C`` (sorted by row) and its
+    values in slot order."""
     from bcoo_array._kernels import segmented
 
-    slot, arrays = segmented.segmented_tables(C.row, C.col, shape, pad=pad)
+    slot, arrays = segmented.segmented_tables(C.row, C.col, shape, pad=pad, width=width)
     vals = np.zeros(arrays["seg_cols"].size, np.float32)
     vals[slot] = C.data
     return slot, arrays, vals
@@ -986,9 +987,7 @@ def test_segmented_padding_reads_no_element_of_x(width):
 
     S = sp.csr_array((np.array([1.0, 2.0], np.float32), ([0, 1], [0, 1])), shape=(2, 3))
     C = S.tocoo()
-    slot, arrays = segmented.segmented_tables(C.row, C.col, (2, 3), width=width)
-    vals = np.zeros(arrays["seg_cols"].size, np.float32)
-    vals[slot] = C.data
+    slot, arrays, vals = _segmented_args(C, (2, 3), width=width)
     tables = [jnp.asarray(arrays[n]) for n in ("seg_out", "seg_addr", "seg_cols", "seg_rows", "seg_ends")]
     x = np.array([1.0, 1.0, np.inf], np.float32)
     X = np.stack([x, 2 * x, -x], axis=1)  # several columns: width 1 loops over them, width 8 pads them
@@ -1037,14 +1036,12 @@ def test_segmented_wide_kernel_in_interpret_mode_matches_scipy(width):
     S[:, 149] = 0
     S[50:60, :] = 0
     S, C = _canonical(S)
-    slot, arrays = segmented.segmented_tables(C.row, C.col, (m, k), width=width)
+    slot, arrays, vals = _segmented_args(C, (m, k), width=width)
     assert segmented.table_width(arrays["seg_addr"]) == width
     assert segmented.slot_count(C.row, m, width)[0] <= arrays["seg_cols"].size
     rows, cols = arrays["seg_rows"].reshape(-1), arrays["seg_cols"].reshape(-1)
     np.testing.assert_array_equal(rows[slot], C.row)
     np.testing.assert_array_equal(cols[slot], C.col)
-    vals = np.zeros(arrays["seg_cols"].size, np.float32)
-    vals[slot] = C.data
     X = rng.standard_normal((k, width)).astype(np.float32)
     X[149, 0], X[149, -1] = np.inf, np.nan  # an empty column, in a packed row of x with read ones
     ref = S.astype(np.float64) @ np.where(np.isfinite(X), X, 0).astype(np.float64)
@@ -1100,9 +1097,7 @@ def test_sell_kernel_breadth(m, k, density, long_row, slots_per_step, n_rhs, unr
     if n_rhs == 5:  # several columns on wide blocks (8 columns a call: one call, 3 columns of zeros)
         from bcoo_array._kernels import segmented
 
-        slot, arrays = segmented.segmented_tables(C.row, C.col, (m, k), width=8)
-        wvals = np.zeros(arrays["seg_cols"].size, np.float32)
-        wvals[slot] = C.data
+        _, arrays, wvals = _segmented_args(C, (m, k), width=8)
         tables = [jnp.asarray(arrays[n]) for n in ("seg_out", "seg_addr", "seg_cols", "seg_rows", "seg_ends")]
         got = segmented.segmented_matvec(jnp.asarray(wvals), *tables, jnp.asarray(X), shape=(m, k), unroll=unroll)
         np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-4)

@@ -361,20 +361,18 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     if x.ndim == 1:
         tables = (arrays[name + sfx] for name in ("seg_out", "seg_addr", "seg_cols", "seg_rows", "seg_ends"))
         return segmented_matvec(blocks, *tables, x, shape=out_shape, unroll=static.get("unroll"))
-    if "s_table" in arrays:
-        n3 = arrays["s_rows"].size
+    def second(per_slot):  # the values of the SELL-8 slots or wide blocks (an array of one entry a slot)
+        n3 = arrays[per_slot].size
         start = n1 + n2 + (n3 if transpose else 0)
-        vals = values[start:start + arrays["s_rows" + sfx].size]
-        return sell_matmat(vals, arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx], x,
-                           shape=out_shape)
-    if "w_addr" in arrays and static.get("wide", True):
-        n3 = arrays["w_cols"].size
-        wide = arrays["w_cols" + sfx].size
-        if wide_is_cheaper(x.shape[1], table_width(arrays["w_addr"]), wide, blocks.size):
-            start = n1 + n2 + (n3 if transpose else 0)
-            tables = (arrays[name + sfx] for name in ("w_out", "w_addr", "w_cols", "w_rows", "w_ends"))
-            return segmented_matvec(values[start:start + wide], *tables, x, shape=out_shape,
-                                    unroll=static.get("unroll"))
+        return values[start:start + arrays[per_slot + sfx].size]
+
+    if "s_table" in arrays:
+        return sell_matmat(second("s_rows"), arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx],
+                           x, shape=out_shape)
+    if ("w_addr" in arrays and static.get("wide", True)
+            and wide_is_cheaper(x.shape[1], table_width(arrays["w_addr"]), arrays["w_cols" + sfx].size, blocks.size)):
+        tables = (arrays[name + sfx] for name in ("w_out", "w_addr", "w_cols", "w_rows", "w_ends"))
+        return segmented_matvec(second("w_cols"), *tables, x, shape=out_shape, unroll=static.get("unroll"))
     # the COO formula on the blocks' slots
     return segmented_reference(blocks, arrays["seg_rows" + sfx], arrays["seg_cols" + sfx], x, shape=out_shape)
 

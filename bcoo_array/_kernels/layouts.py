@@ -477,9 +477,8 @@ def _segmented_slots(ur, uc, shape, order_t, width: int = 1, prefix: str = "seg"
                                                         width=width)
     slot_t = np.empty_like(slot_by_col)
     slot_t[order_t] = slot_by_col
-    rename = lambda name: prefix + name[3:]  # noqa: E731
-    return slot, slot_t, dict({rename(name): a for name, a in arrays.items()},
-                              **{rename(name) + "_t": a for name, a in arrays_t.items()})
+    named = {name.replace("seg", prefix, 1): a for name, a in arrays.items()}
+    return slot, slot_t, dict(named, **{name.replace("seg", prefix, 1) + "_t": a for name, a in arrays_t.items()})
 
 
 def wide_width(shape) -> int:

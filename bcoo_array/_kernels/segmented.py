@@ -310,8 +310,10 @@ def _kernel(out_ref, addr_ref, cols_ref, vals_ref, ends_ref, x_hbm, o_hbm, x_vme
     lane = jax.lax.broadcasted_iota(np.int32, (SUBLANES, LANES), 1)
     slot_of_lane = jax.lax.shift_right_logical(lane, np.int32(wbits))  # the slot of its segment a lane serves
     column = jnp.bitwise_and(lane, np.int32(width - 1))  # and its column of x
-    # where a lane's slot sits in its block's slot rows: row sublane // width, lane (sublane % width) * P + slot
+    # where a lane's slot sits in its block's slot rows: row sublane // width (row_of_sub), lane
+    # (sublane % width) * P + slot (expand)
     expand = jnp.bitwise_and(sub, np.int32(width - 1)) * np.int32(per) + slot_of_lane
+    row_of_sub = jax.lax.shift_right_logical(sub, np.int32(wbits))
     zero = jnp.zeros((SUBLANES, LANES), o_vmem.dtype)
     pad_row = np.int32(o_vmem.shape[0] - SUBLANES)  # the result's row of padding segments (``_out_rows``)
 
@@ -321,7 +323,7 @@ def _kernel(out_ref, addr_ref, cols_ref, vals_ref, ends_ref, x_hbm, o_hbm, x_vme
         t = None
         for r in range(rows_per_block):
             row = jnp.broadcast_to(ref[pl.ds(b * np.int32(rows_per_block) + np.int32(r), 1), :], (SUBLANES, LANES))
-            t = row if r == 0 else jnp.where(jax.lax.shift_right_logical(sub, np.int32(wbits)) == r, row, t)
+            t = row if r == 0 else jnp.where(row_of_sub == r, row, t)
         return jnp.take_along_axis(t, expand, axis=1, mode="promise_in_bounds")
 
     def block(_, b):  # b: the block, an int32 carry (fori_loop's index is int64 under jax_enable_x64)
