@@ -746,6 +746,28 @@ def test_reordering_asked_for_prices_every_reorderable_layout():
     assert asked.estimate[asked.kind] <= plain.estimate[plain.kind]
 
 
+def test_reordering_left_unpriced_where_it_keeps_the_spread(monkeypatch):
+    # A random pattern: RCM leaves its entries as far from the diagonal as they were, so the reordered
+    # matrix is not priced (a second estimate); a scrambled band still gets its reordering, and
+    # reorder=True prices it whatever the spread.
+    calls = []
+    real = layouts.estimate
+    monkeypatch.setattr(layouts, "estimate", lambda *a, **kw: calls.append(kw.get("full")) or real(*a, **kw))
+    n = 3000
+    S = sp.random_array((n, n), density=8 / n, rng=np.random.default_rng(3), format="coo")
+    idx = np.stack([S.row, S.col], 1)
+    lay = layouts.choose(idx, S.shape, 8, "cpu")
+    assert lay.kind in layouts.REORDERABLE and lay.perm is None and calls == [False]
+    calls.clear()
+    assert layouts.choose(idx, S.shape, 8, "cpu", reorder=True).perm is not None and len(calls) == 2
+    band = sp.diags_array([np.ones(n - abs(o)) for o in range(-40, 41)], offsets=list(range(-40, 41))).tocsr()
+    p = np.random.default_rng(6).permutation(n)
+    B = band[p][:, p].tocoo()
+    calls.clear()
+    lay = layouts.choose(np.stack([B.row, B.col], 1), B.shape, 4, "gpu")
+    assert lay.perm is not None and len(calls) == 2
+
+
 @pytest.mark.parametrize("shape", [(5, 0), (0, 5)])
 def test_panels_of_a_matrix_without_rows_or_columns(shape):
     # Only padding entries: complex operands (the XLA formula) and the values' gradient must not take from

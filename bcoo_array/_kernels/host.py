@@ -135,7 +135,10 @@ def unique_ints(a) -> np.ndarray:
     with NumPy 2.4: 12 s for 10^7 random int64 keys, 12 s for sorted ones,
     against 0.13 s for a sort and a mask); index work on the host goes
     through this instead. Keys already strictly increasing (the positions of
-    a canonical matrix) are returned as a copy without a sort.
+    a canonical matrix) are returned as a copy without a sort. The sort is
+    NumPy's stable one (timsort), which takes the runs of partly sorted keys
+    as they come: 0.2 s for 10^7 block keys of a matrix sorted by row,
+    against 1.3 s for the default sort (random keys: about equal).
 
     Parameters
     ----------
@@ -149,8 +152,35 @@ def unique_ints(a) -> np.ndarray:
     flat = np.asarray(a).ravel()
     if flat.size < 2 or bool(np.all(flat[1:] > flat[:-1])):  # already unique and sorted (canonical indices)
         return flat.copy()
-    s = np.sort(flat)
+    s = np.sort(flat, kind="stable")
+    return s[_firsts(s)]
+
+
+def _firsts(s: np.ndarray) -> np.ndarray:
+    """Mask of the first element of each run of equal values of the sorted, non-empty ``s``."""
     keep = np.empty(s.size, bool)
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
+    return keep
+
+
+def unique_counts(a) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted unique values of an integer array (flattened) and how often each occurs:
+    ``np.unique(a, return_counts=True)``, by a stable sort (``unique_ints``).
+
+    Parameters
+    ----------
+    a : array_like of integers
+
+    Returns
+    -------
+    (values, counts) : numpy.ndarray, numpy.ndarray
+        1-D, ``values`` sorted and of ``a``'s dtype, ``counts`` int64 of the
+        same length (both empty for an empty ``a``).
+    """
+    flat = np.asarray(a).ravel()
+    if flat.size == 0:
+        return flat.copy(), np.zeros(0, np.int64)
+    s = np.sort(flat, kind="stable")
+    starts = np.flatnonzero(_firsts(s))
+    return s[starts], np.diff(starts, append=s.size).astype(np.int64)

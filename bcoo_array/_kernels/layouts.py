@@ -75,7 +75,7 @@ from . import panels as _panels
 from . import segmented as _segmented
 from . import sell as _sell
 from .costs import COSTS
-from .host import unique_ints
+from .host import unique_counts, unique_ints
 
 #: Tile shapes tried for the ``tiles`` layout: (bm, bk), bk a TPU lane row.
 TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128, 128))
@@ -122,6 +122,12 @@ LAYOUT_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "sell", "coo
 
 #: Layouts a symmetric reordering (RCM) can make cheaper (their cost grows with the pattern's spread).
 REORDERABLE = ("tiles", "blocks", "ell", "panels")
+
+#: A reordering is priced (a second ``estimate``, about 6 s for 10^7 entries) only where it brings the
+#: median distance of the entries from the diagonal below this share of the original's: RCM leaves a
+#: random pattern's spread as it was (a random 10^6 x 10^6 matrix with 10^7 entries: 290,000 -> 275,000),
+#: and a reorderable layout's cost grows with the spread. ``reorder=True`` prices it whatever the spread.
+REORDER_MIN_SPREAD_GAIN = 0.9
 
 #: Layouts ``choose`` picks by itself: all of them. ``panels`` is priced for a TPU and 32-bit values only,
 #: ``sell`` for a TPU and float32 values only (``estimate``): their Pallas kernels run nowhere else.
@@ -626,7 +632,7 @@ def _block_counts(r, c, k, shapes=BLOCK_SHAPES):
     blocks (their count times ``R * P``) never shrink from one shape to the next."""
     R0, P0 = shapes[0]
     ncp = -(-k // P0)
-    keys, counts = np.unique((r // R0) * ncp + c // P0, return_counts=True)
+    keys, counts = unique_counts((r // R0) * ncp + c // P0)
     prev = (R0, P0)
     yield prev, (keys, counts, ncp)
     for R, P in shapes[1:]:
@@ -739,6 +745,11 @@ def _rcm(rows, cols, valid, n: int) -> np.ndarray | None:
     if np.array_equal(perm, np.arange(n)):
         return None
     return perm
+
+
+def _spread(rows, cols, valid) -> float:
+    """Median distance ``|row - col|`` of the valid entries from the diagonal (``REORDER_MIN_SPREAD_GAIN``)."""
+    return float(np.median(np.abs(rows[valid] - cols[valid])))
 
 
 def _check_size(kind: str, n_diag: int, shape) -> None:
@@ -859,7 +870,9 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         ``blocks``, ``ell`` or ``panels``, or when the cheapest one is one of
         them or ``sell``, and kept when the cheapest of those four layouts of
         the reordered matrix, its two permutations per product included,
-        costs a quarter less or more.
+        costs a quarter less or more (priced only where it brings the entries'
+        median distance from the diagonal below ``REORDER_MIN_SPREAD_GAIN``
+        of the original's, unless ``reorder=True``).
     mixed_tiles : bool, optional
         Tiles of a ``panels`` layout: mixed (True: a column panel per
         sublane) or uniform (False: one panel per tile, a kernel that
@@ -906,6 +919,9 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
             prow, pcol = inv[np.minimum(rows, m - 1)], inv[np.minimum(cols, k - 1)]
             prow = np.where(valid, prow, m)
             pcol = np.where(valid, pcol, k)
+            if not reorder and _spread(prow, pcol, valid) >= REORDER_MIN_SPREAD_GAIN * _spread(rows, cols, valid):
+                cand = None  # the reordering left the pattern as spread as it was: not priced
+        if cand is not None:
             est_p = estimate(prow, pcol, valid, (m, k), itemsize, backend, full=True, mixed_tiles=mixed_tiles,
                              dtype=dtype)
             perm_cost = 2 * m * _costs(backend)["permute"]

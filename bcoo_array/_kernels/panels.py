@@ -62,6 +62,7 @@ from jax.interpreters import ad, batching, mlir
 
 from . import costs as _costs
 from . import sell as _sell
+from .host import unique_counts
 
 #: Lanes of a vector register (rows of a row block, columns of a panel) and its sublanes (slots per tile).
 LANES = 128
@@ -551,7 +552,7 @@ def tile_counts(rows: np.ndarray, cols: np.ndarray, shape) -> tuple[int, int]:
     ncp = -(-k // LANES)
     group = (rows // LANES) * ncp + cols // LANES
     run = group * LANES + rows % LANES
-    ukey, counts = np.unique(run, return_counts=True)
+    ukey, counts = unique_counts(run)
     ug, gid = np.unique(ukey // LANES, return_inverse=True)
     depth = np.zeros(len(ug), np.int64)
     np.maximum.at(depth, gid, counts)
