@@ -64,15 +64,17 @@ def vmem_share(tuned_bytes: int) -> int:
 #: (``.sell``, 128 columns, 2026-12-06): 2.3 ns per slot (800) and 75 ns per slice
 #: of 8 rows (26,000), fitted to nh2010 (1.03 ms), cage11 (1.63), delaunay_n16
 #: (1.58), bayer10 (0.34) and bcsstk16 (0.69). One vector in the ``sell`` layout
-#: (``.segmented``'s kernel, in a loop, 2026-12-06, ``.device_data/probe_gk.py``): 1.72 ns
-#: per slot (615 beyond its 20 bytes of tables and value), fitted to a random 10^6 x 10^6
-#: matrix with 10^7 entries (10.54 million slots, 18.1 ms) and cage11 (0.58 million,
-#: 1.04 ms), plus 14 us per call (5e6, the benchmark's loop; within 3% of both).
-#: (The packed SELL-8 kernel it replaced: 2.8 ns per slot and 98-141 ns per slice.) Its
-#: wide tables (``width`` columns a call, 2026-12-06, sixth session): 1.64 ns per slot (600) and
-#: 516 ns per block (190,000: the expansion of a block's slot tables to its lanes), fitted to
-#: width 2 (2.65 ns per slot) and width 8 (5.67) on a random 2 * 10^5 x 2 * 10^5 matrix with
-#: 2 * 10^6 entries, and within 3% of width 8 on the random 10^6 x 10^6 matrix (61 ms a call);
+#: (``.segmented``'s kernel, in a loop, 2026-12-06, seventh session, ``.device_data/probe_new.py``):
+#: 1.27 ns per slot (450 beyond its 20 bytes of tables and value), fitted to a random
+#: 10^6 x 10^6 matrix with 10^7 entries (10.54 million slots, 13.4 ms; 1.30 ns per slot on a
+#: random 2 * 10^5 x 2 * 10^5 with 2 * 10^6 entries), plus 14 us per call (5e6, the
+#: benchmark's loop). With a segmented scan per block (before the seventh session): 1.72 ns
+#: (615; cage11 1.04 ms). (The packed SELL-8 kernel before it: 2.8 ns per slot and 98-141 ns
+#: per slice.) Its wide tables (``width`` columns a call, width 8, the same run): 3.67 ns per
+#: slot on the 2 * 10^5 matrix, priced as the one-vector kernel's 450 per slot
+#: (``segmented_wide_slot``) plus 307 ns per block of 128 slots (114,000: the block's scan,
+#: row totals and table expansion), within 8% of the 10^6 matrix's 16 columns (two calls, 81-84
+#: ms; 5.67 ns per slot before the batched scan);
 #: the COO formula on its blocks' slots with an ``x`` beyond VMEM, rows sorted and ``x``
 #: gathered as 128-lane rows: 19 ns per slot (7,000; 201 ms for 10.54 million slots and 128
 #: columns, against nh2010's 11.4 ns with an ``x`` of 25 MiB). The
@@ -85,8 +87,8 @@ COSTS: dict[str, dict[str, float]] = {
             "panel_tile": 3000.0, "panel_mixed_tile": 4500.0, "panel_call": 3.3e6, "permute": 800.0,
             "dia_pass": 140000.0, "panel_rhs_tile": 3700.0, "coo_row_entry": 4000.0,
             "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0,
-            "segmented_slot": 615.0, "segmented_call": 5e6,
-            "segmented_wide_slot": 600.0, "segmented_wide_block": 190000.0, "coo_row_entry_large": 7000.0,
+            "segmented_slot": 450.0, "segmented_call": 5e6,
+            "segmented_wide_slot": 450.0, "segmented_wide_block": 114000.0, "coo_row_entry_large": 7000.0,
             "ell_slot": 1500.0},
     "gpu": {"gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},

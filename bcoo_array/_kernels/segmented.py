@@ -21,23 +21,28 @@ sums rows without per-row control flow:
   ``c & 127``) brings each slot's element to lane ``j``. The 128 lanes are
   unrolled (``LANE_UNROLL``; 16 at a time for eager products, which pay
   for the compile in their first call).
-- The block's products are summed per row by a segmented inclusive scan
-  along the lanes (Hillis and Steele's log-step scan, restricted to each
-  lane's row: "Data parallel algorithms", CACM 29(12), 1986; segments of
+- The products are summed per row by a segmented inclusive scan along
+  the lanes (Hillis and Steele's log-step scan, restricted to each lane's
+  row: "Data parallel algorithms", CACM 29(12), 1986; segments of
   fixed-size tiles of entries as in Liu and Vinter's CSR5, ICS 2015), and
   each row's total, at its last lane, is gathered onto the row's lane of
   the window and added to the result's VMEM row: one update per segment.
+  The scan runs once per grid step on its 8 blocks together (64 rows of
+  products kept in VMEM): each scan step waits on a lane rotation's
+  latency, which a block alone paid at every step (0.45 ns per slot at
+  width 1, 2.1 at width 8).
 
 Per block the tables hold each slot's row of ``x`` (SMEM scalars), its
 column and value and its segment's bounds (VMEM), and each segment's row
 of the result (SMEM); blocks that grid-step padding added (``pad``, so
 that shapes repeat across matrices) are skipped. On a TPU v5e, in a loop
-(2026-12-06): 1.72 ns per slot, a random 10^6 x 10^6 matrix with 10^7
-entries 18.1 ms for the kernel, 18.3 through a prepared operator
-(``.sell``'s packed SELL-8 kernel that served one vector before: 41.5;
-jax's BCOO: 162), cage11 1.03 ms, nh2010 0.47
-(``.costs.COSTS["tpu"]["segmented_slot"]``). Of the variants probed on the chip
-(``.device_data/probe_gk.py``, not committed), the lane loop unrolled 4,
+(2026-12-06, seventh session): 1.27 ns per slot, a random 10^6 x 10^6
+matrix with 10^7 entries 13.4 ms for the kernel, 14.0 through a prepared
+operator (jax's BCOO: 162; each block scanning on its own: 18.1, and
+``.sell``'s packed SELL-8 kernel before it 41.5)
+(``.costs.COSTS["tpu"]["segmented_slot"]``). With one scan per block, cage11
+took 1.03 ms and nh2010 0.47 (not re-timed). Of the variants probed on the
+chip then (``.device_data/probe_gk.py``, not committed), the lane loop unrolled 4,
 8, 16, 32 and 128 times took 4.1, 2.7, 2.3, 2.0 and 1.72 ns per slot;
 aligned loads from 8 shifted copies of ``x``, one-row loads broadcast over
 the sublanes, a tree of lane selects and 4 or 16 blocks per grid step
@@ -53,12 +58,14 @@ rows per VMEM row, segments and windows hold ``128 / w`` slots and rows,
 lane ``l`` of a segment serves its slot ``l // w`` and column ``l % w``, and
 the scan steps by ``w`` lanes. A block then holds ``1024 / w`` slots, and
 its slot tables (columns, values, bounds) take ``8 / w`` rows, expanded to
-the block's lanes once per block. On a TPU v5e, in a loop (2026-12-06): 2.65
-ns per slot at width 2 and 5.67 at width 8 (0.71 per slot and column) on a
-random 2 * 10^5 x 2 * 10^5 matrix with 2 * 10^6 entries; 16 columns of the
-random 10^6 x 10^6 matrix 122 ms (two calls), against 791 for jax's BCOO.
-Fitted, 516 ns per block beyond the slots' 1.64 ns: the expansion. Wide
-kernels compile in 25-40 s (width 8 and 2), the one-vector kernel in 1.5-3.5.
+the block's lanes once per block. On a TPU v5e, in a loop (2026-12-06,
+seventh session): 3.67 ns per slot at width 8 (0.46 per slot and column) on
+a random 2 * 10^5 x 2 * 10^5 matrix with 2 * 10^6 entries (5.67 with a scan
+per block; width 2 then took 2.65); 16 columns of the random 10^6 x 10^6
+matrix 84 ms (two calls), against 793 for jax's BCOO. Probed on the chip
+(``.device_data/probe_wk.py``), the table expansion takes 0.5 ns of a slot's
+3.67 and the result's updates 0.5. Wide kernels compile in 25-40 s (width 8
+and 2), the one-vector kernel in 1.5-4.
 
 The product is the primitive ``segmented_matvec_p`` (linear in the values
 and in ``x``: its JVP binds it again, its transpose is JAX's transpose of
@@ -94,9 +101,9 @@ BLOCK = LANES * SUBLANES
 #: Blocks one grid step takes (their tables reach SMEM and VMEM together). 4 and 16 ran as fast on a TPU v5e.
 BLOCKS_PER_STEP = 8
 
-#: Lanes of a block per iteration of the kernel's lane loop: all 128, no loop (TPU v5e, in a loop: 1.72 ns
-#: per slot; 32 lanes 1.98, 16 lanes 2.3). The program then compiles in about 1.5 s, so an eager product's
-#: first call takes ``EAGER_LANE_UNROLL`` (0.3 s).
+#: Lanes of a block per iteration of the kernel's lane loop: all 128, no loop (TPU v5e, in a loop, measured
+#: with a scan per block: 1.72 ns per slot; 32 lanes 1.98, 16 lanes 2.3). The program then compiled in about
+#: 1.5 s, so an eager product's first call takes ``EAGER_LANE_UNROLL`` (0.3 s).
 LANE_UNROLL = LANES
 
 #: ``LANE_UNROLL`` in Pallas interpret mode (off a TPU): the same steps in a loop, which traces in a small
@@ -288,24 +295,28 @@ def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None, width:
 
 # --- the kernel -----------------------------------------------------------------------------------------
 
-def _kernel(out_ref, addr_ref, cols_ref, vals_ref, ends_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int,
-            width: int):
+def _kernel(out_ref, addr_ref, cols_ref, vals_ref, ends_ref, x_hbm, o_hbm, x_vmem, o_vmem, acc_vmem, sem, *,
+            unroll: int, width: int):
     """One grid step: ``BLOCKS_PER_STEP`` blocks, each ``8 * P`` products (``P = 128 / width``) summed per
     row into the result.
 
     ``x_vmem`` holds ``X_PAD_ROWS`` zero rows, then ``x`` 128 elements per
     row (``P`` rows of ``x`` of ``width`` elements each), then zeros;
     ``o_vmem`` the result the same way (without the zero rows ahead). The
-    result is written back at the last step. ``unroll``: slots of a segment
-    per iteration of the slot loop (``P`` or more: no loop). Integer
-    constants are int32, as Mosaic's indices are, with or without
-    ``jax_enable_x64``.
+    result is written back at the last step. The blocks' products go to
+    ``acc_vmem`` (one block per 8 rows), and the step's segmented scan and
+    row totals then run on all of them at once: a scan step's lane rotation
+    has a long latency, which one block alone waits out at each of its
+    steps. ``unroll``: slots of a segment per iteration of the slot loop
+    (``P`` or more: no loop). Integer constants are int32, as Mosaic's
+    indices are, with or without ``jax_enable_x64``.
     """
     load_resident(x_hbm, x_vmem, o_vmem, sem)
 
     per = LANES // width
     wbits = int(np.log2(width))
     rows_per_block = SUBLANES // width  # rows of a block's slot tables (``seg_cols``, values, ``seg_ends``)
+    step_rows = SUBLANES * BLOCKS_PER_STEP
     sub = jax.lax.broadcasted_iota(np.int32, (SUBLANES, LANES), 0)
     lane = jax.lax.broadcasted_iota(np.int32, (SUBLANES, LANES), 1)
     slot_of_lane = jax.lax.shift_right_logical(lane, np.int32(wbits))  # the slot of its segment a lane serves
@@ -317,63 +328,71 @@ def _kernel(out_ref, addr_ref, cols_ref, vals_ref, ends_ref, x_hbm, o_hbm, x_vme
     zero = jnp.zeros((SUBLANES, LANES), o_vmem.dtype)
     pad_row = np.int32(o_vmem.shape[0] - SUBLANES)  # the result's row of padding segments (``_out_rows``)
 
-    def lane_table(ref, b):  # block b's slot table, one value per lane: (8, 128)
+    def lane_table(ref, b):  # block b's slot table, one value per lane: (8, 128); b an int32 or a Python int
         if width == 1:
-            return ref[pl.ds(b * np.int32(SUBLANES), SUBLANES), :]
+            return ref[pl.ds(b * SUBLANES, SUBLANES), :]
         t = None
         for r in range(rows_per_block):
-            row = jnp.broadcast_to(ref[pl.ds(b * np.int32(rows_per_block) + np.int32(r), 1), :], (SUBLANES, LANES))
+            row = jnp.broadcast_to(ref[pl.ds(b * rows_per_block + r, 1), :], (SUBLANES, LANES))
             t = row if r == 0 else jnp.where(row_of_sub == r, row, t)
         return jnp.take_along_axis(t, expand, axis=1, mode="promise_in_bounds")
 
     def block(_, b):  # b: the block, an int32 carry (fori_loop's index is int64 under jax_enable_x64)
-        @pl.when(out_ref[0, 0, b * np.int32(SUBLANES)] < pad_row)  # padding blocks (grid-step buckets): skipped
-        def _():
-            cols = lane_table(cols_ref, b)
-            if width == 1:
-                lanes_of_x = jnp.bitwise_and(cols, np.int32(LANES - 1))
-            else:  # slot c's row of x: lanes (c % P) * width ... + width - 1 of packed row c // P
-                lanes_of_x = jnp.bitwise_and(cols, np.int32(per - 1)) * np.int32(width) + column
-            base = b * np.int32(SUBLANES * per)
+        cols = lane_table(cols_ref, b)
+        if width == 1:
+            lanes_of_x = jnp.bitwise_and(cols, np.int32(LANES - 1))
+        else:  # slot c's row of x: lanes (c % P) * width ... + width - 1 of packed row c // P
+            lanes_of_x = jnp.bitwise_and(cols, np.int32(per - 1)) * np.int32(width) + column
+        base = b * np.int32(SUBLANES * per)
 
-            def row_of(j, i):  # the first row of x that slot (i, j) loads
-                return addr_ref[0, 0, base + j * np.int32(SUBLANES) + np.int32(i)]
+        def row_of(j, i):  # the first row of x that slot (i, j) loads
+            return addr_ref[0, 0, base + j * np.int32(SUBLANES) + np.int32(i)]
 
-            def lane_step(j, xg):  # the 8 slots j (int32): 8 row loads, 7 selects, one lane gather
-                v = None
-                for i in range(SUBLANES):
-                    rows8 = x_vmem[pl.ds(row_of(j, i), SUBLANES), :]
-                    v = rows8 if i == 0 else jnp.where(sub == i, rows8, v)
-                picked = jnp.take_along_axis(v, lanes_of_x, axis=1, mode="promise_in_bounds")
-                return jnp.where((lane if width == 1 else slot_of_lane) == j, picked, xg)
-
-            if unroll >= per:
-                xg = zero
-                for j in range(per):
-                    xg = lane_step(np.int32(j), xg)
-            else:
-                step_lane = lambda _, c: (c[0] + np.int32(1), lane_step(*c))  # noqa: E731
-                _, xg = jax.lax.fori_loop(0, per, step_lane, (np.int32(0), zero), unroll=unroll)
-            acc = xg * lane_table(vals_ref, b)
-            ends = lane_table(ends_ref, b)
-            start = jnp.bitwise_and(ends, np.int32(0xFFFF))
-            last = jax.lax.shift_right_arithmetic(ends, np.int32(16))
-            if width > 1:  # slots to lanes: each slot's lane of this column
-                start = jax.lax.shift_left(start, np.int32(wbits)) + column
-                last = jax.lax.shift_left(last, np.int32(wbits)) + column
-            shift = width
-            while shift < LANES:  # segmented inclusive scan: each lane sums its row's lanes up to it
-                acc = acc + jnp.where(lane - np.int32(shift) >= start, pltpu.roll(acc, np.int32(shift), 1), zero)
-                shift *= 2
-            totals = jnp.take_along_axis(acc, jnp.maximum(last, 0), axis=1, mode="promise_in_bounds")
-            totals = jnp.where(last >= 0, totals, zero)
+        def lane_step(j, xg):  # the 8 slots j (int32): 8 row loads, 7 selects, one lane gather
+            v = None
             for i in range(SUBLANES):
-                row = out_ref[0, 0, b * np.int32(SUBLANES) + np.int32(i)]
-                o_vmem[pl.ds(row, 1), :] += totals[i:i + 1, :]
+                rows8 = x_vmem[pl.ds(row_of(j, i), SUBLANES), :]
+                v = rows8 if i == 0 else jnp.where(sub == i, rows8, v)
+            picked = jnp.take_along_axis(v, lanes_of_x, axis=1, mode="promise_in_bounds")
+            return jnp.where((lane if width == 1 else slot_of_lane) == j, picked, xg)
 
+        if unroll >= per:
+            xg = zero
+            for j in range(per):
+                xg = lane_step(np.int32(j), xg)
+        else:
+            step_lane = lambda _, c: (c[0] + np.int32(1), lane_step(*c))  # noqa: E731
+            _, xg = jax.lax.fori_loop(0, per, step_lane, (np.int32(0), zero), unroll=unroll)
+        acc_vmem[pl.ds(b * np.int32(SUBLANES), SUBLANES), :] = xg * lane_table(vals_ref, b)
         return b + np.int32(1)
 
-    jax.lax.fori_loop(0, BLOCKS_PER_STEP, block, np.int32(0))
+    # Grid-step padding (whole steps of padding blocks, the shape buckets) is skipped; a real step's padding
+    # blocks add zeros to the padding row.
+    @pl.when(out_ref[0, 0, 0] < pad_row)
+    def _():
+        jax.lax.fori_loop(0, BLOCKS_PER_STEP, block, np.int32(0))
+        acc = acc_vmem[...]  # (8 * BLOCKS_PER_STEP, 128): the step's products, block by block
+        if width == 1:
+            ends = ends_ref[...]
+        else:
+            ends = jnp.concatenate([lane_table(ends_ref, b) for b in range(BLOCKS_PER_STEP)], axis=0)
+        lanes = jax.lax.broadcasted_iota(np.int32, (step_rows, LANES), 1)
+        start = jnp.bitwise_and(ends, np.int32(0xFFFF))
+        last = jax.lax.shift_right_arithmetic(ends, np.int32(16))
+        if width > 1:  # slots to lanes: each slot's lane of this column
+            columns = jnp.bitwise_and(lanes, np.int32(width - 1))
+            start = jax.lax.shift_left(start, np.int32(wbits)) + columns
+            last = jax.lax.shift_left(last, np.int32(wbits)) + columns
+        zeros = jnp.zeros((step_rows, LANES), o_vmem.dtype)
+        shift = width
+        while shift < LANES:  # segmented inclusive scan: each lane sums its row's lanes up to it
+            acc = acc + jnp.where(lanes - np.int32(shift) >= start, pltpu.roll(acc, np.int32(shift), 1), zeros)
+            shift *= 2
+        totals = jnp.take_along_axis(acc, jnp.maximum(last, 0), axis=1, mode="promise_in_bounds")
+        totals = jnp.where(last >= 0, totals, zeros)
+        for i in range(step_rows):  # each segment's row totals onto its window's row of the result
+            row = out_ref[0, 0, i]
+            o_vmem[pl.ds(row, 1), :] += totals[i:i + 1, :]
 
     store_resident(o_vmem, o_hbm, sem)
 
@@ -424,7 +443,7 @@ def segmented_kernel(values, out, addr, cols, ends, x, *, shape, interpret: bool
                   vmem, vmem, vmem, pl.BlockSpec(memory_space=pl.ANY)],
         out_specs=pl.BlockSpec(memory_space=pl.ANY),
         scratch_shapes=[pltpu.VMEM((kr, LANES), dtype), pltpu.VMEM((mr, LANES), dtype),
-                        pltpu.SemaphoreType.DMA(())],
+                        pltpu.VMEM((SUBLANES * BLOCKS_PER_STEP, LANES), dtype), pltpu.SemaphoreType.DMA(())],
         compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
                                              vmem_limit_bytes=vmem_limit_bytes()),
         interpret=interpret,
