@@ -754,8 +754,11 @@ def test_reordering_left_unpriced_where_it_keeps_the_spread(monkeypatch):
     real = layouts.estimate
     monkeypatch.setattr(layouts, "estimate", lambda *a, **kw: calls.append(kw.get("full")) or real(*a, **kw))
     n = 3000
-    S = sp.random_array((n, n), density=8 / n, rng=np.random.default_rng(3), format="coo")
+    S = sp.random_array((n, n), density=20 / n, rng=np.random.default_rng(3), format="coo")
     idx = np.stack([S.row, S.col], 1)
+    r, c, v = S.row.astype(np.int64), S.col.astype(np.int64), np.ones(S.nnz, bool)
+    inv = np.argsort(layouts._rcm(r, c, v, n))
+    assert layouts._spread(inv[r], inv[c], v) > 0.95 * layouts._spread(r, c, v)  # clear of the 0.9 gate
     lay = layouts.choose(idx, S.shape, 8, "cpu")
     assert lay.kind in layouts.REORDERABLE and lay.perm is None and calls == [False]
     calls.clear()
@@ -1020,6 +1023,27 @@ def test_segmented_padding_reads_no_element_of_x(width):
         np.testing.assert_array_equal(np.asarray(y), [1.0, 2.0])
         np.testing.assert_array_equal(np.asarray(vjp(jnp.array([1.0, np.inf], np.float32))[0]), [1.0, np.inf, 0.0])
         np.testing.assert_array_equal(np.asarray(f(jnp.asarray(X))), [[1.0, 2.0, -1.0], [2.0, 4.0, -2.0]])
+
+
+@pytest.mark.parametrize("width", [1, 8])
+def test_segmented_kernel_skips_padding_steps_and_ignores_padding_values(width):
+    # A grid step whose first segment is padding is skipped whole; a real step's padding blocks run and add
+    # their (zero) totals to the padding row. Grid-step padding after an empty matrix and after one entry
+    # (its step then holds 7 padding blocks), with NaN in every padding slot's value.
+    from bcoo_array._kernels import segmented
+
+    for shape, entries in (((50, 40), []), ((50, 40), [(3, 7, 2.5)]), ((300, 200), [(0, 0, 1.0), (299, 199, -2.0)])):
+        rows, cols, data = (np.array([e[i] for e in entries], dt) for i, dt in ((0, int), (1, int), (2, np.float32)))
+        C = sp.coo_array((data, (rows, cols)), shape=shape)
+        slot, arrays, vals = _segmented_args(C, shape, pad=lambda steps: steps + 2, width=width)
+        assert arrays["seg_out"].shape[0] == 3
+        vals[np.setdiff1d(np.arange(len(vals)), slot)] = np.nan
+        tables = [jnp.asarray(arrays[n]) for n in ("seg_out", "seg_addr", "seg_cols", "seg_ends")]
+        X = np.random.default_rng(1).standard_normal((shape[1], width)).astype(np.float32)
+        got = segmented.segmented_kernel(jnp.asarray(vals), *tables, jnp.asarray(X[:, 0] if width == 1 else X),
+                                         shape=shape, interpret=True)
+        ref = C.astype(np.float64) @ X.astype(np.float64)
+        np.testing.assert_allclose(np.asarray(got).reshape(shape[0], width), ref, rtol=1e-6, atol=1e-6)
 
 
 def test_segmented_slot_counts_match_the_tables():

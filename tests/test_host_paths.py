@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import bcoo_array as xp
-from bcoo_array._kernels.host import aligned_empty, to_device, unique_counts, unique_ints
+from bcoo_array._kernels.host import aligned_empty, to_device, unique_counts, unique_ints, unique_inverse
 from _oracle import cases
 
 
@@ -153,7 +153,7 @@ def _aligned_copy(a):
 
 
 @given(st.lists(st.integers(-2**40, 2**40), max_size=60), st.booleans())
-def test_unique_ints_and_counts_equal_numpy(values, presort):
+def test_unique_ints_counts_and_inverse_equal_numpy(values, presort):
     a = np.sort(np.asarray(values, np.int64)) if presort else np.asarray(values, np.int64)
     ref, ref_counts = np.unique(a, return_counts=True)
     np.testing.assert_array_equal(unique_ints(a), ref)
@@ -161,6 +161,10 @@ def test_unique_ints_and_counts_equal_numpy(values, presort):
     assert got.dtype == a.dtype and counts.dtype == np.int64
     np.testing.assert_array_equal(got, ref)
     np.testing.assert_array_equal(counts, ref_counts)
+    got, inverse = unique_inverse(a)
+    assert got.dtype == a.dtype and inverse.dtype == np.int64
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(got[inverse], a)
 
 
 def test_to_device_never_aliases_a_buffer_it_does_not_own():

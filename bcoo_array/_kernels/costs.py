@@ -74,7 +74,7 @@ def vmem_share(tuned_bytes: int) -> int:
 #: slot on the 2 * 10^5 matrix, priced as the one-vector kernel's 450 per slot
 #: (``segmented_wide_slot``) plus 307 ns per block of 128 slots (114,000: the block's scan,
 #: row totals and table expansion), within 8% of the 10^6 matrix's 16 columns (two calls, 81-84
-#: ms; 5.67 ns per slot before the batched scan);
+#: ms; 5.67-5.81 ns per slot on the 2 * 10^5 matrix with a scan per block, sixth and seventh sessions);
 #: the COO formula on its blocks' slots with an ``x`` beyond VMEM, rows sorted and ``x``
 #: gathered as 128-lane rows: 19 ns per slot (7,000; 201 ms for 10.54 million slots and 128
 #: columns, against nh2010's 11.4 ns with an ``x`` of 25 MiB). The

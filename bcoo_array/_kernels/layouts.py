@@ -75,7 +75,7 @@ from . import panels as _panels
 from . import segmented as _segmented
 from . import sell as _sell
 from .costs import COSTS
-from .host import unique_counts, unique_ints
+from .host import unique_counts, unique_ints, unique_inverse
 
 #: Tile shapes tried for the ``tiles`` layout: (bm, bk), bk a TPU lane row.
 TILE_SHAPES: tuple[tuple[int, int], ...] = ((8, 128), (16, 128), (32, 128), (128, 128))
@@ -124,7 +124,7 @@ LAYOUT_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "sell", "coo
 REORDERABLE = ("tiles", "blocks", "ell", "panels")
 
 #: A reordering is priced (a second ``estimate``, about 6 s for 10^7 entries) only where it brings the
-#: median distance of the entries from the diagonal below this share of the original's: RCM leaves a
+#: median distance of the entries off the diagonal from it below this share of the original's: RCM leaves a
 #: random pattern's spread as it was (a random 10^6 x 10^6 matrix with 10^7 entries: 290,000 -> 275,000),
 #: and a reorderable layout's cost grows with the spread. ``reorder=True`` prices it whatever the spread.
 REORDER_MIN_SPREAD_GAIN = 0.9
@@ -296,7 +296,7 @@ def build_tiles(rows, cols, valid, shape, tile) -> Layout:
     nmb, nkb = -(-m // bm), -(-k // bk)
     r, c = rows[valid], cols[valid]
     key = (r // bm) * nkb + c // bk
-    ukey, inv_entry = np.unique(key, return_inverse=True)
+    ukey, inv_entry = unique_inverse(key)
     buckets, unit_slot, inverse, n_units = _sliced_ell(ukey // nkb, ukey % nkb, nmb, bm * bk)
     slot = np.full(len(rows), n_units, np.int64)
     slot[valid] = unit_slot[inv_entry] + (r % bm) * bk + (c % bk)
@@ -325,7 +325,7 @@ def build_blocks(rows, cols, valid, shape, block, chunk) -> Layout:
     E = int(chunk)
     nrp, ncp = -(-m // R), -(-k // P)
     r, c = rows[valid], cols[valid]
-    ukey, inv_entry = np.unique(r * k + c, return_inverse=True)
+    ukey, inv_entry = unique_inverse(r * k + c)
     ur, uc = ukey // k, ukey % k
     bkey = (ur // R) * ncp + uc // P
     order = np.argsort(bkey, kind="stable")
@@ -334,7 +334,7 @@ def build_blocks(rows, cols, valid, shape, block, chunk) -> Layout:
     block_start = np.maximum.accumulate(np.where(first, np.arange(len(bs)), 0)) if len(bs) else bs
     pos = np.arange(len(bs)) - block_start
     ckey = bs * (len(bs) + 1) + pos // E  # one key per chunk, in block order
-    uchunk, chunk_of = np.unique(ckey, return_inverse=True)
+    uchunk, chunk_of = unique_inverse(ckey)
     chunk_block = uchunk // (len(bs) + 1)
     buckets, unit_slot, inverse, n_units = _sliced_ell(chunk_block // ncp, chunk_block % ncp, nrp, E)
     uslot = np.empty(len(bs), np.int64)
@@ -365,7 +365,7 @@ def build_ell(rows, cols, valid, shape) -> Layout:
     m, k = shape
     r, c = rows[valid], cols[valid]
     key = r * k + c
-    ukey, inv_entry = np.unique(key, return_inverse=True)
+    ukey, inv_entry = unique_inverse(key)
     buckets, unit_slot, inverse, n_units = _sliced_ell(ukey // k, ukey % k, m, 1, pad_col=k)
     slot = np.full(len(rows), n_units, np.int64)
     slot[valid] = unit_slot[inv_entry]
@@ -429,7 +429,7 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     """
     m, k = shape
     r, c = rows[valid], cols[valid]
-    ukey, inv_entry = np.unique(r * k + c, return_inverse=True)
+    ukey, inv_entry = unique_inverse(r * k + c)
     ur, uc = ukey // k, ukey % k
     uslot, meta, lcols, _ = _panel_tables(ur, uc, (m, k), mixed)
     uslot_t, meta_t, lcols_t, _ = _panel_tables(uc, ur, (k, m), mixed)
@@ -452,8 +452,9 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
 
 
 def _transpose_order(ur, uc):
-    """Unique entries ``(ur, uc)`` in the transpose's row order: by column, then row."""
-    return np.lexsort((ur, uc))
+    """Unique entries ``(ur, uc)``, sorted by row, in the transpose's row order: by column, then row (a
+    stable sort of the columns keeps each column's rows in order)."""
+    return np.argsort(uc, kind="stable")
 
 
 def _sell_slots(ur, uc, shape, order_t=None):
@@ -524,7 +525,7 @@ def build_sell(rows, cols, valid, shape) -> Layout:
     """
     m, k = shape
     r, c = rows[valid], cols[valid]
-    ukey, inv_entry = np.unique(r * max(k, 1) + c, return_inverse=True)  # sorted: row order
+    ukey, inv_entry = unique_inverse(r * max(k, 1) + c)  # sorted: row order
     inv_entry = inv_entry.reshape(-1)
     ur, uc = ukey // max(k, 1), ukey % max(k, 1)
     order_t = _transpose_order(ur, uc)  # one sort for every kind of table
@@ -588,7 +589,7 @@ def build_coo(rows, cols, valid, shape) -> Layout:
     before they meet ``x``, as in every other layout: ``2 * inf + (-1) * inf`` would be NaN)."""
     m, k = shape
     r, c = rows[valid], cols[valid]
-    ukey, inv_entry = np.unique(r * max(k, 1) + c, return_inverse=True)  # sorted: row order
+    ukey, inv_entry = unique_inverse(r * max(k, 1) + c)  # sorted: row order
     slot = np.full(len(rows), len(ukey), np.int64)
     slot[valid] = inv_entry.reshape(-1)
     lay = Layout("coo", tuple(shape), len(ukey), slot)
@@ -748,8 +749,12 @@ def _rcm(rows, cols, valid, n: int) -> np.ndarray | None:
 
 
 def _spread(rows, cols, valid) -> float:
-    """Median distance ``|row - col|`` of the valid entries from the diagonal (``REORDER_MIN_SPREAD_GAIN``)."""
-    return float(np.median(np.abs(rows[valid] - cols[valid])))
+    """Median distance ``|row - col|`` from the diagonal of the valid entries off it
+    (``REORDER_MIN_SPREAD_GAIN``; 0 without any): diagonal entries, which no symmetric permutation moves,
+    would otherwise hide the rest where they are half the entries or more."""
+    d = np.abs(rows[valid] - cols[valid])
+    d = d[d > 0]
+    return float(np.median(d)) if d.size else 0.0
 
 
 def _check_size(kind: str, n_diag: int, shape) -> None:
@@ -870,9 +875,9 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         ``blocks``, ``ell`` or ``panels``, or when the cheapest one is one of
         them or ``sell``, and kept when the cheapest of those four layouts of
         the reordered matrix, its two permutations per product included,
-        costs a quarter less or more (priced only where it brings the entries'
-        median distance from the diagonal below ``REORDER_MIN_SPREAD_GAIN``
-        of the original's, unless ``reorder=True``).
+        costs a quarter less or more (priced only where it brings the median
+        distance of the entries off the diagonal from it below
+        ``REORDER_MIN_SPREAD_GAIN`` of the original's, unless ``reorder=True``).
     mixed_tiles : bool, optional
         Tiles of a ``panels`` layout: mixed (True: a column panel per
         sublane) or uniform (False: one panel per tile, a kernel that
