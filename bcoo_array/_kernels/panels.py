@@ -62,7 +62,7 @@ from jax.interpreters import ad, batching, mlir
 
 from . import costs as _costs
 from . import sell as _sell
-from .host import unique_counts
+from .host import unique_counts, unique_inverse
 
 #: Lanes of a vector register (rows of a row block, columns of a panel) and its sublanes (slots per tile).
 LANES = 128
@@ -553,9 +553,9 @@ def tile_counts(rows: np.ndarray, cols: np.ndarray, shape) -> tuple[int, int]:
     group = (rows // LANES) * ncp + cols // LANES
     run = group * LANES + rows % LANES
     ukey, counts = unique_counts(run)
-    ug, gid = np.unique(ukey // LANES, return_inverse=True)
+    ug, gid = unique_inverse(ukey // LANES)
     depth = np.zeros(len(ug), np.int64)
     np.maximum.at(depth, gid, counts)
-    _, rb_id = np.unique(ug // ncp, return_inverse=True)
+    _, rb_id = unique_inverse(ug // ncp)
     rb_rows = np.bincount(rb_id, weights=depth).astype(np.int64)
     return int((-(-depth // SUBLANES)).sum()), int((-(-rb_rows // SUBLANES)).sum())

@@ -34,8 +34,8 @@ sums rows without per-row control flow:
 
 Per block the tables hold each slot's row of ``x`` (SMEM scalars), its
 column and value and its segment's bounds (VMEM), and each segment's row
-of the result (SMEM); blocks that grid-step padding added (``pad``, so
-that shapes repeat across matrices) are skipped. On a TPU v5e, in a loop
+of the result (SMEM); grid steps that padding added (``pad``, so that
+shapes repeat across matrices) are skipped. On a TPU v5e, in a loop
 (2026-12-06, seventh session): 1.27 ns per slot, a random 10^6 x 10^6
 matrix with 10^7 entries 13.4 ms for the kernel, 14.0 through a prepared
 operator (jax's BCOO: 162; each block scanning on its own: 18.1, and
@@ -65,7 +65,8 @@ per block; width 2 then took 2.65); 16 columns of the random 10^6 x 10^6
 matrix 84 ms (two calls), against 793 for jax's BCOO. Probed on the chip
 (``.device_data/probe_wk.py``), the table expansion takes 0.5 ns of a slot's
 3.67 and the result's updates 0.5. Wide kernels compile in 25-40 s (width 8
-and 2), the one-vector kernel in 1.5-4.
+and 2); the one-vector kernel's first call took 2.8 s with a scan per block
+and 3.7 with one per step (the 2 * 10^5 matrix, compile included).
 
 The product is the primitive ``segmented_matvec_p`` (linear in the values
 and in ``x``: its JVP binds it again, its transpose is JAX's transpose of
