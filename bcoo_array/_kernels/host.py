@@ -151,16 +151,20 @@ def unique_ints(a) -> np.ndarray:
         1-D, sorted, of ``a``'s dtype.
     """
     flat = np.asarray(a).ravel()
-    if flat.size < 2 or bool(np.all(flat[1:] > flat[:-1])):  # already unique and sorted (canonical indices)
+    kind = _sort_kind(flat)
+    if kind is None:
         return flat.copy()
-    s = np.sort(flat, kind=_sort_kind(flat))
+    s = np.sort(flat, kind=kind)
     return s[_firsts(s)]
 
 
-def _sort_kind(flat: np.ndarray) -> str:
-    """``"stable"`` (timsort: runs merged as they come) for keys of which at most a quarter step down from
-    the one before (partly sorted: block keys of a matrix sorted by row), else ``"quicksort"`` (introsort,
-    faster on random keys)."""
+def _sort_kind(flat: np.ndarray) -> str | None:
+    """How to sort the keys ``flat`` for the unique helpers: None where they are already strictly increasing
+    (unique and sorted, as the positions of a canonical matrix: no sort), ``"stable"`` (timsort: runs merged
+    as they come) where at most a quarter step down from the one before (partly sorted: block keys of a
+    matrix sorted by row), else ``"quicksort"`` (introsort, faster on random keys)."""
+    if flat.size < 2 or bool(np.all(flat[1:] > flat[:-1])):
+        return None
     return "stable" if np.count_nonzero(flat[1:] < flat[:-1]) * 4 <= flat.size else "quicksort"
 
 
@@ -188,9 +192,10 @@ def unique_inverse(a) -> tuple[np.ndarray, np.ndarray]:
         ``a``'s size with ``values[inverse]`` equal to ``a`` flattened.
     """
     flat = np.asarray(a).ravel()
-    if flat.size < 2 or bool(np.all(flat[1:] > flat[:-1])):
+    kind = _sort_kind(flat)
+    if kind is None:
         return flat.copy(), np.arange(flat.size, dtype=np.int64)
-    order = np.argsort(flat, kind=_sort_kind(flat))
+    order = np.argsort(flat, kind=kind)
     s = flat[order]
     keep = _firsts(s)
     inverse = np.empty(flat.size, np.int64)
@@ -200,7 +205,8 @@ def unique_inverse(a) -> tuple[np.ndarray, np.ndarray]:
 
 def unique_counts(a) -> tuple[np.ndarray, np.ndarray]:
     """The sorted unique values of an integer array (flattened) and how often each occurs:
-    ``np.unique(a, return_counts=True)``, by a sort (``unique_ints``).
+    ``np.unique(a, return_counts=True)``, by a sort (``unique_ints``); keys already strictly increasing
+    take no sort.
 
     Parameters
     ----------
@@ -213,8 +219,9 @@ def unique_counts(a) -> tuple[np.ndarray, np.ndarray]:
         same length (both empty for an empty ``a``).
     """
     flat = np.asarray(a).ravel()
-    if flat.size == 0:
-        return flat.copy(), np.zeros(0, np.int64)
-    s = np.sort(flat, kind=_sort_kind(flat))
+    kind = _sort_kind(flat)
+    if kind is None:
+        return flat.copy(), np.ones(flat.size, np.int64)
+    s = np.sort(flat, kind=kind)
     starts = np.flatnonzero(_firsts(s))
     return s[starts], np.diff(starts, append=s.size).astype(np.int64)
