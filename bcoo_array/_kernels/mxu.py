@@ -1,0 +1,411 @@
+"""Products with many right-hand sides on the MXU: dense ``(8, 128)`` blocks of the matrix, ``x`` resident in VMEM.
+
+The SELL-8 kernel (``.sell``) adds one scaled row of ``x`` per stored entry,
+about 2.3 ns per entry on a TPU v5e with 128 columns, bound by its scalar
+work. The chip's matrix unit (MXU) has no such bound: a dense block of the
+matrix times a panel of ``x`` is one matrix product, whatever the number of
+stored entries in the block. Where a matrix's entries cluster (meshes,
+stencils, graphs after a reverse Cuthill-McKee ordering), dense ``(8, 128)``
+blocks, mostly zeros, are cheaper than per-entry work:
+
+- The matrix is cut into *blocks* of 8 rows by 128 columns (a *row block*
+  by a column *panel*); every block holding an entry is stored dense,
+  float32, zeros elsewhere (4 KiB each).
+- Blocks are grouped by panel, ``GROUP`` per *group* (each panel's blocks
+  padded to a whole number of groups with empty blocks that add zeros to a
+  spare row block). A group is one ``(8 * GROUP, 128) @ (128, 128)`` product
+  on the MXU against its panel of ``x`` (float32 precision:
+  ``Precision.HIGHEST``), whose ``GROUP`` row blocks of 8 are then added
+  to the result, resident in VMEM like ``x`` (``.sell.load_resident``).
+- ``A.T @ x`` takes the same blocks: a group's transposed product
+  ``blocks.T @ x[its row blocks]`` is one ``(128, 8 * GROUP) @ (8 *
+  GROUP, 128)`` product added to the result's rows of the group's panel,
+  so one set of blocks serves both orientations.
+- A grid step brings ``GROUPS_PER_STEP`` groups' blocks into VMEM (the
+  pipeline overlaps the next step's copy) and a small table of their
+  panels and row blocks into SMEM.
+
+A stored zero of a block times an ``inf`` or NaN of ``x`` is NaN, where a
+sparse product adds nothing; so the kernel also reports whether ``x`` is
+finite, and where it is not the product is the COO formula on the SELL-8
+slots of the same layout (``.sell.sell_reference``; exact sparse semantics).
+
+Measured on a TPU v5e (``.device_data/probe_mxu.py``, 128 columns, in a
+loop, blocks of 8 x 128, 32 per group; 2026-12-06): nh2010 after RCM 0.59
+ms (SELL-8 1.08; jax.experimental.sparse 4.06), cage11 0.84 (1.68), delaunay_n16 after
+RCM 0.80 (1.75), bayer10 0.17 (0.39), bcsstk16 0.11 (0.74): about 15 ns
+per block beyond the resident copies, mostly its 4 KiB of values streamed
+from HBM and the MXU's six passes of a float32 product (the one-pass
+``Precision.DEFAULT`` was 1.3-1.7x faster but off by 3e-3). Relative error
+against scipy's float64 product: at most 1.9e-7. The layouts keep blocks
+only where they cost less than the SELL-8 slots (``mxu_cost``), within
+``MAX_BYTES``.
+
+The product is the primitive ``mxu_matmat_p``: linear in the blocks'
+values, the SELL slots' values and ``x`` (its JVP binds it again); its
+transpose in ``x`` is the product of the other orientation, in the values
+JAX's transpose of the XLA formula ``mxu_reference``. A mapped ``x``
+becomes more right-hand sides. Off a TPU the COO formula on the SELL
+slots is the portable path; the kernel runs in Pallas interpret mode in
+the tests.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+from . import sell as _sell
+from .costs import COSTS
+from .host import unique_counts, unique_inverse
+
+#: Rows of a block (sublanes) and its columns (lanes; also the right-hand sides one kernel call takes).
+BLOCK_ROWS = 8
+LANES = 128
+
+#: Blocks of one panel that share one MXU product (the group's rows: ``8 * GROUP``). Timed on a TPU v5e
+#: (nh2010 after RCM, 128 columns): 8 per group 0.81 ms, 16 0.65, 32 0.59.
+GROUP = 32
+
+#: Groups one grid step brings into VMEM (2 MiB of values; a grid step costs about 0.35 us).
+GROUPS_PER_STEP = 16
+
+#: Fields of a group in the step table: its panel, then its ``GROUP`` row blocks.
+GROUP_FIELDS = 1 + GROUP
+
+#: Most bytes of blocks a layout keeps (the matrix's blocks serve its transpose too).
+MAX_BYTES = 1 << 30
+
+#: Rows of ``x`` the kernel's finiteness check reads per iteration.
+CHECK_ROWS = 128
+
+_HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def _round_up(n: int, unit: int) -> int:
+    return -(-max(int(n), 1) // unit) * unit
+
+
+def padded_rows(shape, transpose: bool) -> tuple[int, int]:
+    """Rows of the kernel's resident ``x`` and result for a matrix of ``shape`` ``(m, k)``: ``x`` is read
+    by 128-row panels (``k`` rounded up to 128) and the result written by row blocks of 8 (one spare row
+    block for the padding blocks, then up to 128); swapped for ``A.T @ x``. Both are multiples of 128."""
+    m, k = shape
+    panels = _round_up(k, LANES)
+    blocks = _round_up((-(-m // BLOCK_ROWS) + 1) * BLOCK_ROWS, CHECK_ROWS)
+    return (blocks, panels) if transpose else (panels, blocks)
+
+
+def fits(shape) -> bool:
+    """Whether the kernel's resident ``x`` and result (either orientation, 128 columns of float32) fit
+    the VMEM the SELL-8 kernel keeps for them (``.sell.resident_max_bytes``)."""
+    return sum(padded_rows(shape, False)) * LANES * 4 <= _sell.resident_max_bytes()
+
+
+def block_count(rows, cols, shape) -> int:
+    """Host: blocks a layout of the unique entries ``(rows, cols)`` stores (each panel's padded to a
+    whole number of groups), without building it."""
+    m, k = shape
+    rows = np.asarray(rows, np.int64).reshape(-1)
+    cols = np.asarray(cols, np.int64).reshape(-1)
+    if not len(rows):
+        return 0
+    n_rb = -(-m // BLOCK_ROWS) + 1
+    keys, _ = unique_counts((cols // LANES) * n_rb + rows // BLOCK_ROWS)
+    per_panel = np.bincount(keys // n_rb)
+    return int((-(-per_panel // GROUP) * GROUP).sum())
+
+
+def mxu_cost(n_blocks: int, n_rhs: int, shape) -> float:
+    """The price of a product of ``n_rhs`` right-hand sides on ``n_blocks`` blocks (``.costs.COSTS["tpu"]``,
+    bytes-equivalent): ``mxu_block`` per block, plus the resident ``x`` and result copied in and out, per
+    128 columns."""
+    calls = -(-max(int(n_rhs), 1) // LANES)
+    resident = sum(padded_rows(shape, False)) * LANES * 4
+    return calls * (n_blocks * COSTS["tpu"]["mxu_block"] + resident)
+
+
+def block_tables(rows, cols, shape, pad=None):
+    """Host: the dense blocks of unique entries ``(rows, cols)`` of a matrix of ``shape``, in groups.
+
+    Returns ``(slot, table)``:
+
+    - ``slot`` (nnz,) int64: each entry's place in the blocks' flat value
+      buffer of ``steps * GROUPS_PER_STEP * GROUP * 8 * 128`` values (block
+      ``b``'s element ``(i, j)`` at ``(b * 8 + i) * 128 + j``);
+    - ``table`` (steps, GROUPS_PER_STEP * GROUP_FIELDS) int32: per group its
+      panel, then the row block of each of its ``GROUP`` blocks (the spare
+      row block ``ceil(m / 8)`` for padding blocks; padding groups read
+      panel 0).
+
+    Blocks are ordered by panel, then row block. ``pad``: a function of the
+    step count giving the steps to keep (``.layouts`` pads to size buckets),
+    or None. Raises ``ValueError`` where an index is negative or out of
+    ``shape``.
+    """
+    m, k = shape
+    rows = np.asarray(rows, np.int64).reshape(-1)
+    cols = np.asarray(cols, np.int64).reshape(-1)
+    if len(rows) != len(cols):
+        raise ValueError(f"block_tables: rows and cols differ in length ({len(rows)} and {len(cols)})")
+    if len(rows) and (min(rows.min(), cols.min()) < 0 or rows.max() >= m or cols.max() >= k):
+        raise ValueError(f"block_tables: rows and cols must index a matrix of shape {tuple(shape)}")
+    spare = -(-m // BLOCK_ROWS)
+    n_rb = spare + 1
+    n_panels = -(-max(k, 1) // LANES)
+    keys, inverse = unique_inverse((cols // LANES) * n_rb + rows // BLOCK_ROWS)
+    panel, row_block = keys // n_rb, keys % n_rb
+    per_panel = np.bincount(panel, minlength=n_panels)
+    padded = -(-per_panel // GROUP) * GROUP
+    first_padded = np.cumsum(padded) - padded
+    first = np.cumsum(per_panel) - per_panel
+    place = first_padded[panel] + np.arange(len(keys)) - first[panel]  # each block's place
+    n_groups = int(padded.sum()) // GROUP
+    steps = max(1, -(-n_groups // GROUPS_PER_STEP))
+    steps = steps if pad is None else max(steps, int(pad(steps)))
+    total_groups = steps * GROUPS_PER_STEP
+    block_rb = np.full(total_groups * GROUP, spare, np.int64)
+    block_rb[place] = row_block
+    group_panel = np.zeros(total_groups, np.int64)
+    group_panel[place // GROUP] = panel
+    table = np.concatenate([group_panel[:, None], block_rb.reshape(total_groups, GROUP)], axis=1)
+    slot = (place[inverse] * BLOCK_ROWS + rows % BLOCK_ROWS) * LANES + cols % LANES
+    return slot, table.reshape(steps, GROUPS_PER_STEP * GROUP_FIELDS).astype(np.int32)
+
+
+# --- the kernel -----------------------------------------------------------------------------------------
+
+def _kernel(table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem, *, transpose: bool):
+    """One grid step: ``GROUPS_PER_STEP`` groups, one MXU product each, added to the resident result.
+
+    ``vals_ref`` (GROUPS_PER_STEP * GROUP * 8, 128): the step's blocks;
+    ``x_vmem``/``o_vmem``: ``x`` and the result (``padded_rows``);
+    ``ok_ref`` (8, 128): 1 where the column of ``x`` on that lane is
+    finite in every row read so far (``x`` is checked at the first step).
+    """
+    _sell.load_resident(x_hbm, x_vmem, o_vmem, sem)
+
+    @pl.when(pl.program_id(0) == 0)
+    def _():
+        def check(i, ok):
+            chunk = x_vmem[pl.ds(pl.multiple_of(i * CHECK_ROWS, CHECK_ROWS), CHECK_ROWS), :]
+            finite = jnp.where(jnp.isfinite(chunk), 1.0, 0.0).reshape(CHECK_ROWS // 8, 8, LANES)
+            return jnp.minimum(ok, jnp.min(finite, axis=0))
+        ok_ref[...] = jax.lax.fori_loop(0, x_vmem.shape[0] // CHECK_ROWS, check,
+                                        jnp.ones((8, LANES), jnp.float32))
+
+    rows = GROUP * BLOCK_ROWS
+
+    def group(g, carry):
+        base = g * GROUP_FIELDS
+        panel = pl.ds(pl.multiple_of(table_ref[0, 0, base] * LANES, LANES), LANES)
+        blocks = vals_ref[pl.ds(pl.multiple_of(g * rows, rows), rows), :]
+        row_blocks = [pl.ds(pl.multiple_of(table_ref[0, 0, base + 1 + j] * BLOCK_ROWS, BLOCK_ROWS), BLOCK_ROWS)
+                      for j in range(GROUP)]
+        if transpose:  # the panel's rows of the result += blocks.T @ x[the blocks' row blocks]
+            xg = jnp.concatenate([x_vmem[r, :] for r in row_blocks], axis=0)
+            y = jax.lax.dot_general(blocks, xg, (((0,), (0,)), ((), ())), precision=_HIGHEST,
+                                    preferred_element_type=jnp.float32)
+            o_vmem[panel, :] += y
+        else:  # each row block of the result += its block @ x[the panel]
+            y = jnp.dot(blocks, x_vmem[panel, :], precision=_HIGHEST, preferred_element_type=jnp.float32)
+            for j, r in enumerate(row_blocks):
+                o_vmem[r, :] += y[j * BLOCK_ROWS:(j + 1) * BLOCK_ROWS]
+        return carry
+
+    jax.lax.fori_loop(0, GROUPS_PER_STEP, group, 0)
+    _sell.store_resident(o_vmem, o_hbm, sem)
+
+
+def _interpret() -> bool:
+    return jax.default_backend() != "tpu"
+
+
+def mxu_kernel(values, table, x, *, shape, transpose: bool = False, interpret: bool | None = None):
+    """``A @ x`` (or ``A.T @ x``) for float32 ``x`` of shape ``(k, n)`` (``(m, n)``): the Pallas kernel
+    (interpret mode off a TPU), 128 columns per call.
+
+    Returns ``(y, finite)``: ``y`` of shape ``(m, n)`` (``(k, n)``), and
+    whether ``x`` is finite (a bool scalar; where it is not, ``y`` may hold
+    NaN where the sparse product has none).
+    """
+    m, k = shape
+    n = x.shape[1]
+    if n > LANES:
+        parts = [mxu_kernel(values, table, x[:, i:i + LANES], shape=shape, transpose=transpose, interpret=interpret)
+                 for i in range(0, n, LANES)]
+        return jnp.concatenate([p[0] for p in parts], axis=1), jnp.all(jnp.stack([p[1] for p in parts]))
+    xr, orows = padded_rows(shape, transpose)
+    xs = jnp.pad(x.astype(jnp.float32), ((0, xr - x.shape[0]), (0, LANES - n)))
+    steps, width = table.shape
+    rows = GROUPS_PER_STEP * GROUP * BLOCK_ROWS
+    call = pl.pallas_call(
+        functools.partial(_kernel, transpose=transpose),
+        out_shape=(jax.ShapeDtypeStruct((orows, LANES), jnp.float32),
+                   jax.ShapeDtypeStruct((8, LANES), jnp.float32)),
+        grid=(steps,),
+        in_specs=[pl.BlockSpec((1, 1, width), lambda i: (i, 0, 0), memory_space=pltpu.SMEM),
+                  pl.BlockSpec((rows, LANES), lambda i: (i, 0)),
+                  pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=(pl.BlockSpec(memory_space=pl.ANY), pl.BlockSpec((8, LANES), lambda i: (0, 0))),
+        scratch_shapes=[pltpu.VMEM((xr, LANES), jnp.float32), pltpu.VMEM((orows, LANES), jnp.float32),
+                        pltpu.SemaphoreType.DMA(())],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
+                                             vmem_limit_bytes=_sell.vmem_limit_bytes()),
+        interpret=_interpret() if interpret is None else interpret,
+    )
+    y, ok = call(table.reshape(steps, 1, width), values.astype(jnp.float32).reshape(steps * rows, LANES), xs)
+    out = k if transpose else m
+    return y[:out, :n], jnp.all(ok[0, :n] > 0)
+
+
+def mxu_reference(values, table, x, *, shape, transpose: bool = False):
+    """``A @ x`` (or ``A.T @ x``) from the blocks in XLA: per group, its panel of ``x`` (or its row blocks)
+    gathered and one batched product (``Precision.HIGHEST``), added to the result by row block (or panel).
+    Linear in ``values``: what the values' cotangent is taken from."""
+    m, k = shape
+    n = x.shape[1]
+    dtype = jnp.result_type(values, x)
+    t = table.reshape(-1, GROUP_FIELDS)
+    panel, row_block = t[:, 0], t[:, 1:]
+    blocks = values.astype(dtype).reshape(t.shape[0], GROUP, BLOCK_ROWS, LANES)
+    n_rb, n_panels = -(-m // BLOCK_ROWS) + 1, -(-max(k, 1) // LANES)
+    if transpose:
+        xb = jnp.pad(x.astype(dtype), ((0, n_rb * BLOCK_ROWS - m), (0, 0))).reshape(n_rb, BLOCK_ROWS, n)
+        y = jnp.einsum("gjrc,gjrn->gcn", blocks, xb[row_block], precision=_HIGHEST)
+        out = jnp.zeros((n_panels, LANES, n), dtype).at[panel].add(y)
+        return out.reshape(-1, n)[:k]
+    xp = jnp.pad(x.astype(dtype), ((0, n_panels * LANES - k), (0, 0))).reshape(n_panels, LANES, n)
+    y = jnp.einsum("gjrc,gcn->gjrn", blocks, xp[panel], precision=_HIGHEST)
+    out = jnp.zeros((n_rb, BLOCK_ROWS, n), dtype).at[row_block.reshape(-1)].add(y.reshape(-1, BLOCK_ROWS, n))
+    return out.reshape(-1, n)[:m]
+
+
+# --- the primitive --------------------------------------------------------------------------------------
+
+mxu_matmat_p = Primitive("bcoo_array_mxu_matmat")
+
+
+def mxu_matmat(values, table, s_values, s_rows, s_cols, x, *, shape, transpose: bool = False,
+               use_kernel: bool = True):
+    """``A @ x`` (``transpose``: ``A.T @ x``) from the dense blocks, ``x`` of shape ``(k, n)`` (``(m, n)``).
+
+    ``values``/``table``: the blocks (``block_tables``); ``s_values``,
+    ``s_rows``, ``s_cols``: the layout's SELL-8 slots of the product's
+    orientation (``.sell``), whose COO formula (``.sell.sell_reference``)
+    serves a non-finite ``x``, values other than float32, and backends
+    other than a TPU (``use_kernel=False``: always). Differentiable in
+    ``values``, ``s_values`` and ``x``, batchable over ``x`` and the values.
+    """
+    return mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, x, shape=tuple(shape),
+                             transpose=bool(transpose), use_kernel=bool(use_kernel))
+
+
+def _out_shape(shape, transpose, x):
+    return (shape[1] if transpose else shape[0], x.shape[1])
+
+
+def _coo(s_values, s_rows, s_cols, x, shape, transpose):
+    out_shape = (shape[1], shape[0]) if transpose else tuple(shape)
+    return _sell.sell_reference(s_values, s_rows, s_cols, x, shape=out_shape)
+
+
+def _impl(values, table, s_values, s_rows, s_cols, x, *, shape, transpose, use_kernel):
+    dtype = jnp.result_type(values, x)
+    out_shape = _out_shape(shape, transpose, x)
+    if 0 in out_shape or 0 in shape:
+        return jnp.zeros(out_shape, dtype)
+    if use_kernel and np.dtype(dtype) == np.float32 and jax.default_backend() == "tpu" and fits(shape):
+        y, finite = mxu_kernel(values, table, x, shape=shape, transpose=transpose)
+        return jax.lax.cond(finite, lambda: y, lambda: _coo(s_values, s_rows, s_cols, x, shape, transpose))
+    return _coo(s_values, s_rows, s_cols, x, shape, transpose)
+
+
+mxu_matmat_p.def_impl(_impl)
+
+
+@mxu_matmat_p.def_abstract_eval
+def _abstract(values, table, s_values, s_rows, s_cols, x, *, shape, transpose, use_kernel):
+    return jax.core.ShapedArray(_out_shape(shape, transpose, x), jnp.result_type(values.dtype, x.dtype))
+
+
+mlir.register_lowering(mxu_matmat_p, mlir.lower_fun(_impl, multiple_results=False))
+
+
+def _jvp(primals, tangents, *, shape, transpose, use_kernel):
+    values, table, s_values, s_rows, s_cols, x = primals
+    dv, _, dsv, _, _, dx = tangents
+    params = dict(shape=shape, transpose=transpose, use_kernel=use_kernel)
+    y = mxu_matmat_p.bind(*primals, **params)
+    dy = None
+    if type(dv) is not ad.Zero or type(dsv) is not ad.Zero:  # linear in the two value copies together
+        dy = mxu_matmat_p.bind(ad.instantiate_zeros(dv), table, ad.instantiate_zeros(dsv), s_rows, s_cols, x,
+                               **params)
+    if type(dx) is not ad.Zero:
+        t = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, dx, **params)
+        dy = t if dy is None else dy + t
+    return y, jnp.zeros_like(y) if dy is None else dy
+
+
+ad.primitive_jvps[mxu_matmat_p] = _jvp
+
+
+def _transpose(ct, values, table, s_values, s_rows, s_cols, x, *, shape, transpose, use_kernel):
+    none = [None] * 6
+    if type(ct) is ad.Zero:
+        return none
+    undefined_values = ad.is_undefined_primal(values) or ad.is_undefined_primal(s_values)
+    if undefined_values and ad.is_undefined_primal(x):
+        raise ValueError("the MXU product is bilinear: transpose it in the values or in x, not both")
+    if ad.is_undefined_primal(x):  # the product of the other orientation
+        dx = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, ct, shape=shape, transpose=not transpose,
+                               use_kernel=use_kernel)
+        none[5] = dx.astype(x.aval.dtype)
+        return none
+    # The values' cotangent from the blocks' formula (each stored slot gets ct[row] . x[col], exactly); the
+    # SELL slots' copy gets zeros, so an entry's cotangent (the sum over its copies) is counted once.
+    aval = values.aval if ad.is_undefined_primal(values) else jax.core.get_aval(values)
+    f = lambda v: mxu_reference(v, table, x, shape=shape, transpose=transpose)  # noqa: E731
+    (dv,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(aval.shape, ct.dtype))(ct)
+    if not jnp.issubdtype(aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
+        dv = jnp.real(dv)
+    if ad.is_undefined_primal(values):
+        none[0] = dv.astype(values.aval.dtype)
+    if ad.is_undefined_primal(s_values):
+        none[2] = jnp.zeros(s_values.aval.shape, s_values.aval.dtype)
+    return none
+
+
+ad.primitive_transposes[mxu_matmat_p] = _transpose
+
+
+def _batch(args, dims, *, shape, transpose, use_kernel):
+    values, table, s_values, s_rows, s_cols, x = args
+    dv, dt, dsv, dr, dc, dx = dims
+    params = dict(shape=shape, transpose=transpose, use_kernel=use_kernel)
+    if dt is not None or dr is not None or dc is not None:
+        raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
+    if dv is not None or dsv is not None:  # mapped values: one product per value set
+        B = values.shape[dv] if dv is not None else s_values.shape[dsv]
+        vs = jnp.moveaxis(values, dv, 0) if dv is not None else jnp.broadcast_to(values, (B,) + values.shape)
+        ss = jnp.moveaxis(s_values, dsv, 0) if dsv is not None else jnp.broadcast_to(s_values, (B,) + s_values.shape)
+        if dx is not None:
+            xs = jnp.moveaxis(x, dx, 0)
+            out = jax.lax.map(lambda a: mxu_matmat(a[0], table, a[1], s_rows, s_cols, a[2], **params), (vs, ss, xs))
+        else:
+            out = jax.lax.map(lambda a: mxu_matmat(a[0], table, a[1], s_rows, s_cols, x, **params), (vs, ss))
+        return out, 0
+    x = jnp.moveaxis(x, dx, 1)  # (rows, B, n): every mapped column is one more right-hand side
+    rows, B, n = x.shape
+    y = mxu_matmat(values, table, s_values, s_rows, s_cols, x.reshape(rows, B * n), **params)
+    return y.reshape(y.shape[0], B, n), 1
+
+
+batching.primitive_batchers[mxu_matmat_p] = _batch
