@@ -310,6 +310,7 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     panels kernel), cage11 1.69 against 1.90 on the panels kernel, bcsstk16
     0.71 against 0.43 (uniform tiles: the panels kernel stays).
     """
+    from . import sell as _sell
     from .panels import panels_matmat, transpose_reference
 
     m, k = shape
@@ -323,6 +324,16 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
         n_slots = arrays["s_rows" + sfx].shape[0]
         sell = (values[offset:offset + n_slots], arrays["s_table" + sfx], arrays["s_rows" + sfx],
                 arrays["s_cols" + sfx])
+    if sell and x.ndim == 2:  # many columns: the dense blocks where they cost less than the tiles and slots
+        tiles, meta = (arrays["lcols_t"], arrays["meta_t"]) if transpose and "meta_t" in arrays else (
+            arrays["lcols"], arrays["meta"])
+        kernel = np.dtype(jnp.result_type(values, x)) == np.float32 and _sell.fits(shape)
+        other = min(_sell.panels_rhs_cost(tiles.shape[0], meta.shape[0] > 2, x.shape[1]),
+                    _sell.sell_cost(sell[2].shape[0], x.shape[1], shape, kernel))
+        y = mxu_product(values, arrays, offset + n_slots + (0 if transpose else arrays["s_rows_t"].size), sell,
+                        shape, x, transpose, other)
+        if y is not None:
+            return y
     if transpose and "meta_t" in arrays:
         y = panels_matmat(values[split:split + arrays["lcols_t"].size], arrays["meta_t"], arrays["lcols_t"], xs,
                           shape=(k, m), unroll=unroll, sell=sell)
@@ -331,6 +342,24 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     else:
         y = panels_matmat(values[:split], arrays["meta"], arrays["lcols"], xs, shape=shape, unroll=unroll, sell=sell)
     return y[0] if x.ndim == 1 else y.T
+
+
+def mxu_product(values, arrays, start: int, sell, shape, x, transpose: bool, other_cost: float):
+    """``A @ x`` (or ``A.T @ x``) for ``x`` of several columns on a layout's dense blocks (``.mxu``: the
+    value buffer's part from ``start``, ``arrays["mxu_table"]``), where it keeps them, the values are
+    float32 and the blocks cost less than ``other_cost`` (``.mxu.mxu_cost``); else None. ``sell``: the
+    layout's SELL-8 slots of the product's orientation, ``(values, table, rows, cols)``, whose COO formula
+    serves a non-finite ``x``."""
+    from . import mxu as _mxu
+
+    table = arrays.get("mxu_table")
+    if table is None or x.ndim != 2 or np.dtype(jnp.result_type(values, x)) != np.float32:
+        return None
+    n = _mxu.value_count(table)
+    if _mxu.mxu_cost(n // (_mxu.BLOCK_ROWS * _mxu.LANES), x.shape[1], shape) >= other_cost:
+        return None
+    return _mxu.mxu_matmat(values[start:start + n], table, sell[0], sell[2], sell[3], x, shape=shape,
+                           transpose=transpose)
 
 
 def sell_product(values, arrays, static, shape, x, transpose: bool = False):
@@ -351,6 +380,7 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     25 s). Each takes its XLA formula, a COO product, where its kernel does
     not apply.
     """
+    from . import sell as _sell
     from .segmented import segmented_matvec, segmented_reference, table_width, wide_is_cheaper
     from .sell import sell_matmat
 
@@ -367,8 +397,11 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
         return values[start:start + arrays[per_slot + sfx].size]
 
     if "s_table" in arrays:
-        return sell_matmat(second("s_rows"), arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx],
-                           x, shape=out_shape)
+        sell = (second("s_rows"), arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx])
+        kernel = np.dtype(jnp.result_type(values, x)) == np.float32 and _sell.fits(shape)
+        y = mxu_product(values, arrays, n1 + n2 + 2 * arrays["s_rows"].size, sell, shape, x, transpose,
+                        _sell.sell_cost(sell[2].shape[0], x.shape[1], shape, kernel))
+        return sell_matmat(*sell, x, shape=out_shape) if y is None else y
     if ("w_addr" in arrays and static.get("wide", True)
             and wide_is_cheaper(x.shape[1], table_width(arrays["w_addr"]), arrays["w_cols" + sfx].size, blocks.size)):
         tables = (arrays[name + sfx] for name in ("w_out", "w_addr", "w_cols", "w_rows", "w_ends"))

@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from . import mxu as _mxu
 from . import panels as _panels
 from . import segmented as _segmented
 from . import sell as _sell
@@ -213,6 +214,9 @@ class Layout:
             parts.append(f"fill {nnz / stored:.2f}")
         if self.perm is not None:
             parts.append("RCM")
+        if "mxu_table" in self.arrays:  # (the dense blocks of .mxu, for many columns)
+            n_blocks = _mxu.value_count(self.arrays["mxu_table"]) // (_mxu.BLOCK_ROWS * _mxu.LANES)
+            parts.append(f"{n_blocks} MXU blocks")
         return ", ".join(parts)
 
 
@@ -407,7 +411,7 @@ def _panel_tables(ur, uc, shape, mixed: bool | None = None):
     return uslot, meta_p, lcols.reshape(T, _panels.SUBLANES, _panels.LANES), n_tiles
 
 
-def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
+def build_panels(rows, cols, valid, shape, mixed: bool | None = None, mxu: bool = False) -> Layout:
     """The ``panels`` layout (``.panels``): ``(8, 128)`` tiles of one row block and one column panel each,
     of the matrix and of its transpose (so ``A.T @ y`` runs the same kernel), and the SELL-8 slots of both
     (``.sell``: a row-gather kernel for many columns of ``x``, ``accel.panels_product``).
@@ -421,10 +425,12 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     SELL chunk table and each SELL slot's row and column (``s_table``,
     ``s_rows``, ``s_cols``, in ``_sell_steps`` grid steps so that shapes
     repeat across matrices; ``s_table_t``, ``s_rows_t``, ``s_cols_t`` of the
-    transpose) and ``slot_t`` (nse, 3), each entry's slot in the
-    transpose's tiles and in the two SELL parts of the value buffer. The
+    transpose), with ``mxu`` the dense blocks of ``.mxu`` where they are
+    kept (``_mxu_blocks``: ``mxu_table``), and ``slot_t`` (nse, 3), each
+    entry's slot in the transpose's tiles and in the two SELL parts of the
+    value buffer ((nse, 4) with blocks: then in the blocks' part). The
     value buffer holds the matrix's tiles (``static["split"]`` slots), the
-    transpose's, the matrix's SELL slots, then the transpose's.
+    transpose's, the matrix's SELL slots, the transpose's, then the blocks.
     T is a whole number of the kernel's grid steps.
     """
     m, k = shape
@@ -435,18 +441,22 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None) -> Layout:
     uslot_t, meta_t, lcols_t, _ = _panel_tables(uc, ur, (k, m), mixed)
     sslot, uslot_st, sell_arrays = _sell_slots(ur, uc, (m, k))
     n1, n2, n3, n4 = lcols.size, lcols_t.size, sell_arrays["s_rows"].size, sell_arrays["s_rows_t"].size
-    n_slots = n1 + n2 + n3 + n4
+    bslot, b_arrays = _mxu_blocks(ur, uc, (m, k), n3) if mxu else (None, {})
+    n5 = _mxu.value_count(b_arrays["mxu_table"]) if b_arrays else 0
+    n_slots = n1 + n2 + n3 + n4 + n5
     slot = np.full(len(rows), n_slots, np.int64)
     slot[valid] = uslot[inv_entry]
-    slot_t = np.full((len(rows), 3), n_slots, np.int64)
+    slot_t = np.full((len(rows), 4 if b_arrays else 3), n_slots, np.int64)
     slot_t[valid, 0] = n1 + uslot_t[inv_entry]
     slot_t[valid, 1] = n1 + n2 + sslot[inv_entry]
     slot_t[valid, 2] = n1 + n2 + n3 + uslot_st[inv_entry]
+    if b_arrays:
+        slot_t[valid, 3] = n1 + n2 + n3 + n4 + bslot[inv_entry]
     lay = Layout("panels", (m, k), n_slots, slot)
     # (the tile counts stay out of ``static``: the arrays' shapes, padded to grid steps, are what a compiled
     # product depends on, so matrices of similar nse share one program)
     lay.static = {"split": n1}
-    lay.arrays.update(meta=meta, lcols=lcols, meta_t=meta_t, lcols_t=lcols_t, **sell_arrays,
+    lay.arrays.update(meta=meta, lcols=lcols, meta_t=meta_t, lcols_t=lcols_t, **sell_arrays, **b_arrays,
                       slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
 
@@ -484,6 +494,24 @@ def _sell_slots(ur, uc, shape, order_t=None):
                               s_table_t=s_table_t, s_rows_t=s_rows_t, s_cols_t=s_cols_t)
 
 
+def _mxu_blocks(ur, uc, shape, n_sell_slots: int):
+    """The dense ``(8, 128)`` blocks of ``.mxu`` of unique entries ``(ur, uc)`` (they serve ``A @ X`` and
+    ``A.T @ X``), kept where ``.mxu`` applies (its ``x`` and result fit VMEM, the layout has SELL-8 slots
+    for a non-finite ``x``), the blocks take at most ``.mxu.MAX_BYTES`` and a product of 128 columns costs
+    at most ``.mxu.KEEP_MAX_SHARE`` of its price on the ``n_sell_slots`` SELL-8 slots (``.mxu.mxu_cost``,
+    ``.sell.sell_cost``). Returns ``(slot, {"mxu_table": table})`` (``.mxu.block_tables``), or ``(None, {})``."""
+    m, k = shape
+    if not (len(ur) and n_sell_slots and _sell.fits((m, k)) and _mxu.fits((m, k))):
+        return None, {}
+    n_blocks = _mxu.block_count(ur, uc, (m, k))
+    too_big = n_blocks * _mxu.BLOCK_ROWS * _mxu.LANES * 4 > _mxu.MAX_BYTES
+    sell_price = _sell.sell_cost(n_sell_slots, _mxu.LANES, (m, k), True)
+    if too_big or _mxu.mxu_cost(n_blocks, _mxu.LANES, (m, k)) > _mxu.KEEP_MAX_SHARE * sell_price:
+        return None, {}
+    slot, table = _mxu.block_tables(ur, uc, (m, k), pad=_sell_steps)
+    return slot, {"mxu_table": table}
+
+
 def _segmented_slots(ur, uc, shape, order_t, width: int = 1, prefix: str = "seg"):
     """The block tables (``.segmented.segmented_tables``, for ``width`` columns of ``x``) of unique entries
     ``(ur, uc)`` sorted by row, and of the transpose (``order_t``: ``_transpose_order``): ``(slot, slot_t,
@@ -516,7 +544,7 @@ def wide_width(shape) -> int:
     return width if _segmented.fits((m, k), width) and _segmented.fits((k, m), width) else 0
 
 
-def build_sell(rows, cols, valid, shape) -> Layout:
+def build_sell(rows, cols, valid, shape, mxu: bool = False) -> Layout:
     """The ``sell`` layout: the valid entries (duplicates share a slot) of the matrix and of its transpose,
     so ``A.T @ y`` runs the same kernels, twice: as ``.segmented``'s blocks (one vector) and, for several
     columns, as ``.sell``'s SELL-8 slots where that kernel's ``x`` and result fit VMEM (``.sell.fits``),
@@ -527,12 +555,15 @@ def build_sell(rows, cols, valid, shape) -> Layout:
     ``seg_ends`` and the same with ``_t`` (``_segmented_slots``); then
     either ``s_table``, ``s_rows``, ``s_cols`` and the same with ``_t``
     (``_sell_slots``) or the wide blocks' ``w_out``, ``w_addr``,
-    ``w_cols``, ``w_rows``, ``w_ends`` and the same with ``_t``; and
-    ``slot_t`` (nse, 3), each entry's slot in the transpose's blocks, then
-    in the matrix's SELL-8 slots or wide blocks and the transpose's ((nse, 1)
-    with neither). The value buffer holds the matrix's blocks
-    (``static["split"]`` slots), the transpose's, then the matrix's SELL-8
-    slots or wide blocks and the transpose's.
+    ``w_cols``, ``w_rows``, ``w_ends`` and the same with ``_t``; with
+    ``mxu`` and SELL-8 slots, the dense blocks of ``.mxu`` where they are
+    kept (``_mxu_blocks``: ``mxu_table``); and ``slot_t`` (nse, 3), each
+    entry's slot in the transpose's blocks, then in the matrix's SELL-8
+    slots or wide blocks and the transpose's ((nse, 1) with neither, (nse,
+    4) with dense blocks: then in their part). The value buffer holds the
+    matrix's blocks (``static["split"]`` slots), the transpose's, then the
+    matrix's SELL-8 slots or wide blocks, the transpose's, then the dense
+    blocks.
     """
     m, k = shape
     r, c = rows[valid], cols[valid]
@@ -551,17 +582,21 @@ def build_sell(rows, cols, valid, shape) -> Layout:
         n3, n4 = s_arrays["w_cols"].size, s_arrays["w_cols_t"].size
     else:
         sslot, sslot_t, s_arrays, n3, n4 = None, None, {}, 0, 0
-    n_slots = n1 + n2 + n3 + n4
+    bslot, b_arrays = _mxu_blocks(ur, uc, (m, k), n3) if mxu and "s_table" in s_arrays else (None, {})
+    n5 = _mxu.value_count(b_arrays["mxu_table"]) if b_arrays else 0
+    n_slots = n1 + n2 + n3 + n4 + n5
     slot = np.full(len(rows), n_slots, np.int64)
     slot[valid] = gslot[inv_entry]
-    slot_t = np.full((len(rows), 3 if s_arrays else 1), n_slots, np.int64)
+    slot_t = np.full((len(rows), (4 if b_arrays else 3) if s_arrays else 1), n_slots, np.int64)
     slot_t[valid, 0] = n1 + gslot_t[inv_entry]
     if s_arrays:
         slot_t[valid, 1] = n1 + n2 + sslot[inv_entry]
         slot_t[valid, 2] = n1 + n2 + n3 + sslot_t[inv_entry]
+    if b_arrays:
+        slot_t[valid, 3] = n1 + n2 + n3 + n4 + bslot[inv_entry]
     lay = Layout("sell", (m, k), n_slots, slot)
     lay.static = {"split": n1}
-    lay.arrays.update(g_arrays, **s_arrays, slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
+    lay.arrays.update(g_arrays, **s_arrays, **b_arrays, slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
 
 
@@ -864,7 +899,7 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
 
 def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = None,
            tile: tuple[int, int] | None = None, reorder: bool | None = None,
-           mixed_tiles: bool | None = None, dtype=None) -> Layout:
+           mixed_tiles: bool | None = None, dtype=None, mxu: bool = False) -> Layout:
     """Build the cheapest layout of a 2-D matrix for ``backend`` (or the one asked for).
 
     Parameters
@@ -897,6 +932,12 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     dtype : numpy dtype, optional
         The values' dtype (``estimate``: ``sell`` is priced for float32
         only); None takes any 4-byte value for float32.
+    mxu : bool, optional
+        Whether a ``panels`` or ``sell`` layout also keeps the dense blocks of
+        ``.mxu`` for products with many columns, where they cost less than
+        its SELL-8 slots (``_mxu_blocks``; they may take tens of times the
+        entries' bytes). Default False (eager products); ``prepare`` keeps
+        them.
 
     Returns
     -------
@@ -967,9 +1008,9 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     elif kind == "ell":
         lay = build_ell(rows, cols, valid, (m, k))
     elif kind == "panels":
-        lay = build_panels(rows, cols, valid, (m, k), mixed_tiles)
+        lay = build_panels(rows, cols, valid, (m, k), mixed_tiles, mxu=mxu)
     elif kind == "sell":
-        lay = build_sell(rows, cols, valid, (m, k))
+        lay = build_sell(rows, cols, valid, (m, k), mxu=mxu)
     else:
         lay = build_coo(rows, cols, valid, (m, k))
     uslot, first = np.unique(lay.slot[valid], return_index=True) if lay.kind in STORES_ZEROS else (None, None)

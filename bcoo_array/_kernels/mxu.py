@@ -83,6 +83,11 @@ GROUP_FIELDS = 1 + GROUP
 #: Most bytes of blocks a layout keeps (the matrix's blocks serve its transpose too).
 MAX_BYTES = 1 << 30
 
+#: Largest share of the SELL-8 slots' price (128 columns) at which a layout keeps the blocks: their memory
+#: (tens of times the entries') only for a clear gain. cage11's blocks, priced at 0.98 of its slots, ran at
+#: 0.97 of their time on a TPU v5e (1.63 against 1.69 ms) for 242 MiB more.
+KEEP_MAX_SHARE = 0.75
+
 #: Rows of ``x`` the kernel's finiteness check reads per iteration.
 CHECK_ROWS = 128
 
@@ -109,6 +114,11 @@ def fits(shape) -> bool:
     return sum(padded_rows(shape, False)) * LANES * 4 <= _sell.resident_max_bytes()
 
 
+def value_count(table) -> int:
+    """Values in the flat buffer of the blocks of a step ``table`` (``block_tables``): 1,024 per block."""
+    return int(table.shape[0]) * GROUPS_PER_STEP * GROUP * BLOCK_ROWS * LANES
+
+
 def block_count(rows, cols, shape) -> int:
     """Host: blocks a layout of the unique entries ``(rows, cols)`` stores (each panel's padded to a
     whole number of groups), without building it."""
@@ -125,11 +135,13 @@ def block_count(rows, cols, shape) -> int:
 
 def mxu_cost(n_blocks: int, n_rhs: int, shape) -> float:
     """The price of a product of ``n_rhs`` right-hand sides on ``n_blocks`` blocks (``.costs.COSTS["tpu"]``,
-    bytes-equivalent): ``mxu_block`` per block, plus the resident ``x`` and result copied in and out, per
-    128 columns."""
+    bytes-equivalent): ``mxu_block`` per block and the resident ``x`` and result copied in and out, per 128
+    columns, plus ``mxu_block_slice`` per block once (the blocks' part of the operator's value buffer is
+    copied into the kernel's operand)."""
+    cost = COSTS["tpu"]
     calls = -(-max(int(n_rhs), 1) // LANES)
     resident = sum(padded_rows(shape, False)) * LANES * 4
-    return calls * (n_blocks * COSTS["tpu"]["mxu_block"] + resident)
+    return calls * (n_blocks * cost["mxu_block"] + resident) + n_blocks * cost["mxu_block_slice"]
 
 
 def block_tables(rows, cols, shape, pad=None):
@@ -182,33 +194,43 @@ def block_tables(rows, cols, shape, pad=None):
 
 # --- the kernel -----------------------------------------------------------------------------------------
 
-def _kernel(table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem, *, transpose: bool):
+def _kernel(table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem, *, transpose: bool, spare: int):
     """One grid step: ``GROUPS_PER_STEP`` groups, one MXU product each, added to the resident result.
 
     ``vals_ref`` (GROUPS_PER_STEP * GROUP * 8, 128): the step's blocks;
     ``x_vmem``/``o_vmem``: ``x`` and the result (``padded_rows``);
     ``ok_ref`` (8, 128): 1 where the column of ``x`` on that lane is
     finite in every row read so far (``x`` is checked at the first step).
+    A group whose first block is in the spare row block ``spare`` is
+    padding (a group's blocks fill it from its start) and is skipped.
     """
     _sell.load_resident(x_hbm, x_vmem, o_vmem, sem)
 
     @pl.when(pl.program_id(0) == 0)
     def _():
-        def check(i, ok):
-            chunk = x_vmem[pl.ds(pl.multiple_of(i * CHECK_ROWS, CHECK_ROWS), CHECK_ROWS), :]
-            finite = jnp.where(jnp.isfinite(chunk), 1.0, 0.0).reshape(CHECK_ROWS // 8, 8, LANES)
-            return jnp.minimum(ok, jnp.min(finite, axis=0))
-        ok_ref[...] = jax.lax.fori_loop(0, x_vmem.shape[0] // CHECK_ROWS, check,
-                                        jnp.ones((8, LANES), jnp.float32))
+        def check(_, carry):  # (an int32 carry of the chunk: fori_loop's index is int64 under jax_enable_x64)
+            i, ok = carry
+            chunk = x_vmem[pl.ds(pl.multiple_of(i * np.int32(CHECK_ROWS), CHECK_ROWS), CHECK_ROWS), :]
+            finite = jnp.where(jnp.isfinite(chunk), np.float32(1), np.float32(0)).reshape(CHECK_ROWS // 8, 8, LANES)
+            return i + np.int32(1), jnp.minimum(ok, jnp.min(finite, axis=0))
+        _, ok_ref[...] = jax.lax.fori_loop(0, x_vmem.shape[0] // CHECK_ROWS, check,
+                                           (np.int32(0), jnp.ones((8, LANES), jnp.float32)))
 
     rows = GROUP * BLOCK_ROWS
 
-    def group(g, carry):
-        base = g * GROUP_FIELDS
-        panel = pl.ds(pl.multiple_of(table_ref[0, 0, base] * LANES, LANES), LANES)
-        blocks = vals_ref[pl.ds(pl.multiple_of(g * rows, rows), rows), :]
-        row_blocks = [pl.ds(pl.multiple_of(table_ref[0, 0, base + 1 + j] * BLOCK_ROWS, BLOCK_ROWS), BLOCK_ROWS)
-                      for j in range(GROUP)]
+    def group(_, g):  # g: the group, an int32 carry
+        base = g * np.int32(GROUP_FIELDS)
+
+        @pl.when(table_ref[0, 0, base + np.int32(1)] != np.int32(spare))  # (a padding group: skipped)
+        def _():
+            _group(g, base)
+        return g + np.int32(1)
+
+    def _group(g, base):
+        panel = pl.ds(pl.multiple_of(table_ref[0, 0, base] * np.int32(LANES), LANES), LANES)
+        blocks = vals_ref[pl.ds(pl.multiple_of(g * np.int32(rows), rows), rows), :]
+        row_blocks = [pl.ds(pl.multiple_of(table_ref[0, 0, base + np.int32(1 + j)] * np.int32(BLOCK_ROWS),
+                                           BLOCK_ROWS), BLOCK_ROWS) for j in range(GROUP)]
         if transpose:  # the panel's rows of the result += blocks.T @ x[the blocks' row blocks]
             xg = jnp.concatenate([x_vmem[r, :] for r in row_blocks], axis=0)
             y = jax.lax.dot_general(blocks, xg, (((0,), (0,)), ((), ())), precision=_HIGHEST,
@@ -218,14 +240,18 @@ def _kernel(table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem, *, t
             y = jnp.dot(blocks, x_vmem[panel, :], precision=_HIGHEST, preferred_element_type=jnp.float32)
             for j, r in enumerate(row_blocks):
                 o_vmem[r, :] += y[j * BLOCK_ROWS:(j + 1) * BLOCK_ROWS]
-        return carry
 
-    jax.lax.fori_loop(0, GROUPS_PER_STEP, group, 0)
+    jax.lax.fori_loop(0, GROUPS_PER_STEP, group, np.int32(0))
     _sell.store_resident(o_vmem, o_hbm, sem)
 
 
 def _interpret() -> bool:
     return jax.default_backend() != "tpu"
+
+
+def _on_tpu() -> bool:
+    """Whether products run the kernel (the tests set this to run it in interpret mode on a CPU)."""
+    return jax.default_backend() == "tpu"
 
 
 def mxu_kernel(values, table, x, *, shape, transpose: bool = False, interpret: bool | None = None):
@@ -247,7 +273,7 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, interpret: b
     steps, width = table.shape
     rows = GROUPS_PER_STEP * GROUP * BLOCK_ROWS
     call = pl.pallas_call(
-        functools.partial(_kernel, transpose=transpose),
+        functools.partial(_kernel, transpose=transpose, spare=-(-m // BLOCK_ROWS)),
         out_shape=(jax.ShapeDtypeStruct((orows, LANES), jnp.float32),
                    jax.ShapeDtypeStruct((8, LANES), jnp.float32)),
         grid=(steps,),
@@ -263,7 +289,7 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, interpret: b
     )
     y, ok = call(table.reshape(steps, 1, width), values.astype(jnp.float32).reshape(steps * rows, LANES), xs)
     out = k if transpose else m
-    return y[:out, :n], jnp.all(ok[0, :n] > 0)
+    return y[:out, :n], jnp.all(ok[:, :n] > 0)
 
 
 def mxu_reference(values, table, x, *, shape, transpose: bool = False):
@@ -322,7 +348,7 @@ def _impl(values, table, s_values, s_rows, s_cols, x, *, shape, transpose, use_k
     out_shape = _out_shape(shape, transpose, x)
     if 0 in out_shape or 0 in shape:
         return jnp.zeros(out_shape, dtype)
-    if use_kernel and np.dtype(dtype) == np.float32 and jax.default_backend() == "tpu" and fits(shape):
+    if use_kernel and np.dtype(dtype) == np.float32 and _on_tpu() and fits(shape):
         y, finite = mxu_kernel(values, table, x, shape=shape, transpose=transpose)
         return jax.lax.cond(finite, lambda: y, lambda: _coo(s_values, s_rows, s_cols, x, shape, transpose))
     return _coo(s_values, s_rows, s_cols, x, shape, transpose)

@@ -106,28 +106,31 @@ def _tiles(n: int) -> int:
     return -(-max(int(n), 1) // SUBLANES)
 
 
-def sell_is_cheaper(n_tiles: int, mixed: bool, n_slots: int, n_rhs: int, shape, kernel: bool) -> bool:
-    """Whether ``n_rhs`` right-hand sides of a ``(m, k)`` product cost less on ``n_slots`` SELL slots than
-    in ``n_tiles`` tiles of the ``panels`` kernel (``.panels``), each of which takes one lane gather per
-    column.
-
-    Priced with ``.costs.COSTS["tpu"]``: ``panel_rhs_tile`` per mixed tile
-    and column, ``panel_rhs_uniform_tile`` per uniform one (``mixed``),
-    against ``sell_slot`` per slot and ``sell_chunk`` per slice of 8 rows
-    (and per grid step), per 128 columns; ``coo_row_entry`` per slot where
-    the kernel does not apply (``kernel`` false: its XLA formula, a COO
-    product, runs). Decided from array shapes, so the choice costs no
-    program of its own.
-    """
+def sell_cost(n_slots: int, n_rhs: int, shape, kernel: bool) -> float:
+    """The price (``.costs.COSTS["tpu"]``, bytes-equivalent) of ``n_rhs`` right-hand sides of a ``(m, k)``
+    product on ``n_slots`` SELL slots: ``sell_slot`` per slot and ``sell_chunk`` per slice of 8 rows (and
+    per grid step), per 128 columns; ``coo_row_entry`` per slot where the kernel does not apply
+    (``kernel`` false: its XLA formula, a COO product, runs)."""
     cost = COSTS["tpu"]
-    groups = -(-n_rhs // LANES)
+    groups = -(-max(int(n_rhs), 1) // LANES)
     if kernel:
         steps = n_slots // SLOTS_PER_STEP
-        wide = groups * (n_slots * cost["sell_slot"] + (_tiles(shape[0]) + steps) * cost["sell_chunk"])
-    else:
-        wide = groups * n_slots * cost["coo_row_entry"]
-    per_tile = cost["panel_rhs_tile" if mixed else "panel_rhs_uniform_tile"]
-    return n_rhs > 1 and n_rhs * n_tiles * per_tile > wide
+        return groups * (n_slots * cost["sell_slot"] + (_tiles(shape[0]) + steps) * cost["sell_chunk"])
+    return groups * n_slots * cost["coo_row_entry"]
+
+
+def panels_rhs_cost(n_tiles: int, mixed: bool, n_rhs: int) -> float:
+    """The price of ``n_rhs`` right-hand sides in ``n_tiles`` tiles of the ``panels`` kernel (``.panels``),
+    each of which takes one lane gather per column: ``panel_rhs_tile`` per mixed tile and column,
+    ``panel_rhs_uniform_tile`` per uniform one (``mixed``)."""
+    return n_rhs * n_tiles * COSTS["tpu"]["panel_rhs_tile" if mixed else "panel_rhs_uniform_tile"]
+
+
+def sell_is_cheaper(n_tiles: int, mixed: bool, n_slots: int, n_rhs: int, shape, kernel: bool) -> bool:
+    """Whether ``n_rhs`` right-hand sides of a ``(m, k)`` product cost less on ``n_slots`` SELL slots
+    (``sell_cost``) than in ``n_tiles`` tiles of the ``panels`` kernel (``panels_rhs_cost``). Decided from
+    array shapes, so the choice costs no program of its own."""
+    return n_rhs > 1 and panels_rhs_cost(n_tiles, mixed, n_rhs) > sell_cost(n_slots, n_rhs, shape, kernel)
 
 
 # --- host: the slot tables ------------------------------------------------------------------------------

@@ -1,0 +1,223 @@
+"""The dense blocks of ``_kernels.mxu`` (many right-hand sides on the MXU) against scipy's float64 products.
+
+The Pallas kernel runs in interpret mode on a CPU, both orientations, with
+the blocks built from random patterns (empty rows and panels, one entry,
+wide and tall shapes, more than 128 columns); the layouts keep the blocks
+only where the cost model says so, and a prepared operator's products,
+transposes, gradients and ``vmap`` go through them (the kernel forced on by
+``mxu._on_tpu``), a non-finite ``x`` taking the COO formula of the SELL
+slots.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bcoo_array as xp
+from bcoo_array import accelerator
+from bcoo_array._kernels import layouts, mxu
+
+
+def _blocks(S):
+    """The blocks of a scipy matrix (canonical) as ``(values, table)``."""
+    c = sp.coo_array(S)
+    c.sum_duplicates()
+    slot, table = mxu.block_tables(c.row, c.col, S.shape)
+    values = np.zeros(mxu.value_count(table), np.float32)
+    values[slot] = c.data
+    return values, table
+
+
+def _banded(n, width, rng, density=0.3):
+    """A random banded pattern (entries within ``width`` of the diagonal): blocks with several entries each."""
+    r = rng.integers(0, n, int(n * width * density))
+    c = np.clip(r + rng.integers(-width, width + 1, len(r)), 0, n - 1)
+    return sp.csr_array((rng.standard_normal(len(r)), (r, c)), shape=(n, n))
+
+
+@pytest.mark.parametrize("m, k, density, n_rhs", [
+    (300, 200, 0.03, 5), (40, 1000, 0.02, 130), (1000, 40, 0.02, 1), (1, 1, 1.0, 3), (17, 300, 0.0, 2),
+    (520, 260, 0.01, 128)])
+def test_kernel_in_interpret_mode_matches_scipy(m, k, density, n_rhs):
+    # Both orientations of the kernel and of the XLA formula against scipy: every group and grid step, the
+    # padding blocks (they add zeros to the spare row block), empty matrices and panels, two calls for more
+    # than 128 columns; x is reported finite.
+    rng = np.random.default_rng(m + k)
+    S = sp.random_array((m, k), density=density, rng=rng, format="lil", dtype=np.float32)
+    S[min(3, m - 1), :] = 0  # an empty row
+    S = sp.csr_array(S)
+    values, table = _blocks(S)
+    X = rng.standard_normal((k, n_rhs)).astype(np.float32)
+    Y = rng.standard_normal((m, n_rhs)).astype(np.float32)
+    S64 = S.astype(np.float64)
+    for transpose, z, ref in ((False, X, S64 @ X), (True, Y, S64.T @ Y)):
+        y, finite = mxu.mxu_kernel(values, table, z, shape=(m, k), transpose=transpose, interpret=True)
+        assert y.shape == ref.shape and bool(finite)
+        np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
+        r = mxu.mxu_reference(values, table, z, shape=(m, k), transpose=transpose)
+        np.testing.assert_allclose(np.asarray(r), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_block_tables_group_blocks_by_panel_and_reject_bad_indices():
+    # Each block lands in a group of its own panel; each group's row blocks are distinct but for the spare
+    # one; every entry's slot holds its row and column (block b, element (i, j) at (b * 8 + i) * 128 + j).
+    rng = np.random.default_rng(1)
+    S = _banded(700, 40, rng)
+    c = S.tocoo()
+    slot, table = mxu.block_tables(c.row, c.col, S.shape)
+    t = table.reshape(-1, mxu.GROUP_FIELDS)
+    block = slot // (mxu.BLOCK_ROWS * mxu.LANES)
+    assert np.array_equal(t[block // mxu.GROUP, 0], c.col // mxu.LANES)
+    assert np.array_equal(t[block // mxu.GROUP, 1 + block % mxu.GROUP], c.row // mxu.BLOCK_ROWS)
+    assert np.array_equal(slot // mxu.LANES % mxu.BLOCK_ROWS, c.row % mxu.BLOCK_ROWS)
+    assert np.array_equal(slot % mxu.LANES, c.col % mxu.LANES)
+    spare = -(-700 // mxu.BLOCK_ROWS)
+    for g in t[:, 1:]:
+        real = g[g != spare]
+        assert len(np.unique(real)) == len(real)
+    assert len(np.unique(slot)) == len(slot)
+    assert mxu.block_count(c.row, c.col, S.shape) <= mxu.value_count(table) // 1024
+    with pytest.raises(ValueError, match="block_tables: rows and cols must index"):
+        mxu.block_tables(np.array([700]), np.array([0]), S.shape)
+    with pytest.raises(ValueError, match="differ in length"):
+        mxu.block_tables(np.array([1, 2]), np.array([0]), S.shape)
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(1, 300), k=st.integers(1, 300), density=st.floats(0, 0.2), n_rhs=st.integers(1, 4),
+       seed=st.integers(0, 2**16))
+def test_xla_formula_breadth(m, k, density, n_rhs, seed):
+    rng = np.random.default_rng(seed)
+    S = sp.random_array((m, k), density=density, rng=rng, format="csr", dtype=np.float32)
+    values, table = _blocks(S)
+    X = rng.standard_normal((k, n_rhs)).astype(np.float32)
+    Y = rng.standard_normal((m, n_rhs)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(mxu.mxu_reference(values, table, X, shape=(m, k))),
+                               S.astype(np.float64) @ X, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(mxu.mxu_reference(values, table, Y, shape=(m, k), transpose=True)),
+                               S.T.astype(np.float64) @ Y, rtol=1e-5, atol=1e-5)
+
+
+def test_non_finite_x_is_reported():
+    S = _banded(300, 10, np.random.default_rng(2)).astype(np.float32)
+    values, table = _blocks(S)
+    X = np.ones((300, 4), np.float32)
+    X[299, 2] = np.nan  # a row of x that a block reads: its stored zeros would make NaN elsewhere
+    for transpose in (False, True):
+        _, finite = mxu.mxu_kernel(values, table, X, shape=(300, 300), transpose=transpose, interpret=True)
+        assert not bool(finite)
+
+
+@pytest.fixture
+def kernel_on(monkeypatch):
+    """The kernel runs in products (interpret mode on a CPU); counts its calls."""
+    calls = []
+    real = mxu.mxu_kernel
+    monkeypatch.setattr(mxu, "_on_tpu", lambda: True)
+    monkeypatch.setattr(mxu, "mxu_kernel", lambda *a, **kw: calls.append((a[2].shape, kw["transpose"]))
+                        or real(*a, **kw))
+    return calls
+
+
+@pytest.mark.parametrize("layout", ("panels", "sell"))
+def test_prepared_products_with_many_columns_take_the_blocks(kernel_on, layout):
+    # A clustered pattern: the layout keeps dense blocks (cheaper than its SELL-8 slots at 128 columns) and
+    # products with many columns run on them, both orientations, with the gradients of the values and of
+    # x, jvp and vmap (mapped vectors: more right-hand sides); one vector stays on the layout's own kernel.
+    rng = np.random.default_rng(5)
+    n = 900
+    S = _banded(n, 60, rng, density=0.5)
+    S.sum_duplicates()
+    A = xp.asarray(S.astype(np.float32))
+    op = accelerator.prepare(A, layout=layout, reorder=False)
+    assert "mxu_table" in op.arrays and "MXU blocks" in op.description
+    S64 = sp.csr_array(S.astype(np.float32)).astype(np.float64)
+    rows, cols = (np.asarray(A.indices)[:, i] for i in (0, 1))
+    X = rng.standard_normal((n, 128)).astype(np.float32)
+    W = rng.standard_normal((n, 128)).astype(np.float32)
+    for f, ref, refw in ((lambda o, z: o @ z, S64 @ X, S64.T @ W), (lambda o, z: o.T @ z, S64.T @ X, S64 @ W)):
+        kernel_on.clear()
+        np.testing.assert_allclose(np.asarray(jax.jit(f)(op, jnp.asarray(X))), ref, rtol=1e-5, atol=1e-4)
+        assert kernel_on
+        gx = jax.grad(lambda z: jnp.sum(W * f(op, z)))(jnp.asarray(X))
+        np.testing.assert_allclose(np.asarray(gx), refw, rtol=1e-5, atol=1e-4)
+    g = jax.grad(lambda d: jnp.sum(W * (op.with_data(d) @ X)))(A.data)
+    np.testing.assert_allclose(np.asarray(g), np.sum(W[rows] * X[cols], axis=1), rtol=1e-4, atol=1e-4)
+    g = jax.grad(lambda d: jnp.sum(W * (op.with_data(d).T @ X)))(A.data)
+    np.testing.assert_allclose(np.asarray(g), np.sum(W[cols] * X[rows], axis=1), rtol=1e-4, atol=1e-4)
+    jv = jax.jvp(lambda d: op.with_data(d) @ X, (A.data,), (A.data,))[1]
+    np.testing.assert_allclose(np.asarray(jv), S64 @ X, rtol=1e-5, atol=1e-4)  # linear in the values
+    kernel_on.clear()
+    V = jnp.asarray(X.T[:100])
+    np.testing.assert_allclose(np.asarray(jax.vmap(lambda v: op @ v)(V)), (S64 @ X[:, :100]).T, rtol=1e-5,
+                               atol=1e-4)
+    Xb = jnp.asarray(X.reshape(n, 2, 64).transpose(1, 0, 2))  # vmap over 2 x 64 columns: 128 right-hand sides
+    np.testing.assert_allclose(np.asarray(jax.vmap(lambda z: op @ z)(Xb)),
+                               (S64 @ X).reshape(n, 2, 64).transpose(1, 0, 2), rtol=1e-5, atol=1e-4)
+    assert ((n, 128), False) in kernel_on
+    kernel_on.clear()
+    np.testing.assert_allclose(np.asarray(op @ X[:, 0]), S64 @ X[:, 0], rtol=1e-5, atol=1e-4)
+    assert not kernel_on
+    # new values reach the blocks (the slot_t column of the blocks' part)
+    op2 = op.with_data(2 * A.data)
+    np.testing.assert_allclose(np.asarray(op2 @ X), 2 * (S64 @ X), rtol=1e-5, atol=1e-4)
+
+
+def test_non_finite_x_takes_the_sell_slots(kernel_on):
+    # An inf of x meets the blocks' stored zeros (NaN there); the product reports it and takes the COO
+    # formula of the SELL slots: structural zeros stay zero, as in scipy.
+    rng = np.random.default_rng(6)
+    S = _banded(600, 40, rng, density=0.5)
+    S.sum_duplicates()
+    op = accelerator.prepare(xp.asarray(S.astype(np.float32)), layout="panels", reorder=False)
+    assert "mxu_table" in op.arrays
+    X = rng.standard_normal((600, 128)).astype(np.float32)
+    X[10, 3] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ref = sp.csr_array(S.astype(np.float32)).astype(np.float64) @ X.astype(np.float64)
+    got = np.asarray(jax.jit(lambda o, z: o @ z)(op, jnp.asarray(X)))
+    assert kernel_on
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+
+
+def test_blocks_kept_only_where_they_pay_and_only_when_asked():
+    # A scattered pattern (one entry per block) keeps no blocks: the SELL-8 slots cost less; eager products'
+    # layouts (choose's default) and prepare(mxu_blocks=False) keep none at all.
+    rng = np.random.default_rng(7)
+    n = 3000
+    scattered = sp.csr_array((np.ones(4500), (rng.integers(0, n, 4500), rng.integers(0, n, 4500))), shape=(n, n))
+    for kind in ("panels", "sell"):
+        op = accelerator.prepare(xp.asarray(scattered.astype(np.float32)), layout=kind, reorder=False)
+        assert "mxu_table" not in op.arrays
+    S = _banded(900, 60, rng, density=0.5)
+    op = accelerator.prepare(xp.asarray(S.astype(np.float32)), layout="panels", reorder=False, mxu_blocks=False)
+    assert "mxu_table" not in op.arrays and "MXU" not in op.description
+    with pytest.raises(TypeError, match="mxu_blocks="):
+        accelerator.prepare(xp.asarray(S.astype(np.float32)), layout="panels", mxu_blocks="yes")
+    idx = np.stack(S.tocoo().coords, axis=1)
+    assert "mxu_table" in layouts.choose(idx, S.shape, 4, "tpu", kind="panels", reorder=False, mxu=True).arrays
+    assert "mxu_table" not in layouts.choose(idx, S.shape, 4, "tpu", kind="panels", reorder=False).arrays
+
+
+@pytest.mark.parametrize("transpose", (False, True))
+def test_kernel_lowers_for_a_tpu(transpose):
+    # Lowered for a TPU on this CPU (jax.export to the "tpu" platform): Mosaic's own checks of block
+    # shapes, SMEM tables, the transposed product and the finiteness check run without the chip.
+    S = _banded(700, 40, np.random.default_rng(8)).astype(np.float32)
+    values, table = _blocks(S)
+    x = np.zeros((700, 20), np.float32)
+    f = jax.jit(lambda v, t, z: mxu.mxu_kernel(v, t, z, shape=(700, 700), transpose=transpose, interpret=False)[0])
+    exported = jax.export.export(f, platforms=["tpu"])(values, table, x)
+    assert "tpu_custom_call" in exported.mlir_module()
