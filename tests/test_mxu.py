@@ -221,3 +221,34 @@ def test_kernel_lowers_for_a_tpu(transpose):
     f = jax.jit(lambda v, t, z: mxu.mxu_kernel(v, t, z, shape=(700, 700), transpose=transpose, interpret=False)[0])
     exported = jax.export.export(f, platforms=["tpu"])(values, table, x)
     assert "tpu_custom_call" in exported.mlir_module()
+
+
+@pytest.mark.parametrize("transpose", (False, True))
+def test_values_cotangent_of_either_copy(transpose):
+    # The product is linear in the blocks' values and the SELL slots' values together; the transpose rule
+    # gives the cotangent to the blocks where both are inputs, to the SELL slots where only they are.
+    from bcoo_array._kernels import sell
+
+    rng = np.random.default_rng(9)
+    S = sp.csr_array(_banded(300, 20, rng).astype(np.float32))
+    S.sum_duplicates()
+    values, table = _blocks(S)
+    c = S.tocoo()
+    slot, s_table, s_rows, s_cols = sell.sell_tables(c.row, c.col, S.shape)
+    s_values = np.zeros(s_cols.size, np.float32)
+    s_values[slot] = c.data
+    order = np.lexsort((c.row, c.col)) if transpose else np.arange(len(c.row))  # the slots' orientation
+    if transpose:
+        slot, s_table, s_rows, s_cols = sell.sell_tables(c.col[order], c.row[order], S.shape[::-1])
+        s_values = np.zeros(s_cols.size, np.float32)
+        s_values[slot] = c.data[order]
+    x = rng.standard_normal((300, 4)).astype(np.float32)
+    w = rng.standard_normal((300, 4)).astype(np.float32)
+    f = lambda v, sv: mxu.mxu_matmat(v, table, sv, s_rows, s_cols, x, shape=S.shape, transpose=transpose)  # noqa
+    expected = np.sum((x[c.row] * w[c.col]) if transpose else (w[c.row] * x[c.col]), axis=1)
+    g_v, g_s = jax.grad(lambda v, sv: jnp.sum(w * f(v, sv)), argnums=(0, 1))(values, s_values)
+    np.testing.assert_allclose(np.asarray(g_v)[mxu.block_tables(c.row, c.col, S.shape)[0]], expected, rtol=1e-5,
+                               atol=1e-5)
+    assert not np.any(np.asarray(g_s))
+    g_s = jax.grad(lambda sv: jnp.sum(w * f(values, sv)))(s_values)
+    np.testing.assert_allclose(np.asarray(g_s)[slot], expected[order], rtol=1e-5, atol=1e-5)

@@ -395,17 +395,24 @@ def _transpose(ct, values, table, s_values, s_rows, s_cols, x, *, shape, transpo
                                use_kernel=use_kernel)
         none[5] = dx.astype(x.aval.dtype)
         return none
-    # The values' cotangent from the blocks' formula (each stored slot gets ct[row] . x[col], exactly); the
-    # SELL slots' copy gets zeros, so an entry's cotangent (the sum over its copies) is counted once.
-    aval = values.aval if ad.is_undefined_primal(values) else jax.core.get_aval(values)
-    f = lambda v: mxu_reference(v, table, x, shape=shape, transpose=transpose)  # noqa: E731
+    # The values' cotangent from the formula of the copy it flows to: the blocks' (each stored slot gets
+    # ct[row] . x[col], exactly) where both are linear inputs, the other copy then getting zeros, so that an
+    # entry's cotangent (the sum over its copies) is counted once; else the SELL slots' COO formula.
+    if ad.is_undefined_primal(values):
+        aval = values.aval
+        f = lambda v: mxu_reference(v, table, x, shape=shape, transpose=transpose)  # noqa: E731
+    else:
+        aval = s_values.aval
+        f = lambda v: _coo(v, s_rows, s_cols, x, shape, transpose)  # noqa: E731
     (dv,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(aval.shape, ct.dtype))(ct)
     if not jnp.issubdtype(aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
         dv = jnp.real(dv)
     if ad.is_undefined_primal(values):
-        none[0] = dv.astype(values.aval.dtype)
-    if ad.is_undefined_primal(s_values):
-        none[2] = jnp.zeros(s_values.aval.shape, s_values.aval.dtype)
+        none[0] = dv.astype(aval.dtype)
+        if ad.is_undefined_primal(s_values):
+            none[2] = jnp.zeros(s_values.aval.shape, s_values.aval.dtype)
+    else:
+        none[2] = dv.astype(aval.dtype)
     return none
 
 
