@@ -497,16 +497,12 @@ def _sell_slots(ur, uc, shape, order_t=None):
 def _mxu_blocks(ur, uc, shape, n_sell_slots: int):
     """The dense ``(8, 128)`` blocks of ``.mxu`` of unique entries ``(ur, uc)`` (they serve ``A @ X`` and
     ``A.T @ X``), kept where ``.mxu`` applies (its ``x`` and result fit VMEM, the layout has SELL-8 slots
-    for a non-finite ``x``), the blocks take at most ``.mxu.MAX_BYTES`` and a product of 128 columns costs
-    at most ``.mxu.KEEP_MAX_SHARE`` of its price on the ``n_sell_slots`` SELL-8 slots (``.mxu.mxu_cost``,
-    ``.sell.sell_cost``). Returns ``(slot, {"mxu_table": table})`` (``.mxu.block_tables``), or ``(None, {})``."""
+    for a non-finite ``x``) and they are worth their memory beside the ``n_sell_slots`` SELL-8 slots
+    (``.mxu.worth_keeping``). Returns ``(slot, {"mxu_table": table})`` (``.mxu.block_tables``), or ``(None, {})``."""
     m, k = shape
     if not (len(ur) and n_sell_slots and _sell.fits((m, k)) and _mxu.fits((m, k))):
         return None, {}
-    n_blocks = _mxu.block_count(ur, uc, (m, k))
-    too_big = n_blocks * _mxu.BLOCK_ROWS * _mxu.LANES * 4 > _mxu.MAX_BYTES
-    sell_price = _sell.sell_cost(n_sell_slots, _mxu.LANES, (m, k), True)
-    if too_big or _mxu.mxu_cost(n_blocks, _mxu.LANES, (m, k)) > _mxu.KEEP_MAX_SHARE * sell_price:
+    if not _mxu.worth_keeping(_mxu.block_count(ur, uc, (m, k)), n_sell_slots, (m, k)):
         return None, {}
     slot, table = _mxu.block_tables(ur, uc, (m, k), pad=_sell_steps)
     return slot, {"mxu_table": table}

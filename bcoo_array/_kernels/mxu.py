@@ -37,9 +37,13 @@ RCM 0.80 (1.75), bayer10 0.17 (0.39), bcsstk16 0.11 (0.74): about 15 ns
 per block beyond the resident copies, mostly its 4 KiB of values streamed
 from HBM and the MXU's six passes of a float32 product (the one-pass
 ``Precision.DEFAULT`` was 1.3-1.7x faster but off by 3e-3). Relative error
-against scipy's float64 product: at most 1.9e-7. The layouts keep blocks
-only where they cost less than the SELL-8 slots (``mxu_cost``), within
-``MAX_BYTES``.
+against scipy's float64 product: at most 1.9e-7. Through a layout, the
+blocks are a part of the operator's flat value buffer, and XLA copies the
+slice the kernel reads (0.8 ms for cage11's 240 MiB, which took its gain
+away: 1.63 ms against SELL's 1.69); the layouts keep blocks only where
+they are worth their memory with that copy priced (``worth_keeping``:
+bcsstk16 0.065 ms against 0.43 on the panels kernel, bayer10 0.21 against
+0.33 on SELL).
 
 The product is the primitive ``mxu_matmat_p``: linear in the blocks'
 values, the SELL slots' values and ``x`` (its JVP binds it again); its
@@ -142,6 +146,15 @@ def mxu_cost(n_blocks: int, n_rhs: int, shape) -> float:
     calls = -(-max(int(n_rhs), 1) // LANES)
     resident = sum(padded_rows(shape, False)) * LANES * 4
     return calls * (n_blocks * cost["mxu_block"] + resident) + n_blocks * cost["mxu_block_slice"]
+
+
+def worth_keeping(n_blocks: int, n_sell_slots: int, shape) -> bool:
+    """Whether a layout keeps ``n_blocks`` blocks beside its ``n_sell_slots`` SELL-8 slots: they take at
+    most ``MAX_BYTES`` and a product of 128 columns is priced on them (``mxu_cost``) at most
+    ``KEEP_MAX_SHARE`` of its price on the slots (``.sell.sell_cost``)."""
+    if n_blocks * BLOCK_ROWS * LANES * 4 > MAX_BYTES:
+        return False
+    return mxu_cost(n_blocks, LANES, shape) <= KEEP_MAX_SHARE * _sell.sell_cost(n_sell_slots, LANES, shape, True)
 
 
 def block_tables(rows, cols, shape, pad=None):
