@@ -96,8 +96,9 @@ PANELS_MAX_PADDING = 64
 PANELS_MIXED: bool | None = None
 
 #: Largest ``panels`` layout (bytes of its values and local columns, and of its SELL
-#: slots' values, rows and columns, the transpose's included) the automatic choice takes: its tiles are mostly padding on scattered
-#: patterns (cage11 100 MiB with uniform tiles, 40 MiB with mixed ones, against the
+#: slots' values, rows and columns, the transpose's included) the automatic choice
+#: takes: its tiles are mostly padding on scattered patterns (cage11 100 MiB with
+#: uniform tiles, 40 MiB with mixed ones, against the
 #: ``blocks`` layout's 19 MiB), and an operator should not take a large share of a
 #: chip's memory (16 GiB on a TPU v5e) unasked. ``layout="panels"`` builds larger ones.
 #: The same bound holds for a ``sell`` layout's slots (12 bytes a SELL-8 slot: value, row
@@ -592,7 +593,8 @@ def build_sell(rows, cols, valid, shape, mxu: bool = False) -> Layout:
         slot_t[valid, 3] = n1 + n2 + n3 + n4 + bslot[inv_entry]
     lay = Layout("sell", (m, k), n_slots, slot)
     lay.static = {"split": n1}
-    lay.arrays.update(g_arrays, **s_arrays, **b_arrays, slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
+    lay.arrays.update(g_arrays, **s_arrays, **b_arrays,
+                      slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
 
 
