@@ -359,10 +359,11 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
         estimated cost by a quarter, its two permutations per product
         included.
     mxu_blocks : bool, optional
-        Whether a ``"panels"`` or ``"sell"`` layout also keeps its matrix as
-        dense ``(8, 128)`` blocks for products with many columns of ``x``
-        (``A @ X``, ``A.T @ X``, ``vmap`` over vectors), run on a TPU's matrix
-        unit (``bcoo_array._kernels.mxu``). Kept only where a product of 128
+        Whether a ``"panels"`` or ``"sell"`` layout on a TPU with float32
+        values also keeps its matrix as dense ``(8, 128)`` blocks for
+        products with many columns of ``x`` (``A @ X``, ``A.T @ X``, a
+        ``vmap`` of them), run on the chip's matrix unit
+        (``bcoo_array._kernels.mxu``). Kept only where a product of 128
         columns is priced at most 3/4 of the layout's SELL-8 kernel's, within
         1 GiB; they take 4 KiB per block, tens of times the entries' own
         bytes (bcsstk16: 10 MiB for 290,378 entries; A @ X with 128 columns
@@ -440,7 +441,8 @@ def prepare(A, *, device=None, layout: str | None = None, tile: tuple[int, int] 
             op = _bcoo_with_slots(A, canon, op)
         return _place(op, device)
     lay = layouts.choose(np.asarray(indices), A.shape, np.dtype(A.dtype).itemsize, backend, kind=layout,
-                         tile=tile, reorder=reorder, dtype=A.dtype, mxu=bool(mxu_blocks))
+                         tile=tile, reorder=reorder, dtype=A.dtype,
+                         mxu=bool(mxu_blocks) and backend == "tpu" and np.dtype(A.dtype) == np.float32)
     slot, arrays, perm, inverse = accel.device_layout(lay, device)
     values = accel.placed_values(data, slot, lay.arrays.get("slot_t"), arrays, lay.n_slots, device)
     op = SparseOperator(values, arrays, perm, inverse, jax.device_put(slot, device), layout=lay.kind,

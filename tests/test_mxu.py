@@ -4,9 +4,9 @@ The Pallas kernel runs in interpret mode on a CPU, both orientations, with
 the blocks built from random patterns (empty rows and panels, one entry,
 wide and tall shapes, more than 128 columns); the layouts keep the blocks
 only where the cost model says so, and a prepared operator's products,
-transposes, gradients and ``vmap`` go through them (the kernel forced on by
-``mxu._on_tpu``), a non-finite ``x`` taking the COO formula of the SELL
-slots.
+transposes, gradients and ``vmap`` go through them (priced for a TPU by
+``accelerator.backend_of``, the kernel forced on by ``mxu._on_tpu``), a
+non-finite ``x`` taking the COO formula of the SELL slots.
 """
 
 from __future__ import annotations
@@ -36,6 +36,21 @@ def _blocks(S):
     return values, table
 
 
+def _dense(values, table, shape):
+    """NumPy: the matrix the blocks hold (their table read back), ``(m, k)``."""
+    m, k = shape
+    n_rb, n_panels = -(-m // mxu.BLOCK_ROWS) + 1, -(-max(k, 1) // mxu.LANES)
+    out = np.zeros((n_rb * mxu.BLOCK_ROWS, n_panels * mxu.LANES), np.float64)
+    t = np.asarray(table).reshape(-1, mxu.GROUP_FIELDS)
+    blocks = np.asarray(values, np.float64).reshape(len(t), mxu.GROUP, mxu.BLOCK_ROWS, mxu.LANES)
+    for g, row in enumerate(t):
+        for j, rb in enumerate(row[1:]):
+            r, c = rb * mxu.BLOCK_ROWS, row[0] * mxu.LANES
+            out[r:r + mxu.BLOCK_ROWS, c:c + mxu.LANES] += blocks[g, j]
+    assert not np.any(out[m:]) and not np.any(out[:, k:])  # padding blocks hold zeros, in the spare row block
+    return out[:m, :k]
+
+
 def _banded(n, width, rng, density=0.3):
     """A random banded pattern (entries within ``width`` of the diagonal): blocks with several entries each."""
     r = rng.integers(0, n, int(n * width * density))
@@ -47,7 +62,7 @@ def _banded(n, width, rng, density=0.3):
     (300, 200, 0.03, 5), (40, 1000, 0.02, 130), (1000, 40, 0.02, 1), (1, 1, 1.0, 3), (17, 300, 0.0, 2),
     (520, 260, 0.01, 128)])
 def test_kernel_in_interpret_mode_matches_scipy(m, k, density, n_rhs):
-    # Both orientations of the kernel and of the XLA formula against scipy: every group and grid step, the
+    # Both orientations of the kernel against scipy: every group and grid step, the
     # padding blocks (they add zeros to the spare row block), empty matrices and panels, two calls for more
     # than 128 columns; x is reported finite.
     rng = np.random.default_rng(m + k)
@@ -62,8 +77,7 @@ def test_kernel_in_interpret_mode_matches_scipy(m, k, density, n_rhs):
         y, finite = mxu.mxu_kernel(values, table, z, shape=(m, k), transpose=transpose, interpret=True)
         assert y.shape == ref.shape and bool(finite)
         np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
-        r = mxu.mxu_reference(values, table, z, shape=(m, k), transpose=transpose)
-        np.testing.assert_allclose(np.asarray(r), ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(_dense(values, table, (m, k)), S64.toarray())
 
 
 def test_block_tables_group_blocks_by_panel_and_reject_bad_indices():
@@ -92,18 +106,17 @@ def test_block_tables_group_blocks_by_panel_and_reject_bad_indices():
 
 
 @settings(max_examples=25, deadline=None)
-@given(m=st.integers(1, 300), k=st.integers(1, 300), density=st.floats(0, 0.2), n_rhs=st.integers(1, 4),
-       seed=st.integers(0, 2**16))
-def test_xla_formula_breadth(m, k, density, n_rhs, seed):
+@given(m=st.integers(1, 300), k=st.integers(1, 600), density=st.floats(0, 0.2), seed=st.integers(0, 2**16))
+def test_block_tables_breadth(m, k, density, seed):
+    # The blocks read back (every group's panel and row blocks) are the matrix; the count without building
+    # them is the built one.
     rng = np.random.default_rng(seed)
     S = sp.random_array((m, k), density=density, rng=rng, format="csr", dtype=np.float32)
     values, table = _blocks(S)
-    X = rng.standard_normal((k, n_rhs)).astype(np.float32)
-    Y = rng.standard_normal((m, n_rhs)).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(mxu.mxu_reference(values, table, X, shape=(m, k))),
-                               S.astype(np.float64) @ X, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(mxu.mxu_reference(values, table, Y, shape=(m, k), transpose=True)),
-                               S.T.astype(np.float64) @ Y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(_dense(values, table, (m, k)), S.toarray())
+    c = S.tocoo()
+    assert mxu.block_count(c.row, c.col, (m, k)) * 1024 == mxu.value_count(table)
+    assert mxu.stored_blocks(table, m) == len(np.unique((c.row // 8) * 10**6 + c.col // 128))
 
 
 def test_non_finite_x_is_reported():
@@ -117,7 +130,13 @@ def test_non_finite_x_is_reported():
 
 
 @pytest.fixture
-def kernel_on(monkeypatch):
+def tpu_prices(monkeypatch):
+    """``prepare`` prices for a TPU (where it keeps the blocks) on this CPU."""
+    monkeypatch.setattr(accelerator, "backend_of", lambda device=None: "tpu")
+
+
+@pytest.fixture
+def kernel_on(monkeypatch, tpu_prices):
     """The kernel runs in products (interpret mode on a CPU); counts its calls."""
     calls = []
     real = mxu.mxu_kernel
@@ -131,14 +150,16 @@ def kernel_on(monkeypatch):
 def test_prepared_products_with_many_columns_take_the_blocks(kernel_on, layout):
     # A clustered pattern: the layout keeps dense blocks (cheaper than its SELL-8 slots at 128 columns) and
     # products with many columns run on them, both orientations, with the gradients of the values and of
-    # x, jvp and vmap (mapped vectors: more right-hand sides); one vector stays on the layout's own kernel.
+    # x, jvp and vmap of a product with a matrix (more right-hand sides; a vmap over vectors takes the
+    # layout's one-vector primitive and its batching rule); one vector stays on the layout's own kernel.
     rng = np.random.default_rng(5)
     n = 900
     S = _banded(n, 60, rng, density=0.5)
     S.sum_duplicates()
     A = xp.asarray(S.astype(np.float32))
     op = accelerator.prepare(A, layout=layout, reorder=False)
-    assert "mxu_table" in op.arrays and "MXU blocks" in op.description
+    assert "mxu_table" in op.arrays
+    assert f"{mxu.stored_blocks(op.arrays['mxu_table'], n)} MXU blocks" in op.description
     S64 = sp.csr_array(S.astype(np.float32)).astype(np.float64)
     rows, cols = (np.asarray(A.indices)[:, i] for i in (0, 1))
     X = rng.standard_normal((n, 128)).astype(np.float32)
@@ -192,9 +213,9 @@ def test_non_finite_x_takes_the_sell_slots(kernel_on):
     np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
 
 
-def test_blocks_kept_only_where_they_pay_and_only_when_asked():
+def test_blocks_kept_only_where_they_pay_and_only_when_asked(tpu_prices, monkeypatch):
     # A scattered pattern (one entry per block) keeps no blocks: the SELL-8 slots cost less; eager products'
-    # layouts (choose's default) and prepare(mxu_blocks=False) keep none at all.
+    # layouts (choose's default), prepare(mxu_blocks=False), float64 values and other backends keep none.
     rng = np.random.default_rng(7)
     n = 3000
     scattered = sp.csr_array((np.ones(4500), (rng.integers(0, n, 4500), rng.integers(0, n, 4500))), shape=(n, n))
@@ -209,6 +230,10 @@ def test_blocks_kept_only_where_they_pay_and_only_when_asked():
     idx = np.stack(S.tocoo().coords, axis=1)
     assert "mxu_table" in layouts.choose(idx, S.shape, 4, "tpu", kind="panels", reorder=False, mxu=True).arrays
     assert "mxu_table" not in layouts.choose(idx, S.shape, 4, "tpu", kind="panels", reorder=False).arrays
+    assert "mxu_table" in accelerator.prepare(xp.asarray(S.astype(np.float32)), layout="sell").arrays
+    assert "mxu_table" not in accelerator.prepare(xp.asarray(S.astype(np.float64)), layout="sell").arrays
+    monkeypatch.setattr(accelerator, "backend_of", lambda device=None: "gpu")
+    assert "mxu_table" not in accelerator.prepare(xp.asarray(S.astype(np.float32)), layout="sell").arrays
 
 
 @pytest.mark.parametrize("transpose", (False, True))
@@ -224,9 +249,10 @@ def test_kernel_lowers_for_a_tpu(transpose):
 
 
 @pytest.mark.parametrize("transpose", (False, True))
-def test_values_cotangent_of_either_copy(transpose):
-    # The product is linear in the blocks' values and the SELL slots' values together; the transpose rule
-    # gives the cotangent to the blocks where both are inputs, to the SELL slots where only they are.
+def test_values_cotangent_lands_on_the_stored_entries(transpose):
+    # The product is linear in its two value copies together; their cotangent is the stored entries' (on
+    # the SELL slots' copy, from its COO formula) and zeros on the blocks (whose stored zeros must get none).
+    # A transpose in the blocks' copy alone is refused.
     from bcoo_array._kernels import sell
 
     rng = np.random.default_rng(9)
@@ -234,24 +260,74 @@ def test_values_cotangent_of_either_copy(transpose):
     S.sum_duplicates()
     values, table = _blocks(S)
     c = S.tocoo()
-    slot, s_table, s_rows, s_cols = sell.sell_tables(c.row, c.col, S.shape)
-    s_values = np.zeros(s_cols.size, np.float32)
-    s_values[slot] = c.data
     order = np.lexsort((c.row, c.col)) if transpose else np.arange(len(c.row))  # the slots' orientation
-    if transpose:
-        slot, s_table, s_rows, s_cols = sell.sell_tables(c.col[order], c.row[order], S.shape[::-1])
-        s_values = np.zeros(s_cols.size, np.float32)
-        s_values[slot] = c.data[order]
+    r, q = (c.col[order], c.row[order]) if transpose else (c.row, c.col)
+    slot, _, s_rows, s_cols = sell.sell_tables(r, q, S.shape[::-1] if transpose else S.shape)
+    s_values = np.zeros(s_cols.size, np.float32)
+    s_values[slot] = c.data[order]
     x = rng.standard_normal((300, 4)).astype(np.float32)
     w = rng.standard_normal((300, 4)).astype(np.float32)
     f = lambda v, sv: mxu.mxu_matmat(v, table, sv, s_rows, s_cols, x, shape=S.shape, transpose=transpose)  # noqa
-    expected = np.sum((x[c.row] * w[c.col]) if transpose else (w[c.row] * x[c.col]), axis=1)
+    expected = np.sum(w[r] * x[q], axis=1)
     g_v, g_s = jax.grad(lambda v, sv: jnp.sum(w * f(v, sv)), argnums=(0, 1))(values, s_values)
-    np.testing.assert_allclose(np.asarray(g_v)[mxu.block_tables(c.row, c.col, S.shape)[0]], expected, rtol=1e-5,
-                               atol=1e-5)
-    assert not np.any(np.asarray(g_s))
+    assert not np.any(np.asarray(g_v))
+    np.testing.assert_allclose(np.asarray(g_s)[slot], expected, rtol=1e-5, atol=1e-5)
+    assert np.count_nonzero(np.asarray(g_s)) <= len(slot)
     g_s = jax.grad(lambda sv: jnp.sum(w * f(values, sv)))(s_values)
-    np.testing.assert_allclose(np.asarray(g_s)[slot], expected[order], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(g_s)[slot], expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="two value copies together"):
+        jax.grad(lambda v: jnp.sum(w * f(v, s_values)))(values)
+
+
+def test_operator_values_gradient_has_the_matrix_pattern(kernel_on):
+    # The gradient with respect to a prepared operator's own value buffer (a pytree leaf) is non-zero only at
+    # the slots of stored entries: a step along it keeps the pattern, so products of one vector and of many
+    # columns still agree afterwards.
+    rng = np.random.default_rng(10)
+    S = _banded(600, 40, rng, density=0.5)
+    S.sum_duplicates()
+    op = accelerator.prepare(xp.asarray(S.astype(np.float32)), layout="panels", reorder=False)
+    assert "mxu_table" in op.arrays
+    X = jnp.asarray(rng.standard_normal((600, 128)).astype(np.float32))
+    leaves, treedef = jax.tree_util.tree_flatten(op)
+    at = next(i for i, leaf in enumerate(leaves) if leaf is op.values)
+    rebuild = lambda v: jax.tree_util.tree_unflatten(treedef, leaves[:at] + [v] + leaves[at + 1:])  # noqa
+    g = np.asarray(jax.grad(lambda v: jnp.sum(rebuild(v) @ X))(op.values))
+    stored = np.zeros(op.values.shape[0], bool)
+    slots = np.concatenate([np.asarray(op.slot)[:, None], np.asarray(op.arrays["slot_t"])], axis=1).reshape(-1)
+    stored[slots[slots < len(stored)]] = True
+    assert np.any(g) and not np.any(g[~stored])
+    stepped = rebuild(op.values - 0.1 * jnp.asarray(g))
+    np.testing.assert_allclose(np.asarray(stepped @ X[:, :1])[:, 0], np.asarray(stepped @ X[:, 0]), rtol=1e-5,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ("panels", "sell"))
+@pytest.mark.parametrize("shape, dense", [((4096, 8), "column"), ((8, 4096), "row"), ((130, 1030), None)])
+def test_skewed_patterns(kernel_on, layout, shape, dense):
+    # Patterns whose matrix and transpose have SELL-8 parts of different sizes (the blocks' part of the value
+    # buffer follows both): products of both orientations against scipy.
+    rng = np.random.default_rng(11)
+    m, k = shape
+    S = sp.random_array(shape, density=0.002 if dense else 0.3, rng=rng, format="lil", dtype=np.float32)
+    if dense == "column":
+        S[:, 0] = rng.standard_normal((m, 1)).astype(np.float32)
+    elif dense == "row":
+        S[0, :] = rng.standard_normal((1, k)).astype(np.float32)
+    S = sp.csr_array(S)
+    if layout == "panels" and dense == "row":
+        with pytest.raises(ValueError, match="too scattered for 128 x 128 panels"):
+            accelerator.prepare(xp.asarray(S), layout=layout, reorder=False)
+        return
+    op = accelerator.prepare(xp.asarray(S), layout=layout, reorder=False)
+    assert "mxu_table" in op.arrays
+    S64 = S.astype(np.float64)
+    X = rng.standard_normal((k, 128)).astype(np.float32)
+    Y = rng.standard_normal((m, 128)).astype(np.float32)
+    kernel_on.clear()
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda o, z: o @ z)(op, X)), S64 @ X, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda o, z: o.T @ z)(op, Y)), S64.T @ Y, rtol=1e-5, atol=1e-4)
+    assert kernel_on
 
 
 @pytest.mark.parametrize("name, n_blocks, n_slots, n, kept", [

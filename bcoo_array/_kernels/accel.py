@@ -399,7 +399,8 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     if "s_table" in arrays:
         sell = (second("s_rows"), arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx])
         kernel = np.dtype(jnp.result_type(values, x)) == np.float32 and _sell.fits(shape)
-        y = mxu_product(values, arrays, n1 + n2 + 2 * arrays["s_rows"].size, sell, shape, x, transpose,
+        y = mxu_product(values, arrays, n1 + n2 + arrays["s_rows"].size + arrays["s_rows_t"].size, sell, shape, x,
+                        transpose,
                         _sell.sell_cost(sell[2].shape[0], x.shape[1], shape, kernel))
         return sell_matmat(*sell, x, shape=out_shape) if y is None else y
     if ("w_addr" in arrays and static.get("wide", True)

@@ -216,8 +216,7 @@ class Layout:
         if self.perm is not None:
             parts.append("RCM")
         if "mxu_table" in self.arrays:  # (the dense blocks of .mxu, for many columns)
-            n_blocks = _mxu.value_count(self.arrays["mxu_table"]) // (_mxu.BLOCK_ROWS * _mxu.LANES)
-            parts.append(f"{n_blocks} MXU blocks")
+            parts.append(f"{_mxu.stored_blocks(self.arrays['mxu_table'], self.shape[0])} MXU blocks")
         return ", ".join(parts)
 
 
@@ -503,7 +502,7 @@ def _mxu_blocks(ur, uc, shape, n_sell_slots: int):
     m, k = shape
     if not (len(ur) and n_sell_slots and _sell.fits((m, k)) and _mxu.fits((m, k))):
         return None, {}
-    if not _mxu.worth_keeping(_mxu.block_count(ur, uc, (m, k)), n_sell_slots, (m, k)):
+    if not _mxu.worth_keeping(_mxu.block_count(ur, uc, (m, k), pad=_sell_steps), n_sell_slots, (m, k)):
         return None, {}
     slot, table = _mxu.block_tables(ur, uc, (m, k), pad=_sell_steps)
     return slot, {"mxu_table": table}

@@ -29,6 +29,9 @@ A stored zero of a block times an ``inf`` or NaN of ``x`` is NaN, where a
 sparse product adds nothing; so the kernel also reports whether ``x`` is
 finite, and where it is not the product is the COO formula on the SELL-8
 slots of the same layout (``.sell.sell_reference``; exact sparse semantics).
+(A finite ``x`` or value beyond bfloat16's range, above about 3.39e38,
+may still overflow the six-pass product's split into bfloat16 parts; not
+probed.)
 
 Measured on a TPU v5e (``.device_data/probe_mxu.py``, 128 columns, in a
 loop, blocks of 8 x 128, 32 per group; 2026-12-06): nh2010 after RCM 0.59
@@ -37,21 +40,26 @@ RCM 0.80 (1.75), bayer10 0.17 (0.39), bcsstk16 0.11 (0.74): about 15 ns
 per block beyond the resident copies, mostly its 4 KiB of values streamed
 from HBM and the MXU's six passes of a float32 product (the one-pass
 ``Precision.DEFAULT`` was 1.3-1.7x faster but off by 3e-3). Relative error
-against scipy's float64 product: at most 1.9e-7. Through a layout, the
+against scipy's float64 product: at most 2.1e-7. Through a layout, the
 blocks are a part of the operator's flat value buffer, and XLA copies the
-slice the kernel reads (0.8 ms for cage11's 240 MiB, which took its gain
+slice the kernel reads (0.8 ms for cage11's 224 MiB, which took its gain
 away: 1.63 ms against SELL's 1.69); the layouts keep blocks only where
 they are worth their memory with that copy priced (``worth_keeping``:
 bcsstk16 0.065 ms against 0.43 on the panels kernel, bayer10 0.21 against
 0.33 on SELL).
 
-The product is the primitive ``mxu_matmat_p``: linear in the blocks'
-values, the SELL slots' values and ``x`` (its JVP binds it again); its
-transpose in ``x`` is the product of the other orientation, in the values
-JAX's transpose of the XLA formula ``mxu_reference``. A mapped ``x``
-becomes more right-hand sides. Off a TPU the COO formula on the SELL
-slots is the portable path; the kernel runs in Pallas interpret mode in
-the tests.
+The product is the primitive ``mxu_matmat_p``, linear in ``x`` and in its
+two value copies *together* (the blocks' values and the SELL slots', parts
+of one value buffer in the layouts, so that they always carry the same
+values and tangents): its JVP binds it again; its transpose in ``x`` is
+the product of the other orientation, in the values JAX's transpose of
+the SELL slots' COO formula (the stored entries' cotangents, none on the
+blocks' stored zeros), the blocks getting zeros. A mapped ``x`` becomes
+more right-hand sides (a ``vmap`` of a product with a matrix ``x``; a
+``vmap`` over vectors goes through the layout's one-vector primitive, whose
+own batching rule takes the panels or SELL kernels). Off a TPU the COO
+formula on the SELL slots is the portable path; the kernel runs in Pallas
+interpret mode in the tests.
 """
 
 from __future__ import annotations
@@ -89,7 +97,7 @@ MAX_BYTES = 1 << 30
 
 #: Largest share of the SELL-8 slots' price (128 columns) at which a layout keeps the blocks: their memory
 #: (tens of times the entries') only for a clear gain. cage11's blocks, priced at 0.98 of its slots, ran at
-#: 0.97 of their time on a TPU v5e (1.63 against 1.69 ms) for 242 MiB more.
+#: 0.97 of their time on a TPU v5e (1.63 against 1.69 ms) for 224 MiB more.
 KEEP_MAX_SHARE = 0.75
 
 #: Rows of ``x`` the kernel's finiteness check reads per iteration.
@@ -114,8 +122,10 @@ def padded_rows(shape, transpose: bool) -> tuple[int, int]:
 
 def fits(shape) -> bool:
     """Whether the kernel's resident ``x`` and result (either orientation, 128 columns of float32) fit
-    the VMEM the SELL-8 kernel keeps for them (``.sell.resident_max_bytes``)."""
-    return sum(padded_rows(shape, False)) * LANES * 4 <= _sell.resident_max_bytes()
+    the VMEM the SELL-8 kernel keeps for them (``.sell.resident_max_bytes``) beside the pipeline's two
+    buffers of a grid step's blocks."""
+    step_bytes = GROUPS_PER_STEP * GROUP * BLOCK_ROWS * LANES * 4
+    return sum(padded_rows(shape, False)) * LANES * 4 + 2 * step_bytes <= _sell.resident_max_bytes()
 
 
 def value_count(table) -> int:
@@ -123,18 +133,28 @@ def value_count(table) -> int:
     return int(table.shape[0]) * GROUPS_PER_STEP * GROUP * BLOCK_ROWS * LANES
 
 
-def block_count(rows, cols, shape) -> int:
-    """Host: blocks a layout of the unique entries ``(rows, cols)`` stores (each panel's padded to a
-    whole number of groups), without building it."""
+def stored_blocks(table, m: int) -> int:
+    """Host: the blocks of a step ``table`` (``block_tables``, a matrix of ``m`` rows) that hold entries
+    (the others pad groups and grid steps)."""
+    row_blocks = np.asarray(table).reshape(-1, GROUP_FIELDS)[:, 1:]
+    return int(np.count_nonzero(row_blocks != -(-m // BLOCK_ROWS)))
+
+
+def block_count(rows, cols, shape, pad=None) -> int:
+    """Host: blocks ``block_tables`` stores for the unique entries ``(rows, cols)`` (each panel's padded
+    to a whole number of groups, and the groups to whole grid steps, ``pad`` as there), without
+    building them."""
     m, k = shape
     rows = np.asarray(rows, np.int64).reshape(-1)
     cols = np.asarray(cols, np.int64).reshape(-1)
-    if not len(rows):
-        return 0
     n_rb = -(-m // BLOCK_ROWS) + 1
-    keys, _ = unique_counts((cols // LANES) * n_rb + rows // BLOCK_ROWS)
-    per_panel = np.bincount(keys // n_rb)
-    return int((-(-per_panel // GROUP) * GROUP).sum())
+    per_panel = np.zeros(1, np.int64)
+    if len(rows):
+        keys, _ = unique_counts((cols // LANES) * n_rb + rows // BLOCK_ROWS)
+        per_panel = np.bincount(keys // n_rb)
+    steps = max(1, -(-int((-(-per_panel // GROUP)).sum()) // GROUPS_PER_STEP))
+    steps = steps if pad is None else max(steps, int(pad(steps)))
+    return steps * GROUPS_PER_STEP * GROUP
 
 
 def mxu_cost(n_blocks: int, n_rhs: int, shape) -> float:
@@ -305,28 +325,6 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, interpret: b
     return y[:out, :n], jnp.all(ok[:, :n] > 0)
 
 
-def mxu_reference(values, table, x, *, shape, transpose: bool = False):
-    """``A @ x`` (or ``A.T @ x``) from the blocks in XLA: per group, its panel of ``x`` (or its row blocks)
-    gathered and one batched product (``Precision.HIGHEST``), added to the result by row block (or panel).
-    Linear in ``values``: what the values' cotangent is taken from."""
-    m, k = shape
-    n = x.shape[1]
-    dtype = jnp.result_type(values, x)
-    t = table.reshape(-1, GROUP_FIELDS)
-    panel, row_block = t[:, 0], t[:, 1:]
-    blocks = values.astype(dtype).reshape(t.shape[0], GROUP, BLOCK_ROWS, LANES)
-    n_rb, n_panels = -(-m // BLOCK_ROWS) + 1, -(-max(k, 1) // LANES)
-    if transpose:
-        xb = jnp.pad(x.astype(dtype), ((0, n_rb * BLOCK_ROWS - m), (0, 0))).reshape(n_rb, BLOCK_ROWS, n)
-        y = jnp.einsum("gjrc,gjrn->gcn", blocks, xb[row_block], precision=_HIGHEST)
-        out = jnp.zeros((n_panels, LANES, n), dtype).at[panel].add(y)
-        return out.reshape(-1, n)[:k]
-    xp = jnp.pad(x.astype(dtype), ((0, n_panels * LANES - k), (0, 0))).reshape(n_panels, LANES, n)
-    y = jnp.einsum("gjrc,gcn->gjrn", blocks, xp[panel], precision=_HIGHEST)
-    out = jnp.zeros((n_rb, BLOCK_ROWS, n), dtype).at[row_block.reshape(-1)].add(y.reshape(-1, BLOCK_ROWS, n))
-    return out.reshape(-1, n)[:m]
-
-
 # --- the primitive --------------------------------------------------------------------------------------
 
 mxu_matmat_p = Primitive("bcoo_array_mxu_matmat")
@@ -338,10 +336,12 @@ def mxu_matmat(values, table, s_values, s_rows, s_cols, x, *, shape, transpose: 
 
     ``values``/``table``: the blocks (``block_tables``); ``s_values``,
     ``s_rows``, ``s_cols``: the layout's SELL-8 slots of the product's
-    orientation (``.sell``), whose COO formula (``.sell.sell_reference``)
-    serves a non-finite ``x``, values other than float32, and backends
-    other than a TPU (``use_kernel=False``: always). Differentiable in
-    ``values``, ``s_values`` and ``x``, batchable over ``x`` and the values.
+    orientation (``.sell``), holding the same entries, whose COO formula
+    (``.sell.sell_reference``) serves a non-finite ``x``, values other than
+    float32, and backends other than a TPU (``use_kernel=False``: always).
+    Differentiable in ``x`` and in the two value copies together (the
+    values' cotangent lands on ``s_values``; a transpose in ``values``
+    alone raises ``ValueError``), batchable over ``x`` and the values.
     """
     return mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, x, shape=tuple(shape),
                              transpose=bool(transpose), use_kernel=bool(use_kernel))
@@ -400,32 +400,28 @@ def _transpose(ct, values, table, s_values, s_rows, s_cols, x, *, shape, transpo
     none = [None] * 6
     if type(ct) is ad.Zero:
         return none
-    undefined_values = ad.is_undefined_primal(values) or ad.is_undefined_primal(s_values)
-    if undefined_values and ad.is_undefined_primal(x):
+    if ad.is_undefined_primal(values) and not ad.is_undefined_primal(s_values):
+        raise ValueError("the MXU product is linear in its two value copies together (the blocks and the SELL "
+                         "slots, one buffer's parts in the layouts): transpose it in both, or in x")
+    if ad.is_undefined_primal(s_values) and ad.is_undefined_primal(x):
         raise ValueError("the MXU product is bilinear: transpose it in the values or in x, not both")
     if ad.is_undefined_primal(x):  # the product of the other orientation
         dx = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, ct, shape=shape, transpose=not transpose,
                                use_kernel=use_kernel)
         none[5] = dx.astype(x.aval.dtype)
         return none
-    # The values' cotangent from the formula of the copy it flows to: the blocks' (each stored slot gets
-    # ct[row] . x[col], exactly) where both are linear inputs, the other copy then getting zeros, so that an
-    # entry's cotangent (the sum over its copies) is counted once; else the SELL slots' COO formula.
-    if ad.is_undefined_primal(values):
-        aval = values.aval
-        f = lambda v: mxu_reference(v, table, x, shape=shape, transpose=transpose)  # noqa: E731
-    else:
-        aval = s_values.aval
-        f = lambda v: _coo(v, s_rows, s_cols, x, shape, transpose)  # noqa: E731
+    # The values' cotangent lands on the SELL slots' copy, from its COO formula: each stored entry's slot gets
+    # ct[row] . x[col], and nothing else does (the blocks' stored zeros must get none: a step along it would
+    # store entries the matrix does not have). The blocks' copy gets zeros, so an entry's cotangent (the sum
+    # over its copies) is counted once.
+    aval = s_values.aval
+    f = lambda v: _coo(v, s_rows, s_cols, x, shape, transpose)  # noqa: E731
     (dv,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(aval.shape, ct.dtype))(ct)
     if not jnp.issubdtype(aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
         dv = jnp.real(dv)
+    none[2] = dv.astype(aval.dtype)
     if ad.is_undefined_primal(values):
-        none[0] = dv.astype(aval.dtype)
-        if ad.is_undefined_primal(s_values):
-            none[2] = jnp.zeros(s_values.aval.shape, s_values.aval.dtype)
-    else:
-        none[2] = dv.astype(aval.dtype)
+        none[0] = jnp.zeros(values.aval.shape, values.aval.dtype)
     return none
 
 
