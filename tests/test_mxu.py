@@ -192,14 +192,20 @@ def test_prepared_products_with_many_columns_take_the_blocks(kernel_on, layout):
     np.testing.assert_allclose(np.asarray(op2 @ X), 2 * (S64 @ X), rtol=1e-5, atol=1e-4)
 
 
-def test_non_finite_x_takes_the_sell_slots(kernel_on):
-    # An inf of x meets the blocks' stored zeros (NaN there); the product reports it and takes the COO
-    # formula of the SELL slots: structural zeros stay zero, as in scipy.
-    rng = np.random.default_rng(6)
+def _prepared_banded(seed):
+    """A random banded 600 x 600 matrix (float32), its ``panels`` operator (with blocks) and the generator."""
+    rng = np.random.default_rng(seed)
     S = _banded(600, 40, rng, density=0.5)
     S.sum_duplicates()
     op = accelerator.prepare(xp.asarray(S.astype(np.float32)), layout="panels", reorder=False)
     assert "mxu_table" in op.arrays
+    return S, op, rng
+
+
+def test_non_finite_x_takes_the_sell_slots(kernel_on):
+    # An inf of x meets the blocks' stored zeros (NaN there); the product reports it and takes the COO
+    # formula of the SELL slots: structural zeros stay zero, as in scipy.
+    S, op, rng = _prepared_banded(6)
     X = rng.standard_normal((600, 128)).astype(np.float32)
     X[10, 3] = np.inf
     with warnings.catch_warnings():
@@ -283,11 +289,7 @@ def test_operator_values_gradient_has_the_matrix_pattern(kernel_on):
     # The gradient with respect to a prepared operator's own value buffer (a pytree leaf) is non-zero only at
     # the slots of stored entries: a step along it keeps the pattern, so products of one vector and of many
     # columns still agree afterwards.
-    rng = np.random.default_rng(10)
-    S = _banded(600, 40, rng, density=0.5)
-    S.sum_duplicates()
-    op = accelerator.prepare(xp.asarray(S.astype(np.float32)), layout="panels", reorder=False)
-    assert "mxu_table" in op.arrays
+    S, op, rng = _prepared_banded(10)
     X = jnp.asarray(rng.standard_normal((600, 128)).astype(np.float32))
     leaves, treedef = jax.tree_util.tree_flatten(op)
     at = next(i for i, leaf in enumerate(leaves) if leaf is op.values)
