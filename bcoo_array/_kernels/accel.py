@@ -308,7 +308,10 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     up to 128. On a TPU v5e with 128 columns, in a loop: nh2010 1.04 ms
     against 2.67 for a COO product (0.62 against 1.02 with 16 columns on the
     panels kernel), cage11 1.69 against 1.90 on the panels kernel, bcsstk16
-    0.71 against 0.43 (uniform tiles: the panels kernel stays).
+    0.71 against 0.43 (uniform tiles: the panels kernel stays). Where the
+    layout keeps dense blocks (``.mxu``, the value buffer's fifth part),
+    a product with a matrix ``x`` runs on them when they cost less than
+    both (``mxu_product``; bcsstk16 0.065 ms).
     """
     from . import sell as _sell
     from .panels import panels_matmat, transpose_reference
@@ -372,7 +375,9 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     ``.segmented.segmented_matvec`` (8 entries per vector step, ``x`` and
     the result packed in VMEM; ``static["unroll"]``: its lane loop's, None
     for ``LANE_UNROLL``). Several: ``.sell.sell_matmat`` (a row of ``x`` per
-    stored entry) where ``x`` fits that kernel's VMEM; else the wide blocks
+    stored entry) where ``x`` fits that kernel's VMEM (or the dense blocks of
+    ``.mxu`` where the layout keeps them and they cost less,
+    ``mxu_product``); else the wide blocks
     (``.segmented.segmented_matvec``, a few columns a call) or the COO
     formula on the blocks' slots, whichever ``.segmented.wide_is_cheaper``
     prices lower (``static["wide"]`` False: always the formula, for eager

@@ -931,10 +931,10 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         only); None takes any 4-byte value for float32.
     mxu : bool, optional
         Whether a ``panels`` or ``sell`` layout also keeps the dense blocks of
-        ``.mxu`` for products with many columns, where they cost less than
-        its SELL-8 slots (``_mxu_blocks``; they may take tens of times the
-        entries' bytes). Default False (eager products); ``prepare`` keeps
-        them.
+        ``.mxu`` for products with many columns, where they are worth their
+        memory beside its SELL-8 slots (``_mxu_blocks``; they may take tens
+        of times the entries' bytes). Default False (eager products);
+        ``prepare`` asks for them on a TPU with float32 values.
 
     Returns
     -------
