@@ -248,9 +248,10 @@ def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None, width:
     """
     m, k = shape
     per = per_segment(width)
+    shift = per.bit_length() - 1  # (per is a power of two: shifts and masks, not int64 divisions)
     rows, cols = sorted_entries(rows, cols, shape, "segmented_tables")
     n = len(rows)
-    window = rows // per
+    window = rows >> shift
     n_windows = -(-max(m, 1) // per)
     per_window = np.bincount(window, minlength=n_windows)
     first_in_window = np.concatenate([[0], np.cumsum(per_window)])[:-1]
@@ -262,9 +263,9 @@ def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None, width:
     steps = -(-blocks // BLOCKS_PER_STEP)
     steps = steps if pad is None else max(steps, int(pad(steps)))
     blocks = steps * BLOCKS_PER_STEP
-    seg = seg0[window] + pos // per  # the entry's segment
-    q = pos % per
-    slot = seg * per + q  # = (8 * block + sublane) * P + q
+    seg = seg0[window] + (pos >> shift)  # the entry's segment
+    q = pos & (per - 1)
+    slot = (seg << shift) + q  # = (8 * block + sublane) * P + q
     n_slots = blocks * SUBLANES * per
     cols_t = np.full(n_slots, k, np.int32)
     cols_t[slot] = cols
@@ -273,8 +274,8 @@ def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None, width:
     np.maximum.accumulate(rows_t, out=rows_t)  # padding: the row before (sorted rows for the COO formula)
     rows_t[rows_t < 0] = m if n == 0 else rows[0]
     addr = np.zeros(n_slots, np.int32)  # block by block, slot q of the segments, then sublane
-    sub = seg % SUBLANES
-    addr[(seg - sub) * per + q * SUBLANES + sub] = X_PAD_ROWS + cols // per - sub
+    sub = seg & (SUBLANES - 1)
+    addr[((seg - sub) << shift) + q * SUBLANES + sub] = X_PAD_ROWS + (cols >> shift) - sub
     counts = np.bincount(rows, minlength=m)
     row_first = np.concatenate([[0], np.cumsum(counts)])[:-1][rows] - first_in_window[window]
     ends = np.tile(np.arange(per, dtype=np.int32), blocks * SUBLANES)  # first slot of the row: padding its own
@@ -283,7 +284,7 @@ def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None, width:
     ends_row = np.ones(n, bool)  # the entry is its row's last in its segment
     if n > 1:
         ends_row[:-1] = (rows[1:] != rows[:-1]) | (seg[1:] != seg[:-1])
-    last[seg[ends_row] * per + rows[ends_row] % per] = q[ends_row]
+    last[(seg[ends_row] << shift) + (rows[ends_row] & (per - 1))] = q[ends_row]
     ends |= last << 16
     out = np.full(blocks * SUBLANES, _out_rows(m, width) - SUBLANES, np.int32)
     out[:n_segs] = np.repeat(np.arange(n_windows, dtype=np.int32), segs)
