@@ -159,20 +159,23 @@ def _set_unroll(lib: str) -> None:
 
 
 def _prepare_forced(S, dev, spec: str):
-    """The operator of a forced layout ``spec``: ``kind[-mixed|-uniform][+rcm][:U]`` (panels tiles mixed or
-    uniform, ``layouts.PANELS_MIXED``; the RCM reordering forced; ``U`` read by ``_set_unroll``)."""
+    """The operator of a forced layout ``spec``: ``kind[-mixed|-uniform][+rcm][+nomxu][:U]`` (panels tiles
+    mixed or uniform, ``layouts.PANELS_MIXED``; the RCM reordering forced; no dense MXU blocks,
+    ``prepare(mxu_blocks=False)``; ``U`` read by ``_set_unroll``). ``kind`` ``auto``: the automatic choice."""
     import bcoo_array as xp
     from bcoo_array import accelerator
     from bcoo_array._kernels import layouts
 
-    kind = spec.split(":")[0]
-    reorder = True if kind.endswith("+rcm") else None
-    kind = kind.removesuffix("+rcm")
+    kind, *flags = spec.split(":")[0].split("+")
+    unknown = set(flags) - {"rcm", "nomxu"}
+    if unknown:
+        raise ValueError(f"layout spec {spec!r}: unknown flags {sorted(unknown)} (+rcm, +nomxu)")
     mixed = {"-mixed": True, "-uniform": False}.get(kind[kind.rfind("-"):]) if "-" in kind else None
     kind = kind.split("-")[0]
     saved, layouts.PANELS_MIXED = layouts.PANELS_MIXED, mixed
     try:
-        return accelerator.prepare(xp.from_scipy(S), device=dev, layout=kind, reorder=reorder)
+        return accelerator.prepare(xp.from_scipy(S), device=dev, layout=None if kind == "auto" else kind,
+                                   reorder=True if "rcm" in flags else None, mxu_blocks="nomxu" not in flags)
     finally:
         layouts.PANELS_MIXED = saved
 
@@ -438,7 +441,8 @@ def main(argv=None) -> None:
     p.add_argument("--cg-iters", type=int, default=200)
     p.add_argument("--layouts", default="",
                    help="layouts timed beside the chosen one, e.g. 'panels,ell' ('panels:4': tile loop "
-                        "unrolled 4x; 'panels-mixed', 'panels-uniform': its tiles; '+rcm': reordered)")
+                        "unrolled 4x; 'panels-mixed', 'panels-uniform': its tiles; '+rcm': reordered; "
+                        "'+nomxu': without dense MXU blocks; 'auto': the automatic choice, e.g. 'auto+nomxu')")
     p.add_argument("--libs", default="", help="only these rows, e.g. 'bcoo_array,jax BCOO,scipy' (default: all)")
     p.add_argument("--first-call", action="store_true")
     p.add_argument("--no-shared", action="store_true",

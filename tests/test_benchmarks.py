@@ -76,8 +76,8 @@ RECIPES: dict[str, Recipe] = {
     # a 64 x 64 matrix file and a Poisson 16^2, one product per library, a 10-iteration CG
     "accelerator.py": Recipe(lambda tmp: [str(_tiny_matrix(tmp)), "--poisson", "16", "--random", "",
                                           "--repeat", "1", "--spmm", "4", "--cg", "8", "--cg-iters", "10",
-                                          "--layouts", "panels,ell"],
-                             "bcoo_array[panels]"),
+                                          "--layouts", "panels,ell,panels+rcm+nomxu,auto+nomxu"],
+                             "bcoo_array[panels+rcm+nomxu]"),
     # one unroll (one fresh process; the eager accelerator hook does not apply on a CPU)
     "accelerator_first_call.py": Recipe(lambda tmp: ["--unrolls", "2"], "unroll 2: first eager A @ v"),
     # one probe, one warm call (two fresh processes)
