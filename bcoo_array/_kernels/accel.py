@@ -333,8 +333,7 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
         kernel = np.dtype(jnp.result_type(values, x)) == np.float32 and _sell.fits(shape)
         other = min(_sell.panels_rhs_cost(tiles.shape[0], meta.shape[0] > 2, x.shape[1]),
                     _sell.sell_cost(sell[2].shape[0], x.shape[1], shape, kernel))
-        y = mxu_product(values, arrays, offset + n_slots + (0 if transpose else arrays["s_rows_t"].size), sell,
-                        shape, x, transpose, other)
+        y = mxu_product(values, arrays, sell, shape, x, transpose, other)
         if y is not None:
             return y
     if transpose and "meta_t" in arrays:
@@ -347,12 +346,12 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     return y[0] if x.ndim == 1 else y.T
 
 
-def mxu_product(values, arrays, start: int, sell, shape, x, transpose: bool, other_cost: float):
+def mxu_product(values, arrays, sell, shape, x, transpose: bool, other_cost: float):
     """``A @ x`` (or ``A.T @ x``) for ``x`` of several columns on a layout's dense blocks (``.mxu``: the
-    value buffer's part from ``start``, ``arrays["mxu_table"]``), where it keeps them, the values are
-    float32 and the blocks cost less than ``other_cost`` (``.mxu.mxu_cost``); else None. ``sell``: the
-    layout's SELL-8 slots of the product's orientation, ``(values, table, rows, cols)``, whose COO formula
-    serves a non-finite ``x``."""
+    value buffer's last part, ``arrays["mxu_table"]``), where it keeps them, the values are float32 and
+    the blocks cost less than ``other_cost`` (``.mxu.mxu_cost``); else None. ``sell``: the layout's SELL-8
+    slots of the product's orientation, ``(values, table, rows, cols)``, whose COO formula serves a
+    non-finite ``x``."""
     from . import mxu as _mxu
 
     table = arrays.get("mxu_table")
@@ -361,7 +360,7 @@ def mxu_product(values, arrays, start: int, sell, shape, x, transpose: bool, oth
     n = _mxu.value_count(table)
     if _mxu.mxu_cost(n // (_mxu.BLOCK_ROWS * _mxu.LANES), x.shape[1], shape) >= other_cost:
         return None
-    return _mxu.mxu_matmat(values[start:start + n], table, sell[0], sell[2], sell[3], x, shape=shape,
+    return _mxu.mxu_matmat(values[values.shape[0] - n:], table, sell[0], sell[2], sell[3], x, shape=shape,
                            transpose=transpose)
 
 
@@ -404,8 +403,7 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     if "s_table" in arrays:
         sell = (second("s_rows"), arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx])
         kernel = np.dtype(jnp.result_type(values, x)) == np.float32 and _sell.fits(shape)
-        y = mxu_product(values, arrays, n1 + n2 + arrays["s_rows"].size + arrays["s_rows_t"].size, sell, shape, x,
-                        transpose,
+        y = mxu_product(values, arrays, sell, shape, x, transpose,
                         _sell.sell_cost(sell[2].shape[0], x.shape[1], shape, kernel))
         return sell_matmat(*sell, x, shape=out_shape) if y is None else y
     if ("w_addr" in arrays and static.get("wide", True)

@@ -140,21 +140,29 @@ def stored_blocks(table, m: int) -> int:
     return int(np.count_nonzero(row_blocks != -(-m // BLOCK_ROWS)))
 
 
+def _block_keys(rows, cols, m: int):
+    """Each entry's block as one key, ordered by panel, then row block: ``panel * n_rb + row_block``,
+    ``n_rb`` the row blocks of ``m`` rows plus the spare one. Returns ``(keys, n_rb)``."""
+    n_rb = -(-m // BLOCK_ROWS) + 1
+    rows = np.asarray(rows, np.int64).reshape(-1)
+    cols = np.asarray(cols, np.int64).reshape(-1)
+    return (cols // LANES) * n_rb + rows // BLOCK_ROWS, n_rb
+
+
+def _steps(padded_blocks: int, pad) -> int:
+    """Grid steps of ``padded_blocks`` blocks (whole groups), at least one, ``pad`` applied as in
+    ``block_tables``."""
+    steps = max(1, -(-(padded_blocks // GROUP) // GROUPS_PER_STEP))
+    return steps if pad is None else max(steps, int(pad(steps)))
+
+
 def block_count(rows, cols, shape, pad=None) -> int:
     """Host: blocks ``block_tables`` stores for the unique entries ``(rows, cols)`` (each panel's padded
     to a whole number of groups, and the groups to whole grid steps, ``pad`` as there), without
     building them."""
-    m, k = shape
-    rows = np.asarray(rows, np.int64).reshape(-1)
-    cols = np.asarray(cols, np.int64).reshape(-1)
-    n_rb = -(-m // BLOCK_ROWS) + 1
-    per_panel = np.zeros(1, np.int64)
-    if len(rows):
-        keys, _ = unique_counts((cols // LANES) * n_rb + rows // BLOCK_ROWS)
-        per_panel = np.bincount(keys // n_rb)
-    steps = max(1, -(-int((-(-per_panel // GROUP)).sum()) // GROUPS_PER_STEP))
-    steps = steps if pad is None else max(steps, int(pad(steps)))
-    return steps * GROUPS_PER_STEP * GROUP
+    keys, n_rb = _block_keys(rows, cols, shape[0])
+    per_panel = np.bincount(unique_counts(keys)[0] // n_rb) if len(keys) else np.zeros(1, np.int64)
+    return _steps(int((-(-per_panel // GROUP) * GROUP).sum()), pad) * GROUPS_PER_STEP * GROUP
 
 
 def mxu_cost(n_blocks: int, n_rhs: int, shape) -> float:
@@ -202,19 +210,17 @@ def block_tables(rows, cols, shape, pad=None):
         raise ValueError(f"block_tables: rows and cols differ in length ({len(rows)} and {len(cols)})")
     if len(rows) and (min(rows.min(), cols.min()) < 0 or rows.max() >= m or cols.max() >= k):
         raise ValueError(f"block_tables: rows and cols must index a matrix of shape {tuple(shape)}")
-    spare = -(-m // BLOCK_ROWS)
-    n_rb = spare + 1
+    keys, n_rb = _block_keys(rows, cols, m)
+    spare = n_rb - 1
     n_panels = -(-max(k, 1) // LANES)
-    keys, inverse = unique_inverse((cols // LANES) * n_rb + rows // BLOCK_ROWS)
+    keys, inverse = unique_inverse(keys)
     panel, row_block = keys // n_rb, keys % n_rb
     per_panel = np.bincount(panel, minlength=n_panels)
     padded = -(-per_panel // GROUP) * GROUP
     first_padded = np.cumsum(padded) - padded
     first = np.cumsum(per_panel) - per_panel
     place = first_padded[panel] + np.arange(len(keys)) - first[panel]  # each block's place
-    n_groups = int(padded.sum()) // GROUP
-    steps = max(1, -(-n_groups // GROUPS_PER_STEP))
-    steps = steps if pad is None else max(steps, int(pad(steps)))
+    steps = _steps(int(padded.sum()), pad)
     total_groups = steps * GROUPS_PER_STEP
     block_rb = np.full(total_groups * GROUP, spare, np.int64)
     block_rb[place] = row_block
