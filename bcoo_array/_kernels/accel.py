@@ -348,10 +348,10 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
 
 def mxu_product(values, arrays, sell, shape, x, transpose: bool, other_cost: float):
     """``A @ x`` (or ``A.T @ x``) for ``x`` of several columns on a layout's dense blocks (``.mxu``: the
-    value buffer's last part, ``arrays["mxu_table"]``), where it keeps them, the values are float32 and
-    the blocks cost less than ``other_cost`` (``.mxu.mxu_cost``); else None. ``sell``: the layout's SELL-8
-    slots of the product's orientation, ``(values, table, rows, cols)``, whose COO formula serves a
-    non-finite ``x``."""
+    value buffer's last part, ``arrays["mxu_table"]``, read in place), where it keeps them, the values
+    are float32 and the blocks cost less than ``other_cost`` (``.mxu.mxu_cost``); else None. ``sell``:
+    the layout's SELL-8 slots of the product's orientation, ``(values, table, rows, cols)``, whose COO
+    formula serves a non-finite ``x``."""
     from . import mxu as _mxu
 
     table = arrays.get("mxu_table")
@@ -360,8 +360,9 @@ def mxu_product(values, arrays, sell, shape, x, transpose: bool, other_cost: flo
     n = _mxu.value_count(table)
     if _mxu.mxu_cost(n // (_mxu.BLOCK_ROWS * _mxu.LANES), x.shape[1], shape) >= other_cost:
         return None
-    return _mxu.mxu_matmat(values[values.shape[0] - n:], table, sell[0], sell[2], sell[3], x, shape=shape,
-                           transpose=transpose)
+    start = values.shape[0] - n  # (the layouts align it: .mxu.part_start)
+    return _mxu.mxu_matmat(values, table, sell[0], sell[2], sell[3], x, shape=shape, transpose=transpose,
+                           offset=start)
 
 
 def sell_product(values, arrays, static, shape, x, transpose: bool = False):

@@ -84,10 +84,9 @@ def vmem_share(tuned_bytes: int) -> int:
 #: (128 columns, in a loop, eighth session, ``.device_data/probe_mxu.py``): about 15 ns per
 #: block of 8 x 128 (5,600 with its 4 KiB of values) beyond the resident ``x`` and result
 #: copied in and out, fitted to nh2010 after RCM (0.59 ms for 28,672 blocks), cage11 (0.84),
-#: delaunay_n16 after RCM (0.80) and bayer10 (0.17); plus the slice of the blocks' part out of
-#: the operator's flat value buffer, which XLA copies into the kernel's operand: 13.7 ns per
-#: block (5,000; a jitted slice or reshape of 240 MiB of float32 took 0.81-0.82 ms, and cage11's
-#: product through the layout 1.63 ms against the kernel's 0.87 alone). CPUs and GPUs gather at
+#: delaunay_n16 after RCM (0.80) and bayer10 (0.17); the kernel reads the blocks in place from
+#: the operator's value buffer (a slice would be copied by XLA: 13.7 ns more per block, cage11
+#: 1.51 against 0.85 ms, ninth session). CPUs and GPUs gather at
 #: a few times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {
     "tpu": {"gather": 3350.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
@@ -96,7 +95,7 @@ COSTS: dict[str, dict[str, float]] = {
             "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0,
             "segmented_slot": 450.0, "segmented_call": 5e6,
             "segmented_wide_slot": 450.0, "segmented_wide_block": 114000.0, "coo_row_entry_large": 7000.0,
-            "ell_slot": 1500.0, "mxu_block": 5600.0, "mxu_block_slice": 5000.0},
+            "ell_slot": 1500.0, "mxu_block": 5600.0},
     "gpu": {"gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,

@@ -430,7 +430,8 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None, mxu: bool 
     entry's slot in the transpose's tiles and in the two SELL parts of the
     value buffer ((nse, 4) with blocks: then in the blocks' part). The
     value buffer holds the matrix's tiles (``static["split"]`` slots), the
-    transpose's, the matrix's SELL slots, the transpose's, then the blocks.
+    transpose's, the matrix's SELL slots, the transpose's, then the blocks
+    (from the next multiple of ``.mxu.STEP_VALUES``, zeros before them).
     T is a whole number of the kernel's grid steps.
     """
     m, k = shape
@@ -443,7 +444,8 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None, mxu: bool 
     n1, n2, n3, n4 = lcols.size, lcols_t.size, sell_arrays["s_rows"].size, sell_arrays["s_rows_t"].size
     bslot, b_arrays = _mxu_blocks(ur, uc, (m, k), n3) if mxu else (None, {})
     n5 = _mxu.value_count(b_arrays["mxu_table"]) if b_arrays else 0
-    n_slots = n1 + n2 + n3 + n4 + n5
+    start5 = _mxu.part_start(n1 + n2 + n3 + n4) if b_arrays else n1 + n2 + n3 + n4  # (read in place)
+    n_slots = start5 + n5
     slot = np.full(len(rows), n_slots, np.int64)
     slot[valid] = uslot[inv_entry]
     slot_t = np.full((len(rows), 4 if b_arrays else 3), n_slots, np.int64)
@@ -451,7 +453,7 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None, mxu: bool 
     slot_t[valid, 1] = n1 + n2 + sslot[inv_entry]
     slot_t[valid, 2] = n1 + n2 + n3 + uslot_st[inv_entry]
     if b_arrays:
-        slot_t[valid, 3] = n1 + n2 + n3 + n4 + bslot[inv_entry]
+        slot_t[valid, 3] = start5 + bslot[inv_entry]
     lay = Layout("panels", (m, k), n_slots, slot)
     # (the tile counts stay out of ``static``: the arrays' shapes, padded to grid steps, are what a compiled
     # product depends on, so matrices of similar nse share one program)
@@ -559,7 +561,8 @@ def build_sell(rows, cols, valid, shape, mxu: bool = False) -> Layout:
     4) with dense blocks: then in their part). The value buffer holds the
     matrix's blocks (``static["split"]`` slots), the transpose's, then the
     matrix's SELL-8 slots or wide blocks, the transpose's, then the dense
-    blocks.
+    blocks (from the next multiple of ``.mxu.STEP_VALUES``, zeros before
+    them).
     """
     m, k = shape
     r, c = rows[valid], cols[valid]
@@ -580,7 +583,8 @@ def build_sell(rows, cols, valid, shape, mxu: bool = False) -> Layout:
         sslot, sslot_t, s_arrays, n3, n4 = None, None, {}, 0, 0
     bslot, b_arrays = _mxu_blocks(ur, uc, (m, k), n3) if mxu and "s_table" in s_arrays else (None, {})
     n5 = _mxu.value_count(b_arrays["mxu_table"]) if b_arrays else 0
-    n_slots = n1 + n2 + n3 + n4 + n5
+    start5 = _mxu.part_start(n1 + n2 + n3 + n4) if b_arrays else n1 + n2 + n3 + n4  # (read in place)
+    n_slots = start5 + n5
     slot = np.full(len(rows), n_slots, np.int64)
     slot[valid] = gslot[inv_entry]
     slot_t = np.full((len(rows), (4 if b_arrays else 3) if s_arrays else 1), n_slots, np.int64)
@@ -589,7 +593,7 @@ def build_sell(rows, cols, valid, shape, mxu: bool = False) -> Layout:
         slot_t[valid, 1] = n1 + n2 + sslot[inv_entry]
         slot_t[valid, 2] = n1 + n2 + n3 + sslot_t[inv_entry]
     if b_arrays:
-        slot_t[valid, 3] = n1 + n2 + n3 + n4 + bslot[inv_entry]
+        slot_t[valid, 3] = start5 + bslot[inv_entry]
     lay = Layout("sell", (m, k), n_slots, slot)
     lay.static = {"split": n1}
     lay.arrays.update(g_arrays, **s_arrays, **b_arrays,

@@ -41,12 +41,12 @@ per block beyond the resident copies, mostly its 4 KiB of values streamed
 from HBM and the MXU's six passes of a float32 product (the one-pass
 ``Precision.DEFAULT`` was 1.3-1.7x faster but off by 3e-3). Relative error
 against scipy's float64 product: at most 2.1e-7. Through a layout, the
-blocks are a part of the operator's flat value buffer, and XLA copies the
-slice the kernel reads (0.8 ms for cage11's 224 MiB, which took its gain
-away: 1.63 ms against SELL's 1.69); the layouts keep blocks only where
-they are worth their memory with that copy priced (``worth_keeping``:
-bcsstk16 0.065 ms against 0.43 on the panels kernel, bayer10 0.21 against
-0.33 on SELL).
+blocks are the last part of the operator's flat value buffer, starting at
+a multiple of ``STEP_VALUES``: the kernel reads them from the whole buffer
+(a 1-D block of a grid step's values at the part's offset, reshaped to
+``(rows, 128)`` in VMEM), because XLA copies a slice handed to a kernel
+(0.8 ms for cage11's 224 MiB, which took its gain away: 1.51 ms against
+0.85 read in place, ``.device_data/probe_nocopy.py``, 2026-12-07).
 
 The product is the primitive ``mxu_matmat_p``, linear in ``x`` and in its
 two value copies *together* (the blocks' values and the SELL slots', parts
@@ -89,6 +89,9 @@ GROUP = 32
 #: Groups one grid step brings into VMEM (2 MiB of values; a grid step costs about 0.35 us).
 GROUPS_PER_STEP = 16
 
+#: Values of a grid step's blocks (2 MiB of float32): the blocks' part of a buffer starts at a multiple of it.
+STEP_VALUES = GROUPS_PER_STEP * GROUP * BLOCK_ROWS * LANES
+
 #: Fields of a group in the step table: its panel, then its ``GROUP`` row blocks.
 GROUP_FIELDS = 1 + GROUP
 
@@ -96,8 +99,7 @@ GROUP_FIELDS = 1 + GROUP
 MAX_BYTES = 1 << 30
 
 #: Largest share of the SELL-8 slots' price (128 columns) at which a layout keeps the blocks: their memory
-#: (tens of times the entries') only for a clear gain. cage11's blocks, priced at 0.98 of its slots, ran at
-#: 0.97 of their time on a TPU v5e (1.63 against 1.69 ms) for 224 MiB more.
+#: (tens of times the entries') only for a clear gain.
 KEEP_MAX_SHARE = 0.75
 
 #: Rows of ``x`` the kernel's finiteness check reads per iteration.
@@ -130,7 +132,13 @@ def fits(shape) -> bool:
 
 def value_count(table) -> int:
     """Values in the flat buffer of the blocks of a step ``table`` (``block_tables``): 1,024 per block."""
-    return int(table.shape[0]) * GROUPS_PER_STEP * GROUP * BLOCK_ROWS * LANES
+    return int(table.shape[0]) * STEP_VALUES
+
+
+def part_start(n_before: int) -> int:
+    """Where a value buffer's blocks' part starts after ``n_before`` other values: the next multiple of
+    ``STEP_VALUES`` (the kernel reads the part in place, a grid step's values a block)."""
+    return -(-int(n_before) // STEP_VALUES) * STEP_VALUES
 
 
 def stored_blocks(table, m: int) -> int:
@@ -168,12 +176,10 @@ def block_count(rows, cols, shape, pad=None) -> int:
 def mxu_cost(n_blocks: int, n_rhs: int, shape) -> float:
     """The price of a product of ``n_rhs`` right-hand sides on ``n_blocks`` blocks (``.costs.COSTS["tpu"]``,
     bytes-equivalent): ``mxu_block`` per block and the resident ``x`` and result copied in and out, per 128
-    columns, plus ``mxu_block_slice`` per block once (the blocks' part of the operator's value buffer is
-    copied into the kernel's operand)."""
-    cost = COSTS["tpu"]
+    columns."""
     calls = -(-max(int(n_rhs), 1) // LANES)
     resident = sum(padded_rows(shape, False)) * LANES * 4
-    return calls * (n_blocks * cost["mxu_block"] + resident) + n_blocks * cost["mxu_block_slice"]
+    return calls * (n_blocks * COSTS["tpu"]["mxu_block"] + resident)
 
 
 def worth_keeping(n_blocks: int, n_sell_slots: int, shape) -> bool:
@@ -236,7 +242,8 @@ def block_tables(rows, cols, shape, pad=None):
 def _kernel(table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem, *, transpose: bool, spare: int):
     """One grid step: ``GROUPS_PER_STEP`` groups, one MXU product each, added to the resident result.
 
-    ``vals_ref`` (GROUPS_PER_STEP * GROUP * 8, 128): the step's blocks;
+    ``vals_ref`` (STEP_VALUES,): the step's blocks, flat (a group's
+    reshaped to ``(8 * GROUP, 128)`` in VMEM);
     ``x_vmem``/``o_vmem``: ``x`` and the result (``padded_rows``);
     ``ok_ref`` (8, 128): 1 where the column of ``x`` on that lane is
     finite in every row read so far (``x`` is checked at the first step).
@@ -267,7 +274,8 @@ def _kernel(table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem, *, t
 
     def _group(g, base):
         panel = pl.ds(pl.multiple_of(table_ref[0, 0, base] * np.int32(LANES), LANES), LANES)
-        blocks = vals_ref[pl.ds(pl.multiple_of(g * np.int32(rows), rows), rows), :]
+        blocks = vals_ref[pl.ds(pl.multiple_of(g * np.int32(rows * LANES), rows * LANES), rows * LANES)]
+        blocks = blocks.reshape(rows, LANES)
         row_blocks = [pl.ds(pl.multiple_of(table_ref[0, 0, base + np.int32(1 + j)] * np.int32(BLOCK_ROWS),
                                            BLOCK_ROWS), BLOCK_ROWS) for j in range(GROUP)]
         if transpose:  # the panel's rows of the result += blocks.T @ x[the blocks' row blocks]
@@ -293,31 +301,42 @@ def _on_tpu() -> bool:
     return jax.default_backend() == "tpu"
 
 
-def mxu_kernel(values, table, x, *, shape, transpose: bool = False, interpret: bool | None = None):
+def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int = 0,
+               interpret: bool | None = None):
     """``A @ x`` (or ``A.T @ x``) for float32 ``x`` of shape ``(k, n)`` (``(m, n)``): the Pallas kernel
     (interpret mode off a TPU), 128 columns per call.
 
+    ``values``: a flat float32 buffer holding the blocks (``block_tables``)
+    from ``offset``, a multiple of ``STEP_VALUES``; read in place.
+
     Returns ``(y, finite)``: ``y`` of shape ``(m, n)`` (``(k, n)``), and
     whether ``x`` is finite (a bool scalar; where it is not, ``y`` may hold
-    NaN where the sparse product has none).
+    NaN where the sparse product has none). Raises ``ValueError`` where
+    ``offset`` is not a multiple of ``STEP_VALUES`` or the buffer ends
+    before the blocks do.
     """
     m, k = shape
     n = x.shape[1]
+    if offset % STEP_VALUES or offset < 0 or values.ndim != 1 or values.shape[0] < offset + value_count(table):
+        raise ValueError(f"mxu_kernel: values must be a flat buffer holding the blocks' {value_count(table)} values "
+                         f"from offset, a multiple of {STEP_VALUES} (got offset {offset}, values of shape "
+                         f"{tuple(values.shape)}); place the part with part_start")
     if n > LANES:
-        parts = [mxu_kernel(values, table, x[:, i:i + LANES], shape=shape, transpose=transpose, interpret=interpret)
+        parts = [mxu_kernel(values, table, x[:, i:i + LANES], shape=shape, transpose=transpose, offset=offset,
+                            interpret=interpret)
                  for i in range(0, n, LANES)]
         return jnp.concatenate([p[0] for p in parts], axis=1), jnp.all(jnp.stack([p[1] for p in parts]))
     xr, orows = padded_rows(shape, transpose)
     xs = jnp.pad(x.astype(jnp.float32), ((0, xr - x.shape[0]), (0, LANES - n)))
     steps, width = table.shape
-    rows = GROUPS_PER_STEP * GROUP * BLOCK_ROWS
+    first = offset // STEP_VALUES
     call = pl.pallas_call(
         functools.partial(_kernel, transpose=transpose, spare=-(-m // BLOCK_ROWS)),
         out_shape=(jax.ShapeDtypeStruct((orows, LANES), jnp.float32),
                    jax.ShapeDtypeStruct((8, LANES), jnp.float32)),
         grid=(steps,),
         in_specs=[pl.BlockSpec((1, 1, width), lambda i: (i, 0, 0), memory_space=pltpu.SMEM),
-                  pl.BlockSpec((rows, LANES), lambda i: (i, 0)),
+                  pl.BlockSpec((STEP_VALUES,), lambda i: (first + i,)),
                   pl.BlockSpec(memory_space=pl.ANY)],
         out_specs=(pl.BlockSpec(memory_space=pl.ANY), pl.BlockSpec((8, LANES), lambda i: (0, 0))),
         scratch_shapes=[pltpu.VMEM((xr, LANES), jnp.float32), pltpu.VMEM((orows, LANES), jnp.float32),
@@ -326,7 +345,7 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, interpret: b
                                              vmem_limit_bytes=_sell.vmem_limit_bytes()),
         interpret=_interpret() if interpret is None else interpret,
     )
-    y, ok = call(table.reshape(steps, 1, width), values.astype(jnp.float32).reshape(steps * rows, LANES), xs)
+    y, ok = call(table.reshape(steps, 1, width), values.astype(jnp.float32), xs)
     out = k if transpose else m
     return y[:out, :n], jnp.all(ok[:, :n] > 0)
 
@@ -336,11 +355,13 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, interpret: b
 mxu_matmat_p = Primitive("bcoo_array_mxu_matmat")
 
 
-def mxu_matmat(values, table, s_values, s_rows, s_cols, x, *, shape, transpose: bool = False,
+def mxu_matmat(values, table, s_values, s_rows, s_cols, x, *, shape, transpose: bool = False, offset: int = 0,
                use_kernel: bool = True):
     """``A @ x`` (``transpose``: ``A.T @ x``) from the dense blocks, ``x`` of shape ``(k, n)`` (``(m, n)``).
 
-    ``values``/``table``: the blocks (``block_tables``); ``s_values``,
+    ``values``/``table``: a flat buffer holding the blocks from ``offset``
+    (a multiple of ``STEP_VALUES``; the layouts' whole value buffer, read
+    in place) and their step table (``block_tables``); ``s_values``,
     ``s_rows``, ``s_cols``: the layout's SELL-8 slots of the product's
     orientation (``.sell``), holding the same entries, whose COO formula
     (``.sell.sell_reference``) serves a non-finite ``x``, values other than
@@ -349,8 +370,11 @@ def mxu_matmat(values, table, s_values, s_rows, s_cols, x, *, shape, transpose: 
     values' cotangent lands on ``s_values``; a transpose in ``values``
     alone raises ``ValueError``), batchable over ``x`` and the values.
     """
+    if int(offset) % STEP_VALUES or values.shape[0] < int(offset) + value_count(table):
+        raise ValueError(f"mxu_matmat: values must hold the blocks' {value_count(table)} values from offset, a "
+                         f"multiple of {STEP_VALUES} (got offset {offset}, {values.shape[0]} values)")
     return mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, x, shape=tuple(shape),
-                             transpose=bool(transpose), use_kernel=bool(use_kernel))
+                             transpose=bool(transpose), offset=int(offset), use_kernel=bool(use_kernel))
 
 
 def _out_shape(shape, transpose, x):
@@ -362,13 +386,13 @@ def _coo(s_values, s_rows, s_cols, x, shape, transpose):
     return _sell.sell_reference(s_values, s_rows, s_cols, x, shape=out_shape)
 
 
-def _impl(values, table, s_values, s_rows, s_cols, x, *, shape, transpose, use_kernel):
+def _impl(values, table, s_values, s_rows, s_cols, x, *, shape, transpose, offset, use_kernel):
     dtype = jnp.result_type(values, x)
     out_shape = _out_shape(shape, transpose, x)
     if 0 in out_shape or 0 in shape:
         return jnp.zeros(out_shape, dtype)
     if use_kernel and np.dtype(dtype) == np.float32 and _on_tpu() and fits(shape):
-        y, finite = mxu_kernel(values, table, x, shape=shape, transpose=transpose)
+        y, finite = mxu_kernel(values, table, x, shape=shape, transpose=transpose, offset=offset)
         return jax.lax.cond(finite, lambda: y, lambda: _coo(s_values, s_rows, s_cols, x, shape, transpose))
     return _coo(s_values, s_rows, s_cols, x, shape, transpose)
 
@@ -377,17 +401,17 @@ mxu_matmat_p.def_impl(_impl)
 
 
 @mxu_matmat_p.def_abstract_eval
-def _abstract(values, table, s_values, s_rows, s_cols, x, *, shape, transpose, use_kernel):
+def _abstract(values, table, s_values, s_rows, s_cols, x, *, shape, transpose, offset, use_kernel):
     return jax.core.ShapedArray(_out_shape(shape, transpose, x), jnp.result_type(values.dtype, x.dtype))
 
 
 mlir.register_lowering(mxu_matmat_p, mlir.lower_fun(_impl, multiple_results=False))
 
 
-def _jvp(primals, tangents, *, shape, transpose, use_kernel):
+def _jvp(primals, tangents, *, shape, transpose, offset, use_kernel):
     values, table, s_values, s_rows, s_cols, x = primals
     dv, _, dsv, _, _, dx = tangents
-    params = dict(shape=shape, transpose=transpose, use_kernel=use_kernel)
+    params = dict(shape=shape, transpose=transpose, offset=offset, use_kernel=use_kernel)
     y = mxu_matmat_p.bind(*primals, **params)
     dy = None
     if type(dv) is not ad.Zero or type(dsv) is not ad.Zero:  # linear in the two value copies together
@@ -402,7 +426,7 @@ def _jvp(primals, tangents, *, shape, transpose, use_kernel):
 ad.primitive_jvps[mxu_matmat_p] = _jvp
 
 
-def _transpose(ct, values, table, s_values, s_rows, s_cols, x, *, shape, transpose, use_kernel):
+def _transpose(ct, values, table, s_values, s_rows, s_cols, x, *, shape, transpose, offset, use_kernel):
     none = [None] * 6
     if type(ct) is ad.Zero:
         return none
@@ -413,7 +437,7 @@ def _transpose(ct, values, table, s_values, s_rows, s_cols, x, *, shape, transpo
         raise ValueError("the MXU product is bilinear: transpose it in the values or in x, not both")
     if ad.is_undefined_primal(x):  # the product of the other orientation
         dx = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, ct, shape=shape, transpose=not transpose,
-                               use_kernel=use_kernel)
+                               offset=offset, use_kernel=use_kernel)
         none[5] = dx.astype(x.aval.dtype)
         return none
     # The values' cotangent lands on the SELL slots' copy, from its COO formula: each stored entry's slot gets
@@ -434,10 +458,10 @@ def _transpose(ct, values, table, s_values, s_rows, s_cols, x, *, shape, transpo
 ad.primitive_transposes[mxu_matmat_p] = _transpose
 
 
-def _batch(args, dims, *, shape, transpose, use_kernel):
+def _batch(args, dims, *, shape, transpose, offset, use_kernel):
     values, table, s_values, s_rows, s_cols, x = args
     dv, dt, dsv, dr, dc, dx = dims
-    params = dict(shape=shape, transpose=transpose, use_kernel=use_kernel)
+    params = dict(shape=shape, transpose=transpose, offset=offset, use_kernel=use_kernel)
     if dt is not None or dr is not None or dc is not None:
         raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
     if dv is not None or dsv is not None:  # mapped values: one product per value set
