@@ -244,20 +244,36 @@ def sell_tables(rows: np.ndarray, cols: np.ndarray, shape, slots_per_step: int =
 
 def load_resident(x_hbm, x_vmem, o_vmem, sem) -> None:
     """At a kernel's first grid step, ``x`` copied from HBM into VMEM and the result zeroed there (the
-    kernels of this module and of ``.segmented`` keep both for the whole grid; ``store_resident``)."""
+    kernels of this module and of ``.segmented`` keep both for the whole grid; ``store_resident``).
+
+    Where ``x_hbm`` has fewer rows than ``x_vmem`` (an unpadded ``x``: XLA
+    pads no copy of it), they fill ``x_vmem``'s first rows and the rest are
+    zeroed after the copy (in aligned chunks of 128 rows, masked; ``x_vmem``'s
+    rows a multiple of 128)."""
+    rows, total = x_hbm.shape[0], x_vmem.shape[0]
+    if rows < total and total % 128:
+        raise ValueError(f"load_resident: a VMEM x of {total} rows padding {rows} must have a multiple of 128 rows")
+
     @pl.when(pl.program_id(0) == 0)
     def _():
-        copy = pltpu.make_async_copy(x_hbm, x_vmem, sem)
+        copy = pltpu.make_async_copy(x_hbm, x_vmem if rows == total else x_vmem.at[pl.ds(0, rows)], sem)
         copy.start()
         o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
         copy.wait()
+        for start in range(rows // 128 * 128, total if rows < total else 0, 128):  # (static: the tail's chunks)
+            chunk = x_vmem[pl.ds(start, 128), :]
+            row = jax.lax.broadcasted_iota(jnp.int32, chunk.shape, 0) + np.int32(start)
+            x_vmem[pl.ds(start, 128), :] = jnp.where(row < np.int32(rows), chunk, jnp.zeros_like(chunk))
 
 
 def store_resident(o_vmem, o_hbm, sem) -> None:
-    """At a kernel's last grid step, the result copied from VMEM to HBM (``load_resident``)."""
+    """At a kernel's last grid step, the result copied from VMEM to HBM (``load_resident``): its first
+    rows where ``o_hbm`` has fewer rows than ``o_vmem`` (an unpadded result: XLA slices no copy of it)."""
+    rows = o_hbm.shape[0]
+
     @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
     def _():
-        copy = pltpu.make_async_copy(o_vmem, o_hbm, sem)
+        copy = pltpu.make_async_copy(o_vmem if rows == o_vmem.shape[0] else o_vmem.at[pl.ds(0, rows)], o_hbm, sem)
         copy.start()
         copy.wait()
 
