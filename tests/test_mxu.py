@@ -369,7 +369,7 @@ def test_skewed_patterns(kernel_on, layout, shape, dense):
 def test_the_keep_rule_follows_the_chip_measurements(name, n_blocks, n_slots, n, kept):
     # The blocks and SELL-8 slots of five shared matrices' panels layouts, as built here, and whether the
     # blocks paid for their memory on a TPU v5e (128 columns in a loop): bcsstk16 0.065 ms against 0.43,
-    # bayer10 0.21 against 0.33 (benchmarks/accelerator.py, eighth session); read in place, cage11's kernel
-    # took 0.85 ms against its SELL slots' 1.69 (.device_data/probe_nocopy.py, ninth session).
+    # bayer10 0.21 against 0.33 (benchmarks/accelerator.py, eighth session); read in place (ninth session),
+    # cage11 0.81 against its SELL slots' 1.69 and delaunay_n16 0.92 against 1.60.
     assert mxu.worth_keeping(n_blocks, n_slots, (n, n)) == kept
     assert not mxu.worth_keeping(mxu.MAX_BYTES // 4096 + 1, 10**9, (n, n))  # never beyond MAX_BYTES

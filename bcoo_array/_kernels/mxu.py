@@ -46,7 +46,14 @@ a multiple of ``STEP_VALUES``: the kernel reads them from the whole buffer
 (a 1-D block of a grid step's values at the part's offset, reshaped to
 ``(rows, 128)`` in VMEM), because XLA copies a slice handed to a kernel
 (0.8 ms for cage11's 224 MiB, which took its gain away: 1.51 ms against
-0.85 read in place, ``.device_data/probe_nocopy.py``, 2026-12-07).
+0.85 read in place, ``.device_data/probe_nocopy.py``, 2026-12-07). ``x``
+and the result stay unpadded in HBM (the kernel pads its VMEM copies),
+and the grid steps that pad the table to a size bucket copy no values (a
+scalar-prefetched count of real steps clamps the values' index map):
+cage11 0.83 ms against 0.88 (``.device_data/probe_resident.py``).
+Through the layouts (``benchmarks/accelerator.py``, 128 columns in a
+loop): bcsstk16 0.060 ms (57x jax.experimental.sparse), bayer10 0.12-0.13
+(8-9x), cage11 0.81 (12.7x), delaunay_n16 0.92 (7.7x).
 
 The product is the primitive ``mxu_matmat_p``, linear in ``x`` and in its
 two value copies *together* (the blocks' values and the SELL slots', parts
@@ -99,7 +106,8 @@ GROUP_FIELDS = 1 + GROUP
 MAX_BYTES = 1 << 30
 
 #: Largest share of the SELL-8 slots' price (128 columns) at which a layout keeps the blocks: their memory
-#: (tens of times the entries') only for a clear gain.
+#: (tens of times the entries') only for a clear gain. On a TPU v5e (ninth session), cage11's blocks, priced
+#: at 0.55 of its slots, ran at 0.48 of their time (0.81 against 1.69 ms); delaunay_n16's at 0.64, 0.57.
 KEEP_MAX_SHARE = 0.75
 
 #: Rows of ``x`` the kernel's finiteness check reads per iteration.
