@@ -325,8 +325,8 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     Returns ``(y, finite)``: ``y`` of shape ``(m, n)`` (``(k, n)``), and
     whether ``x`` is finite (a bool scalar; where it is not, ``y`` may hold
     NaN where the sparse product has none). Raises ``ValueError`` where
-    ``offset`` is not a multiple of ``STEP_VALUES`` or the buffer ends
-    before the blocks do.
+    ``offset`` is not a multiple of ``STEP_VALUES``, the buffer ends
+    before the blocks do, or ``x`` has the wrong number of rows.
     """
     m, k = shape
     n = x.shape[1]
@@ -334,6 +334,10 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
         raise ValueError(f"mxu_kernel: values must be a flat buffer holding the blocks' {value_count(table)} values "
                          f"from offset, a multiple of {STEP_VALUES} (got offset {offset}, values of shape "
                          f"{tuple(values.shape)}); place the part with part_start")
+    if x.ndim != 2 or x.shape[0] != (m if transpose else k):
+        raise ValueError(f"mxu_kernel: x must have {m if transpose else k} rows for "
+                         f"{'A.T @ x' if transpose else 'A @ x'} with A of shape {tuple(shape)} (got x of shape "
+                         f"{tuple(x.shape)})")
     if n > LANES:
         parts = [mxu_kernel(values, table, x[:, i:i + LANES], shape=shape, transpose=transpose, offset=offset,
                             interpret=interpret)
