@@ -1413,3 +1413,24 @@ def test_sell_layout_without_room_for_the_row_kernel_keeps_wide_blocks(monkeypat
                            jnp.asarray(X[:, :2]))
     np.testing.assert_allclose(np.asarray(y), D @ X[:, :2], rtol=1e-4, atol=1e-4)
     assert seen == ["segmented_reference"]
+
+
+@pytest.mark.parametrize("kind", ("panels", "sell"))
+def test_tables_built_in_two_threads_are_the_sequential_ones(monkeypatch, kind):
+    # layouts._pair builds the matrix's and the transpose's tables in two threads above a size: forced on for
+    # a small matrix, every array and slot equals the sequential build's.
+    rng = np.random.default_rng(21)
+    S = sp.random_array((700, 500), density=0.02, rng=rng, format="coo")
+    idx = np.stack(S.coords, axis=1)
+    monkeypatch.setattr(layouts, "PAIR_THREADS_MIN_ENTRIES", 10**9)
+    one = layouts.choose(idx, S.shape, 4, "tpu", kind=kind, reorder=False, mxu=True)
+    calls = []
+    real = layouts.ThreadPoolExecutor
+    monkeypatch.setattr(layouts, "PAIR_THREADS_MIN_ENTRIES", 0)
+    monkeypatch.setattr(layouts, "ThreadPoolExecutor", lambda **kw: calls.append(kw) or real(**kw))
+    two = layouts.choose(idx, S.shape, 4, "tpu", kind=kind, reorder=False, mxu=True)
+    assert calls
+    assert one.n_slots == two.n_slots and np.array_equal(one.slot, two.slot)
+    assert one.arrays.keys() == two.arrays.keys()
+    for name in one.arrays:
+        np.testing.assert_array_equal(one.arrays[name], two.arrays[name], err_msg=name)

