@@ -17,6 +17,7 @@ bf16-pass matrix unit does not change the result beyond float32 rounding.
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import jax
@@ -327,13 +328,11 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
         n_slots = arrays["s_rows" + sfx].shape[0]
         sell = (values[offset:offset + n_slots], arrays["s_table" + sfx], arrays["s_rows" + sfx],
                 arrays["s_cols" + sfx])
-    if sell and x.ndim == 2:  # many columns: the dense blocks where they cost less than the tiles and slots
+    if sell and x.ndim == 2 and "mxu_table" in arrays:  # the dense blocks where cheaper than tiles and slots
         tiles, meta = (arrays["lcols_t"], arrays["meta_t"]) if transpose and "meta_t" in arrays else (
             arrays["lcols"], arrays["meta"])
-        kernel = np.dtype(jnp.result_type(values, x)) == np.float32 and _sell.fits(shape)
-        other = min(_sell.panels_rhs_cost(tiles.shape[0], meta.shape[0] > 2, x.shape[1]),
-                    _sell.sell_cost(sell[2].shape[0], x.shape[1], shape, kernel))
-        y = mxu_product(values, arrays, sell, shape, x, transpose, other)
+        y = mxu_product(values, arrays, sell, shape, x, transpose,
+                        _sell.panels_rhs_cost(tiles.shape[0], meta.shape[0] > 2, x.shape[1]))
         if y is not None:
             return y
     if transpose and "meta_t" in arrays:
@@ -346,18 +345,20 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
     return y[0] if x.ndim == 1 else y.T
 
 
-def mxu_product(values, arrays, sell, shape, x, transpose: bool, other_cost: float):
+def mxu_product(values, arrays, sell, shape, x, transpose: bool, other_cost: float = math.inf):
     """``A @ x`` (or ``A.T @ x``) for ``x`` of several columns on a layout's dense blocks (``.mxu``: the
     value buffer's last part, ``arrays["mxu_table"]``, read in place), where it keeps them, the values
-    are float32 and the blocks cost less than ``other_cost`` (``.mxu.mxu_cost``); else None. ``sell``:
-    the layout's SELL-8 slots of the product's orientation, ``(values, table, rows, cols)``, whose COO
-    formula serves a non-finite ``x``."""
+    are float32 and the blocks cost less (``.mxu.mxu_cost``) than the layout's SELL-8 slots of the
+    product's orientation (``sell``: ``(values, table, rows, cols)``, whose COO formula also serves a
+    non-finite ``x``; ``.sell.sell_cost``) and than ``other_cost`` (the layout's other kernel); else None."""
     from . import mxu as _mxu
+    from . import sell as _sell
 
     table = arrays.get("mxu_table")
     if table is None or x.ndim != 2 or np.dtype(jnp.result_type(values, x)) != np.float32:
         return None
     n = _mxu.value_count(table)
+    other_cost = min(other_cost, _sell.sell_cost(sell[2].shape[0], x.shape[1], shape, _sell.fits(shape)))
     if _mxu.mxu_cost(n // (_mxu.BLOCK_ROWS * _mxu.LANES), x.shape[1], shape) >= other_cost:
         return None
     start = values.shape[0] - n  # (the layouts align it: .mxu.part_start)
@@ -385,7 +386,6 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
     25 s). Each takes its XLA formula, a COO product, where its kernel does
     not apply.
     """
-    from . import sell as _sell
     from .segmented import segmented_matvec, segmented_reference, table_width, wide_is_cheaper
     from .sell import sell_matmat
 
@@ -403,9 +403,7 @@ def sell_product(values, arrays, static, shape, x, transpose: bool = False):
 
     if "s_table" in arrays:
         sell = (second("s_rows"), arrays["s_table" + sfx], arrays["s_rows" + sfx], arrays["s_cols" + sfx])
-        kernel = np.dtype(jnp.result_type(values, x)) == np.float32 and _sell.fits(shape)
-        y = mxu_product(values, arrays, sell, shape, x, transpose,
-                        _sell.sell_cost(sell[2].shape[0], x.shape[1], shape, kernel))
+        y = mxu_product(values, arrays, sell, shape, x, transpose)
         return sell_matmat(*sell, x, shape=out_shape) if y is None else y
     if ("w_addr" in arrays and static.get("wide", True)
             and wide_is_cheaper(x.shape[1], table_width(arrays["w_addr"]), arrays["w_cols" + sfx].size, blocks.size)):

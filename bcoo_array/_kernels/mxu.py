@@ -314,6 +314,16 @@ def _on_tpu() -> bool:
     return jax.default_backend() == "tpu"
 
 
+def _check_part(values, table, offset: int, who: str) -> None:
+    """Raise ``ValueError`` unless ``values`` is a flat buffer holding the blocks of ``table`` from
+    ``offset``, a multiple of ``STEP_VALUES`` (where the kernel reads them in place)."""
+    offset = int(offset)
+    if offset % STEP_VALUES or offset < 0 or values.ndim != 1 or values.shape[0] < offset + value_count(table):
+        raise ValueError(f"{who}: values must be a flat buffer holding the blocks' {value_count(table)} values "
+                         f"from offset, a multiple of {STEP_VALUES} (got offset {offset}, values of shape "
+                         f"{tuple(values.shape)}); place the part with part_start")
+
+
 def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int = 0,
                interpret: bool | None = None):
     """``A @ x`` (or ``A.T @ x``) for float32 ``x`` of shape ``(k, n)`` (``(m, n)``): the Pallas kernel
@@ -330,10 +340,7 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     """
     m, k = shape
     n = x.shape[1]
-    if offset % STEP_VALUES or offset < 0 or values.ndim != 1 or values.shape[0] < offset + value_count(table):
-        raise ValueError(f"mxu_kernel: values must be a flat buffer holding the blocks' {value_count(table)} values "
-                         f"from offset, a multiple of {STEP_VALUES} (got offset {offset}, values of shape "
-                         f"{tuple(values.shape)}); place the part with part_start")
+    _check_part(values, table, offset, "mxu_kernel")
     if x.ndim != 2 or x.shape[0] != (m if transpose else k):
         raise ValueError(f"mxu_kernel: x must have {m if transpose else k} rows for "
                          f"{'A.T @ x' if transpose else 'A @ x'} with A of shape {tuple(shape)} (got x of shape "
@@ -391,9 +398,7 @@ def mxu_matmat(values, table, s_values, s_rows, s_cols, x, *, shape, transpose: 
     values' cotangent lands on ``s_values``; a transpose in ``values``
     alone raises ``ValueError``), batchable over ``x`` and the values.
     """
-    if int(offset) % STEP_VALUES or values.shape[0] < int(offset) + value_count(table):
-        raise ValueError(f"mxu_matmat: values must hold the blocks' {value_count(table)} values from offset, a "
-                         f"multiple of {STEP_VALUES} (got offset {offset}, {values.shape[0]} values)")
+    _check_part(values, table, offset, "mxu_matmat")
     return mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, x, shape=tuple(shape),
                              transpose=bool(transpose), offset=int(offset), use_kernel=bool(use_kernel))
 

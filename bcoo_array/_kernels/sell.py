@@ -260,10 +260,11 @@ def load_resident(x_hbm, x_vmem, o_vmem, sem) -> None:
         copy.start()
         o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
         copy.wait()
-        for start in range(rows // 128 * 128, total if rows < total else 0, 128):  # (static: the tail's chunks)
-            chunk = x_vmem[pl.ds(start, 128), :]
-            row = jax.lax.broadcasted_iota(jnp.int32, chunk.shape, 0) + np.int32(start)
-            x_vmem[pl.ds(start, 128), :] = jnp.where(row < np.int32(rows), chunk, jnp.zeros_like(chunk))
+        if rows < total:
+            for start in range(rows // 128 * 128, total, 128):  # (static: the tail's chunks)
+                chunk = x_vmem[pl.ds(start, 128), :]
+                row = jax.lax.broadcasted_iota(jnp.int32, chunk.shape, 0) + np.int32(start)
+                x_vmem[pl.ds(start, 128), :] = jnp.where(row < np.int32(rows), chunk, jnp.zeros_like(chunk))
 
 
 def store_resident(o_vmem, o_hbm, sem) -> None:
