@@ -6,7 +6,8 @@ wide and tall shapes, more than 128 columns); the layouts keep the blocks
 only where the cost model says so, and a prepared operator's products,
 transposes, gradients and ``vmap`` go through them (priced for a TPU by
 ``accelerator.backend_of``, the kernel forced on by ``mxu._on_tpu``), a
-non-finite ``x`` taking the COO formula of the SELL slots.
+non-finite result (an ``inf`` or NaN of ``x`` or of the values) taking the COO
+formula of the SELL slots.
 """
 
 from __future__ import annotations
@@ -129,6 +130,40 @@ def test_non_finite_x_is_reported():
         assert not bool(finite)
 
 
+def test_non_finite_values_are_reported():
+    # The kernel reports its result's finiteness, not x's: an inf value with a finite x is reported (on the
+    # chip the six-pass product splits it into inf - inf, NaN where the sparse product has inf), so the
+    # product takes the COO formula.
+    S = _banded(300, 10, np.random.default_rng(3)).astype(np.float32)
+    S.data[7] = np.inf
+    values, table = _blocks(S)
+    for transpose in (False, True):
+        _, finite = mxu.mxu_kernel(values, table, np.ones((300, 4), np.float32), shape=(300, 300),
+                                   transpose=transpose, interpret=True)
+        assert not bool(finite)
+
+
+def test_non_finite_x_no_block_reads_is_not_reported():
+    # A NaN of x in rows no stored block reads (an empty panel for A @ x, an empty row block for A.T @ x):
+    # the padding blocks read panel 0 and the spare row block, and the result's rows past the matrix's hold
+    # their NaN, but the check looks at the result's own rows only: finite, and the sparse product.
+    rng = np.random.default_rng(4)
+    S = sp.lil_array(_banded(300, 30, rng))
+    S[:, :128] = 0  # panel 0 empty
+    S[:8, :] = 0  # row block 0 empty
+    S = sp.csr_array(S)
+    S.eliminate_zeros()
+    values, table = _blocks(S)
+    assert mxu.stored_blocks(table, 300) < mxu.value_count(table) // 1024  # padding blocks present
+    Z = rng.standard_normal((300, 4)).astype(np.float32)
+    Z[5, 1] = np.nan
+    S64 = S.astype(np.float64)
+    for transpose, ref in ((False, S64 @ Z), (True, S64.T @ Z)):
+        y, finite = mxu.mxu_kernel(values, table, Z, shape=(300, 300), transpose=transpose, interpret=True)
+        assert bool(finite)
+        np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
+
+
 @pytest.fixture
 def tpu_prices(monkeypatch):
     """``prepare`` prices for a TPU (where it keeps the blocks) on this CPU."""
@@ -219,6 +254,24 @@ def test_non_finite_x_takes_the_sell_slots(kernel_on):
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
     finite = np.isfinite(ref)
     np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+
+
+def test_non_finite_values_take_the_sell_slots(kernel_on):
+    # An inf and a NaN among the values: the kernel reports its result non-finite and the product is the COO
+    # formula of the SELL slots (inf where scipy has inf, not the chip's inf - inf), both orientations.
+    S, _, rng = _prepared_banded(7)
+    S = S.astype(np.float32)
+    S.data[[3, 50]] = [np.inf, np.nan]
+    op = accelerator.prepare(xp.asarray(S), layout="panels", reorder=False)
+    X = np.abs(rng.standard_normal((600, 128))).astype(np.float32) + 1
+    S64 = S.astype(np.float64)
+    for f, ref in ((lambda o, z: o @ z, S64 @ X), (lambda o, z: o.T @ z, S64.T @ X)):
+        got = np.asarray(jax.jit(f)(op, jnp.asarray(X)))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+        finite = np.isfinite(ref)
+        np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+    assert len(kernel_on) == 2
 
 
 def test_blocks_kept_only_where_they_pay_and_only_when_asked(tpu_prices, monkeypatch):

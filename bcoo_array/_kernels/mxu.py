@@ -26,12 +26,18 @@ blocks, mostly zeros, are cheaper than per-entry work:
   panels and row blocks into SMEM.
 
 A stored zero of a block times an ``inf`` or NaN of ``x`` is NaN, where a
-sparse product adds nothing; so the kernel also reports whether ``x`` is
-finite, and where it is not the product is the COO formula on the SELL-8
-slots of the same layout (``.sell.sell_reference``; exact sparse semantics).
-(A finite ``x`` or value beyond bfloat16's range, above about 3.39e38,
-may still overflow the six-pass product's split into bfloat16 parts; not
-probed.)
+sparse product adds nothing, and the six-pass product splits an ``inf``
+(of ``x`` or of a value) into bfloat16 parts ``inf`` and ``inf - inf``,
+so an ``inf`` entry times a finite ``x`` gives NaN where the sparse
+product gives ``inf`` (measured on a TPU v5e, cage11 with one ``inf``
+value: ``.device_data/probe_split.py``, 2026-12-07). So the kernel also
+reports whether its result is finite (a pass over it in VMEM at the last
+grid step), and where it is not the product is the COO formula on the
+SELL-8 slots of the same layout (``.sell.sell_reference``; exact sparse
+semantics). A finite result means no ``inf`` or NaN met the product: it
+is the sparse product's. (A finite ``x`` or value beyond bfloat16's
+range, above about 3.39e38, overflows the split too: its non-finite
+result takes the same COO formula.)
 
 Measured on a TPU v5e (``.device_data/probe_mxu.py``, 128 columns, in a
 loop, blocks of 8 x 128, 32 per group; 2026-12-06): nh2010 after RCM 0.59
@@ -110,7 +116,7 @@ MAX_BYTES = 1 << 30
 #: at 0.55 of its slots, ran at 0.48 of their time (0.81 against 1.69 ms); delaunay_n16's at 0.64, 0.57.
 KEEP_MAX_SHARE = 0.75
 
-#: Rows of ``x`` the kernel's finiteness check reads per iteration.
+#: Rows of the result the kernel's finiteness check reads per iteration.
 CHECK_ROWS = 128
 
 _HIGHEST = jax.lax.Precision.HIGHEST
@@ -257,23 +263,13 @@ def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vme
     blocks, flat (a group's reshaped to ``(8 * GROUP, 128)`` in VMEM);
     ``x_hbm``/``o_hbm``: ``x`` and the result, unpadded; ``x_vmem``/
     ``o_vmem``: the same resident, padded (``padded_rows``);
-    ``ok_ref`` (8, 128): 1 where the column of ``x`` on that lane is
-    finite in every row read so far (``x`` is checked at the first step).
+    ``ok_ref`` (8, 128): 1 where the result's column on that lane is
+    finite (checked in VMEM at the last step, ``_finite_lanes``).
     A group whose first block is in the spare row block ``spare`` is
     padding (a group's blocks fill it from its start) and is skipped.
     """
     del n_real_ref  # (read by the index maps)
     _sell.load_resident(x_hbm, x_vmem, o_vmem, sem)
-
-    @pl.when(pl.program_id(0) == 0)
-    def _():
-        def check(_, carry):  # (an int32 carry of the chunk: fori_loop's index is int64 under jax_enable_x64)
-            i, ok = carry
-            chunk = x_vmem[pl.ds(pl.multiple_of(i * np.int32(CHECK_ROWS), CHECK_ROWS), CHECK_ROWS), :]
-            finite = jnp.where(jnp.isfinite(chunk), np.float32(1), np.float32(0)).reshape(CHECK_ROWS // 8, 8, LANES)
-            return i + np.int32(1), jnp.minimum(ok, jnp.min(finite, axis=0))
-        _, ok_ref[...] = jax.lax.fori_loop(0, x_vmem.shape[0] // CHECK_ROWS, check,
-                                           (np.int32(0), jnp.ones((8, LANES), jnp.float32)))
 
     rows = GROUP * BLOCK_ROWS
 
@@ -302,7 +298,33 @@ def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vme
                 o_vmem[r, :] += y[j * BLOCK_ROWS:(j + 1) * BLOCK_ROWS]
 
     jax.lax.fori_loop(0, GROUPS_PER_STEP, group, np.int32(0))
+
+    @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
+    def _():
+        ok_ref[...] = _finite_lanes(o_vmem, o_hbm.shape[0])
     _sell.store_resident(o_vmem, o_hbm, sem)
+
+
+def _finite_lanes(ref, rows: int):
+    """``(8, 128)`` float32: 1 on the lanes whose column is finite in the first ``rows`` rows of ``ref``
+    (a VMEM ref of ``(r, 128)``, ``r`` a multiple of ``CHECK_ROWS`` and at least ``rows``), else 0."""
+    def finite(chunk):
+        ones = jnp.where(jnp.isfinite(chunk), np.float32(1), np.float32(0))
+        return jnp.min(ones.reshape(CHECK_ROWS // 8, 8, LANES), axis=0)
+
+    def check(_, carry):  # (an int32 carry of the chunk: fori_loop's index is int64 under jax_enable_x64)
+        i, ok = carry
+        chunk = ref[pl.ds(pl.multiple_of(i * np.int32(CHECK_ROWS), CHECK_ROWS), CHECK_ROWS), :]
+        return i + np.int32(1), jnp.minimum(ok, finite(chunk))
+
+    full = rows // CHECK_ROWS
+    _, ok = jax.lax.fori_loop(0, full, check, (np.int32(0), jnp.ones((8, LANES), jnp.float32)))
+    if rows % CHECK_ROWS:  # the last chunk's rows past ``rows`` (the spare row block, padding) not looked at
+        start = full * CHECK_ROWS
+        chunk = ref[pl.ds(start, CHECK_ROWS), :]
+        row = jax.lax.broadcasted_iota(jnp.int32, chunk.shape, 0) + np.int32(start)
+        ok = jnp.minimum(ok, finite(jnp.where(row < np.int32(rows), chunk, jnp.zeros_like(chunk))))
+    return ok
 
 
 def _interpret() -> bool:
@@ -333,8 +355,10 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     from ``offset``, a multiple of ``STEP_VALUES``; read in place.
 
     Returns ``(y, finite)``: ``y`` of shape ``(m, n)`` (``(k, n)``), and
-    whether ``x`` is finite (a bool scalar; where it is not, ``y`` may hold
-    NaN where the sparse product has none). Raises ``ValueError`` where
+    whether ``y`` is finite (a bool scalar; where it is not, ``y`` may
+    differ from the sparse product's non-finite values: a stored zero
+    times an ``inf`` of ``x``, or an ``inf`` value split into ``inf - inf``
+    by the MXU's bfloat16 passes, gives NaN). Raises ``ValueError`` where
     ``offset`` is not a multiple of ``STEP_VALUES``, the buffer ends
     before the blocks do, or ``x`` has the wrong number of rows.
     """
@@ -392,7 +416,7 @@ def mxu_matmat(values, table, s_values, s_rows, s_cols, x, *, shape, transpose: 
     in place) and their step table (``block_tables``); ``s_values``,
     ``s_rows``, ``s_cols``: the layout's SELL-8 slots of the product's
     orientation (``.sell``), holding the same entries, whose COO formula
-    (``.sell.sell_reference``) serves a non-finite ``x``, values other than
+    (``.sell.sell_reference``) serves a non-finite result of the kernel, values other than
     float32, and backends other than a TPU (``use_kernel=False``: always).
     Differentiable in ``x`` and in the two value copies together (the
     values' cotangent lands on ``s_values``; a transpose in ``values``
