@@ -895,25 +895,33 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
     numpy.ndarray, shape ``(n_slots,)``, dtype ``data.dtype``
     """
     data = np.asarray(data).reshape(-1)
-    exact = data.dtype.kind in "iub"  # integers add in their own dtype (wrapping as XLA's scatter-add)
-    complex_ = data.dtype.kind == "c"
-    out = np.zeros(n_slots, data.dtype if exact else np.complex128) if exact or complex_ else None
     slot_t = None if slot_t is None else np.asarray(slot_t)
     copies = () if slot_t is None else (slot_t,) if slot_t.ndim == 1 else tuple(slot_t.T)  # (nse,) or (nse, c)
+    ws, ds = [], []
     for where in (slot, *copies):
         where = np.asarray(where).reshape(-1)
         keep = (where >= 0) & (where < n_slots)
-        w, d = where[keep], data[keep]
-        if exact:
-            np.add.at(out, w, d)
-        elif complex_:
-            # the parts separately (``1j * inf`` would be ``nan + inf j``)
-            out.real += np.bincount(w, weights=d.real.astype(np.float64), minlength=n_slots)
-            out.imag += np.bincount(w, weights=d.imag.astype(np.float64), minlength=n_slots)
-        else:  # (the first copy's sums are the buffer: one float64 array of n_slots at a time, not two)
-            sums = np.bincount(w, weights=d.astype(np.float64), minlength=n_slots)
-            out = sums if out is None else np.add(out, sums, out=out)
-    return out.astype(data.dtype, copy=False)
+        ws.append(where[keep])
+        ds.append(data[keep])
+    out = np.zeros(n_slots, data.dtype)
+    w, d = np.concatenate(ws), np.concatenate(ds)
+    if not w.size:
+        return out
+    # Sums over the slots that receive values only: the layouts with dense blocks have tens of times more
+    # slots than entries (cage11's 47 million against 0.56 million: 0.75 s for a float64 buffer of every
+    # slot, 0.1 s this way).
+    used, inverse = unique_inverse(w)
+    if data.dtype.kind in "iub":  # integers add in their own dtype (wrapping as XLA's scatter-add)
+        sums = np.zeros(used.size, data.dtype)
+        np.add.at(sums, inverse, d)
+    elif data.dtype.kind == "c":  # the parts separately (``1j * inf`` would be ``nan + inf j``)
+        sums = np.empty(used.size, np.complex128)
+        sums.real = np.bincount(inverse, weights=d.real.astype(np.float64), minlength=used.size)
+        sums.imag = np.bincount(inverse, weights=d.imag.astype(np.float64), minlength=used.size)
+    else:
+        sums = np.bincount(inverse, weights=d.astype(np.float64), minlength=used.size)
+    out[used] = sums.astype(data.dtype, copy=False)
+    return out
 
 
 def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = None,
