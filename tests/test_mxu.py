@@ -256,9 +256,37 @@ def test_non_finite_x_takes_the_sell_slots(kernel_on):
     np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
 
 
-def test_non_finite_values_take_the_sell_slots(kernel_on):
-    # An inf and a NaN among the values: the kernel reports its result non-finite and the product is the COO
-    # formula of the SELL slots (inf where scipy has inf, not the chip's inf - inf), both orientations.
+def _chip_product(blocks, x, transpose):
+    """The group product as a TPU computes ``Precision.HIGHEST``: each operand split into three bfloat16
+    parts, six one-pass products (an inf value's parts are inf and inf - inf = NaN)."""
+    def parts(a):
+        a1 = a.astype(jnp.bfloat16)
+        r = a - a1.astype(jnp.float32)
+        a2 = r.astype(jnp.bfloat16)
+        return a1, a2, (r - a2.astype(jnp.float32)).astype(jnp.bfloat16)
+
+    dims = (((0,), (0,)), ((), ())) if transpose else (((1,), (0,)), ((), ()))
+    (a1, a2, a3), (x1, x2, x3) = parts(blocks), parts(x)
+    dot = lambda a, b: jax.lax.dot_general(a, b, dims, preferred_element_type=jnp.float32)  # noqa: E731
+    return dot(a1, x1) + dot(a1, x2) + dot(a2, x1) + dot(a1, x3) + dot(a3, x1) + dot(a2, x2)
+
+
+def test_the_chip_split_matches_scipy():
+    # The emulation of the chip's product is a float32 product (so the test below measures the non-finite
+    # handling, not the emulation).
+    rng = np.random.default_rng(8)
+    b, x = rng.standard_normal((256, 128)).astype(np.float32), rng.standard_normal((128, 128)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(_chip_product(jnp.asarray(b), jnp.asarray(x), False)),
+                               b.astype(np.float64) @ x, rtol=1e-5, atol=1e-5)
+    got = np.asarray(_chip_product(jnp.asarray(b), jnp.asarray(b[:, :128]), True))
+    np.testing.assert_allclose(got, b.T.astype(np.float64) @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_non_finite_values_take_the_sell_slots(kernel_on, monkeypatch):
+    # An inf and a NaN among the values, the kernel's group product split as on the chip (an inf value
+    # becomes NaN there): the kernel reports its result non-finite and the product is the COO formula of the
+    # SELL slots (inf where scipy has inf), both orientations.
+    monkeypatch.setattr(mxu, "_group_product", _chip_product)
     S, _, rng = _prepared_banded(7)
     S = S.astype(np.float32)
     S.data[[3, 50]] = [np.inf, np.nan]

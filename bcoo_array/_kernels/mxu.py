@@ -289,11 +289,9 @@ def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vme
                                            BLOCK_ROWS), BLOCK_ROWS) for j in range(GROUP)]
         if transpose:  # the panel's rows of the result += blocks.T @ x[the blocks' row blocks]
             xg = jnp.concatenate([x_vmem[r, :] for r in row_blocks], axis=0)
-            y = jax.lax.dot_general(blocks, xg, (((0,), (0,)), ((), ())), precision=_HIGHEST,
-                                    preferred_element_type=jnp.float32)
-            o_vmem[panel, :] += y
+            o_vmem[panel, :] += _group_product(blocks, xg, True)
         else:  # each row block of the result += its block @ x[the panel]
-            y = jnp.dot(blocks, x_vmem[panel, :], precision=_HIGHEST, preferred_element_type=jnp.float32)
+            y = _group_product(blocks, x_vmem[panel, :], False)
             for j, r in enumerate(row_blocks):
                 o_vmem[r, :] += y[j * BLOCK_ROWS:(j + 1) * BLOCK_ROWS]
 
@@ -303,6 +301,14 @@ def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vme
     def _():
         ok_ref[...] = _finite_lanes(o_vmem, o_hbm.shape[0])
     _sell.store_resident(o_vmem, o_hbm, sem)
+
+
+def _group_product(blocks, x, transpose: bool):
+    """A group's product on the MXU, float32 (``Precision.HIGHEST``: six bfloat16 passes on a TPU):
+    ``blocks @ x`` (``(8 * GROUP, 128) @ (128, 128)``) or ``blocks.T @ x`` (``(128, 8 * GROUP) @ (8 *
+    GROUP, 128)``). (The tests replace it with the chip's split to run its non-finite results on a CPU.)"""
+    dims = (((0,), (0,)), ((), ())) if transpose else (((1,), (0,)), ((), ()))
+    return jax.lax.dot_general(blocks, x, dims, precision=_HIGHEST, preferred_element_type=jnp.float32)
 
 
 def _finite_lanes(ref, rows: int):
