@@ -251,40 +251,48 @@ def segmented_tables(rows: np.ndarray, cols: np.ndarray, shape, pad=None, width:
     shift = per.bit_length() - 1  # (per is a power of two: shifts and masks, not int64 divisions)
     rows, cols = sorted_entries(rows, cols, shape, "segmented_tables")
     n = len(rows)
-    window = rows >> shift
     n_windows = -(-max(m, 1) // per)
-    per_window = np.bincount(window, minlength=n_windows)
-    first_in_window = np.concatenate([[0], np.cumsum(per_window)])[:-1]
-    pos = np.arange(n) - first_in_window[window]  # the entry's place in its window's stream
+    # Sequential passes only (repeats of per-window and per-row values, scatters at increasing slots, one
+    # blocked transpose): a random 10^6 x 10^6 matrix's 10^7 entries in 0.5 s, against 2.0-2.6 s with
+    # gathers and a scatter across each block.
+    per_window = np.bincount(rows >> shift, minlength=n_windows)
+    first_in_window = np.cumsum(per_window) - per_window
     segs = -(-per_window // per)
-    seg0 = np.concatenate([[0], np.cumsum(segs)])[:-1]
+    seg0 = np.cumsum(segs) - segs
     n_segs = int(segs.sum())
     blocks = max(1, -(-n_segs // SUBLANES))
     steps = -(-blocks // BLOCKS_PER_STEP)
     steps = steps if pad is None else max(steps, int(pad(steps)))
     blocks = steps * BLOCKS_PER_STEP
-    seg = seg0[window] + (pos >> shift)  # the entry's segment
-    q = pos & (per - 1)
-    slot = (seg << shift) + q  # = (8 * block + sublane) * P + q
     n_slots = blocks * SUBLANES * per
+    # the entry's slot, (8 * block + sublane) * P + q: its segment's first slot plus its place q in it, i.e.
+    # its window's first slot (seg0 * P) plus its place in the window's stream
+    slot = np.arange(n, dtype=np.int64)
+    slot += np.repeat((seg0 << shift) - first_in_window, per_window)
+    q = (slot & (per - 1)).astype(np.int32)
+    seg = slot >> shift
     cols_t = np.full(n_slots, k, np.int32)
     cols_t[slot] = cols
     rows_t = np.full(n_slots, -1, np.int32)
     rows_t[slot] = rows
     np.maximum.accumulate(rows_t, out=rows_t)  # padding: the row before (sorted rows for the COO formula)
     rows_t[rows_t < 0] = m if n == 0 else rows[0]
-    addr = np.zeros(n_slots, np.int32)  # block by block, slot q of the segments, then sublane
-    sub = seg & (SUBLANES - 1)
-    addr[((seg - sub) << shift) + q * SUBLANES + sub] = X_PAD_ROWS + (cols >> shift) - sub
+    # each slot's first row of x's 8-row load, 8 + c // P - sublane, slot by slot (in slot order here, then
+    # block by block transposed: slot q of the segments, then sublane)
+    addr = np.zeros(n_slots, np.int32)
+    addr[slot] = (cols >> shift) + (X_PAD_ROWS - (seg & (SUBLANES - 1)))
+    addr = np.ascontiguousarray(addr.reshape(blocks, SUBLANES, per).transpose(0, 2, 1)).reshape(-1)
+    # the first slot of the entry's row in its segment: q less the entry's rank in its row, at least 0
     counts = np.bincount(rows, minlength=m)
-    row_first = np.concatenate([[0], np.cumsum(counts)])[:-1][rows] - first_in_window[window]
-    ends = np.tile(np.arange(per, dtype=np.int32), blocks * SUBLANES)  # first slot of the row: padding its own
-    ends[slot] = np.maximum(row_first - (pos - q), 0)
+    rank = np.arange(n, dtype=np.int64)
+    rank -= np.repeat(np.cumsum(counts) - counts, counts)
+    ends = np.tile(np.arange(per, dtype=np.int32), blocks * SUBLANES)  # padding: its own slot
+    ends[slot] = np.maximum(q - rank, 0)
     last = np.full(n_slots, -1, np.int32)
     ends_row = np.ones(n, bool)  # the entry is its row's last in its segment
     if n > 1:
         ends_row[:-1] = (rows[1:] != rows[:-1]) | (seg[1:] != seg[:-1])
-    last[(seg[ends_row] << shift) + (rows[ends_row] & (per - 1))] = q[ends_row]
+    last[(slot - q)[ends_row] + (rows[ends_row] & (per - 1))] = q[ends_row]
     ends |= last << 16
     out = np.full(blocks * SUBLANES, _out_rows(m, width) - SUBLANES, np.int32)
     out[:n_segs] = np.repeat(np.arange(n_windows, dtype=np.int32), segs)
