@@ -213,3 +213,57 @@ def test_float32_full_reductions_sum_pairwise(engine, monkeypatch):
     # A sequential float32 sum of the same values is visibly off: the test can tell the two apart.
     seq = np.cumsum(M.data, dtype=np.float32)[-1]
     assert abs(float(seq) - exact.sum()) > rel * exact.sum()
+
+
+# --- float32 sums over long slices (traced and XLA paths) -----------------------------------------------
+
+def _rel(got, ref):
+    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
+    return float(np.max(np.abs(got - ref) / np.maximum(np.abs(ref), 1e-30)))
+
+
+def test_float32_variance_and_long_sums_keep_their_digits_under_jit():
+    # A scatter-add sums a slice one entry at a time: over 2 * 10^5 float32 entries near 10^4 its mean was off
+    # by about 10, and var (two passes: that error squared) gave 101 where NumPy gives 0.083. Reductions over
+    # long slices under jit (traced indices: one scatter) must keep NumPy's float32 accuracy, as the eager
+    # path does.
+    rng = np.random.default_rng(1)
+    d = (rng.random(200_000, dtype=np.float32) + 1e4).astype(np.float32)
+    A = xp.asarray(d)
+    ref = d.astype(np.float64)
+    assert _rel(jax.jit(lambda a: xp.var(a).todense())(A), ref.var()) < 1e-4
+    assert _rel(jax.jit(lambda a: xp.std(a, correction=1).todense())(A), ref.std(ddof=1)) < 1e-4
+    assert _rel(jax.jit(lambda a: xp.mean(a).todense())(A), ref.mean()) < 1e-6
+    D = np.stack([d[:100_000], d[100_000:]])
+    B = xp.asarray(D)
+    for axis in (1, -1):
+        assert _rel(jax.jit(lambda a: xp.sum(a, axis=axis).todense())(B), D.astype(np.float64).sum(axis=1)) < 1e-6
+    assert _rel(jax.jit(lambda a: xp.mean(a, axis=1).todense())(B), D.astype(np.float64).mean(axis=1)) < 1e-6
+    V = xp.asarray(D[:, :, None] * np.ones((1, 1, 2), np.float32))  # a dense trailing dimension
+    assert _rel(jax.jit(lambda a: xp.var(a, axis=1).todense())(V), D.astype(np.float64).var(axis=1)[:, None]
+                * np.ones((1, 2))) < 1e-4
+
+
+@pytest.mark.parametrize("sorted_ids", (True, False))
+@pytest.mark.parametrize("dense", ((), (3,)))
+def test_accurate_segment_sum_against_float64(sorted_ids, dense):
+    # Segments of lengths 0 to 10^5 (sorted: contiguous; or shuffled), ids past n_out dropped, a dense
+    # trailing dimension: the float64 sums within float32 rounding, and at least as close as a scatter-add.
+    from bcoo_array._kernels.plan import accurate_segment_sum
+
+    rng = np.random.default_rng(2)
+    lengths = np.array([0, 1, 31, 32, 33, 64, 1000, 100_000, 5, 0, 2])
+    seg = np.repeat(np.arange(len(lengths)), lengths)
+    seg = np.concatenate([seg, np.full(17, len(lengths))]).astype(np.int32)  # padding, dropped
+    if not sorted_ids:
+        seg = rng.permutation(seg)
+    vals = (rng.random((len(seg),) + dense, dtype=np.float32) + 1e3).astype(np.float32)
+    ref = np.zeros((len(lengths),) + dense)
+    np.add.at(ref, seg[seg < len(lengths)], vals[seg < len(lengths)].astype(np.float64))
+    got = np.asarray(jax.jit(lambda v, s: accurate_segment_sum(v, s, len(lengths)))(vals, seg))
+    plain = np.asarray(jax.ops.segment_sum(vals, seg, num_segments=len(lengths)))
+    assert got.shape == ref.shape and got.dtype == np.float32
+    assert _rel(got, ref) <= max(_rel(plain, ref), 1e-6)
+    if sorted_ids:
+        assert _rel(got, ref) < 1e-6
+    np.testing.assert_array_equal(got[lengths == 0], 0)

@@ -36,6 +36,7 @@ import numpy as np
 from .cache import PLANS
 from .host import adopt
 from .native import host_coo_to_csr
+from .plan import accurate_segment_sum
 
 #: Fewest right-hand columns for which the native CSR kernel beats the segment sum
 #: (measured on CPU: the kernel's per-row setup dominates at one column).
@@ -220,7 +221,10 @@ def axis_plan(indices, shape: tuple[int, int], axis: int) -> AxisPlan:
 
 @partial(jax.jit, static_argnames=("n_out", "is_sorted"))
 def _segment_sum(data, segment, n_out: int, is_sorted: bool):
-    out = jax.ops.segment_sum(data, segment, num_segments=n_out, indices_are_sorted=is_sorted)
+    if jnp.issubdtype(data.dtype, jnp.inexact):  # (a scatter-add's rounding error grows with the slice)
+        out = accurate_segment_sum(data, segment, n_out)
+    else:
+        out = jax.ops.segment_sum(data, segment, num_segments=n_out, indices_are_sorted=is_sorted)
     # The general path adds ``fill * missing`` (= +0 here); so does this one, so -0.0 sums match.
     return out + jnp.zeros((), out.dtype)
 

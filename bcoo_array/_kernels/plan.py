@@ -201,6 +201,56 @@ def _group_batched_traced(indices, sizes: tuple[int, ...]):
     return jax.vmap(lambda i: group_traced(i, sizes)[:4])(indices)
 
 
+#: Entries of a chunk, and chunk levels, of ``accurate_segment_sum``.
+SUM_CHUNK = 32
+SUM_LEVELS = 2
+
+
+def accurate_segment_sum(values, segment, n_out: int):
+    """``jax.ops.segment_sum`` of floating ``values`` (shape ``(n, *dense)``) at ``segment`` ids (ids of
+    ``n_out`` or more dropped) without most of its sequential rounding error where a segment's entries
+    are contiguous (sorted ids: the canonical order's row sums, a plan's groups).
+
+    XLA's segment sum is a scatter-add: a segment of ``L`` entries adds
+    them one at a time, an error growing with ``L`` (float32: a relative
+    1e-3 for 2 * 10^5 entries of similar size, and a variance computed
+    from such a mean off by orders of magnitude). Here, ``SUM_LEVELS``
+    times, the entries are cut into chunks of ``SUM_CHUNK``; a chunk whose
+    entries all belong to one segment is summed by XLA's reduction (a
+    tree) into one entry, the others' entries go to the final scatter-add
+    as they are. A segment of contiguous entries then adds about ``L /
+    1024 + 4 * SUM_CHUNK`` terms one at a time: a relative error of about
+    1e-7 where the plain segment sum gave 1e-3 (on a 2-core CPU, two chunk
+    levels cost about 0.1-0.3 s more to compile and up to twice the run
+    time). Scattered ids (a column sum in row order) gain nothing and lose
+    nothing but the time.
+    """
+    vals, ids = [], []
+    v, s = values, segment
+    for _ in range(SUM_LEVELS):
+        n = v.shape[0]
+        if n < 2 * SUM_CHUNK:
+            break
+        pad = -n % SUM_CHUNK
+        if pad:
+            v = jnp.concatenate([v, jnp.zeros((pad,) + v.shape[1:], v.dtype)])
+            s = jnp.concatenate([s, jnp.full(pad, n_out, s.dtype)])
+        v2 = v.reshape((-1, SUM_CHUNK) + v.shape[1:])
+        s2 = s.reshape(-1, SUM_CHUNK)
+        uniform = jnp.all(s2 == s2[:, :1], axis=1)
+        u = uniform.reshape(uniform.shape + (1,) * (v.ndim - 1))
+        zero = jnp.zeros((), v.dtype)
+        vals.append(jnp.where(u[:, None], zero, v2).reshape(v.shape))  # a mixed chunk's entries, as they are
+        ids.append(jnp.where(uniform[:, None], n_out, s2).reshape(-1))
+        v = jnp.where(u, jnp.sum(v2, axis=1), zero)  # a uniform chunk's sum; a mixed one carries 0
+        s = s2[:, -1]  # (any id of the chunk: sorted ids stay sorted)
+    vals.append(v)
+    ids.append(s)
+    if len(vals) == 1:
+        return jax.ops.segment_sum(v, s, num_segments=n_out)
+    return jax.ops.segment_sum(jnp.concatenate(vals), jnp.concatenate(ids), num_segments=n_out)
+
+
 def segment_reduce(values, segment, n_out: int, op: str = "sum"):
     """Reduce ``values`` (already in plan order) into ``n_out`` segments.
 

@@ -22,7 +22,7 @@ from .._shapes import is_concrete, prod
 from .coalesce import segment_reduce_np
 from .cache import PLANS
 from .csr import axis_plan_host, csr_arrays, sum_axis
-from .plan import group, group_numpy, segment_reduce
+from .plan import accurate_segment_sum, group, group_numpy, segment_reduce
 
 _DENSE_REDUCE = {"sum": jnp.sum, "prod": jnp.prod, "max": jnp.max, "min": jnp.min}
 
@@ -356,7 +356,10 @@ def _reduce_segments(data, valid, order, segment, u, n_out: int, n_rs: int, op: 
         seg_op = {"sum": "max", "prod": "min"}.get(op, op) if data.dtype == jnp.bool_ else op
     else:
         seg_op = op
-    vals = segment_reduce(data[order], segment, n_out, seg_op)
+    if seg_op == "sum" and jnp.issubdtype(data.dtype, jnp.inexact):
+        vals = accurate_segment_sum(data[order], segment, n_out)  # (a scatter-add's error grows with a slice)
+    else:
+        vals = segment_reduce(data[order], segment, n_out, seg_op)
     count = jax.ops.segment_sum(jnp.ones(nse, jnp.int32)[order] if nse else jnp.zeros(0, jnp.int32),
                                 segment, num_segments=n_out, indices_are_sorted=True)
     return with_unstored(vals, count, u, n_rs, op)
@@ -432,7 +435,10 @@ def _reduce_scatter(data, indices, fill, shape, n_dense: int, axes, op: str, ski
     else:
         start = jnp.full((P + 1,) + data.shape[1:], _scatter_identity(op, data.dtype), data.dtype)
         at = start.at[seg]
-        vals = {"sum": at.add, "prod": at.multiply, "max": at.max, "min": at.min}[op](data)[:P]
+        if op == "sum" and jnp.issubdtype(data.dtype, jnp.inexact):  # (+0.0 added: the identity's sign rule)
+            vals = accurate_segment_sum(data, seg, P) + start[:P]
+        else:
+            vals = {"sum": at.add, "prod": at.multiply, "max": at.max, "min": at.min}[op](data)[:P]
     n_rs = prod(shape[a] for a in sp_red)
     u = repeat_reduce(fill, prod(shape[a] for a in de_red), op) if de_red else fill
     if skip_count:  # a sum with fill +0: the unstored entries add nothing
@@ -491,13 +497,13 @@ def variance_segments(data, valid, order, segment, fill, n_out: int, n: int, cor
     dt = data.dtype
     d = data[order]
     cnt = jax.ops.segment_sum(jnp.ones(nse, dt), segment, num_segments=n_out, indices_are_sorted=True)
-    s1 = jax.ops.segment_sum(d, segment, num_segments=n_out, indices_are_sorted=True)
+    s1 = accurate_segment_sum(d, segment, n_out)  # (a sequential sum's error would be squared below)
     n_f = jnp.asarray(n, dt)
     miss = n_f - cnt  # unstored entries per slice; 0 * NaN-fill must stay 0
     zero = jnp.zeros((), dt)
     m = (s1 + jnp.where(miss > 0, miss * fill, zero)) / n_f
     dev = d - m[jnp.clip(segment, 0, n_out - 1)] if n_out else d
-    s2 = jax.ops.segment_sum(dev * dev, segment, num_segments=n_out, indices_are_sorted=True)
+    s2 = accurate_segment_sum(dev * dev, segment, n_out)
     s2 = s2 + jnp.where(miss > 0, miss * (fill - m) ** 2, zero)
     return s2 / jnp.asarray(n - correction, dt)
 
