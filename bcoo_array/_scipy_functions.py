@@ -21,7 +21,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._convert._common import coo_triplets
-from ._convert.scipy import from_scipy
+from ._convert.scipy import Names, convert as convert_scipy, from_scipy
 from ._creation_functions import asarray, eye
 from ._fill import reads_as_zero, same_value_np
 from ._kernels.host import adopt
@@ -39,8 +39,13 @@ def _from_scipy_form(arg, shape, dtype, fmt: str) -> BCOOArray:
         import scipy.sparse as sp
 
         data, idx, indptr = (np.asarray(a) for a in arg)
-        mat = getattr(sp, f"{fmt}_array")((data, idx, indptr), shape=shape)  # scipy checks the structure
-        return from_scipy(mat, dtype=dtype)
+        mat = getattr(sp, f"{fmt}_array")((data, idx, indptr), shape=shape)  # scipy checks the sizes
+        major, minor = ("row", "shape[1]") if fmt == "csr" else ("column", "shape[0]")
+        # the conversion checks every index (one pass), naming this call's arguments
+        names = Names(f"{fmt}_array((data, indices, indptr), shape)", "data", "indices", "indptr",
+                      f"fix indices, or pass a shape whose {minor} exceeds every index",
+                      f"data[indptr[i]:indptr[i + 1]] must be {major} i's values, indices[...] their positions")
+        return convert_scipy(mat, dtype=dtype, names=names)
     if isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[1], tuple):
         return BCOOArray(arg, shape=None if shape is None else normalize_shape(shape), dtype=dtype)
     if isinstance(arg, tuple) and len(arg) in (1, 2) and all(isinstance(n, (int, np.integer)) for n in arg):
@@ -96,9 +101,11 @@ def csr_array(arg, /, shape=None, *, dtype=None, copy=False) -> BCOOArray:
     Parameters
     ----------
     arg : tuple, array_like or sparse array
-        ``(data, indices, indptr)`` (scipy's compressed rows, checked by
-        scipy), ``(data, (row, col))``, ``(m, n)`` for an empty array, or any
-        input of [`bcoo_array.asarray`][].
+        ``(data, indices, indptr)`` (scipy's compressed rows: every column
+        index must satisfy ``0 <= index < shape[1]``, and ``indptr`` must
+        start at 0 and never decrease; all checked),
+        ``(data, (row, col))``, ``(m, n)`` for an empty array, or any input
+        of [`bcoo_array.asarray`][].
     shape : tuple of int, optional
     dtype : dtype, optional
     copy : bool
@@ -112,9 +119,13 @@ def csr_array(arg, /, shape=None, *, dtype=None, copy=False) -> BCOOArray:
 
     Raises
     ------
+    ValueError
+        For a malformed ``(data, indices, indptr)``: a column index outside
+        ``[0, shape[1])`` (never dropped silently), an ``indptr`` that does
+        not start at 0, decreases, or does not fit the shape or the
+        number of values.
     TypeError, ValueError
-        As scipy for a malformed ``(data, indices, indptr)``, else as
-        [`bcoo_array.coo_array`][].
+        Else as [`bcoo_array.coo_array`][].
     """
     return _from_scipy_form(arg, shape, dtype, "csr").sum_duplicates()
 
@@ -142,7 +153,9 @@ def csc_array(arg, /, shape=None, *, dtype=None, copy=False) -> BCOOArray:
     Raises
     ------
     TypeError, ValueError
-        As [`bcoo_array.csr_array`][].
+        As [`bcoo_array.csr_array`][], with rows and columns swapped: a row
+        index of ``(data, indices, indptr)`` outside ``[0, shape[0])``
+        raises ValueError.
     """
     return _from_scipy_form(arg, shape, dtype, "csc").sum_duplicates()
 

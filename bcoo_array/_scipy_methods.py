@@ -19,6 +19,7 @@ per operand layout.
 from __future__ import annotations
 
 import functools
+import operator
 from typing import NamedTuple
 
 import jax
@@ -77,6 +78,12 @@ def _on_pattern(out, pattern):
     return type(out)._from_buffers(np.array(vals, out.dtype), np.array(p_idx, order="C"), shape, n_batch=0,
                                    n_dense=0, fill_value=np.zeros((), out.dtype)[()], indices_sorted=True,
                                    unique_indices=True)
+
+
+def _shares_indices(a, b) -> bool:
+    """Whether BCOOArrays ``a`` and ``b`` hold the same index buffer (so the same pattern and layout)."""
+    mine = (a._indices, a._hindices)
+    return a.shape == b.shape and any(i is not None and (i is b._indices or i is b._hindices) for i in mine)
 
 
 def _host(x):
@@ -559,28 +566,96 @@ class ScipyMethodsMixin:
     def power(self, n, dtype=None):
         """Elementwise power ``A ** n`` (scipy's ``power``).
 
+        As scipy's, the power applies to the stored entries only (duplicates
+        summed first): with a zero fill value the unstored entries stay 0.
+        ``A.power(-1)`` inverts the stored values and stays sparse (fill
+        value 0), where the array API's ``A ** -1`` ([`bcoo_array.pow`][])
+        gives ``0 ** -1``, fill value ``inf``. A stored zero is a stored
+        value: ``power(-1)`` makes it ``inf``, as in scipy.
+
+        With a non-zero fill value (``-0.0`` included) the unstored entries
+        are not scipy's structural zeros but entries holding that value, so
+        they are powered too: the result is ``A ** n``, fill value
+        ``fill ** n`` (as [`multiply`][bcoo_array.BCOOArray.multiply] keeps
+        scipy's structural zeros for a zero fill value only).
+
+        Parameters
+        ----------
+        n : scalar
+            The exponent. An array exponent (which scipy refuses) broadcasts
+            as in [`bcoo_array.pow`][] and, for a zero-filled ``A``, applies
+            at ``A``'s stored positions only (eagerly).
+        dtype : dtype, optional
+            Cast the values to this dtype first, as scipy does.
+
+        Returns
+        -------
+        BCOOArray
+            For a zero-filled ``A``: fill value 0 and ``A``'s pattern
+            (canonical form), as scipy's result.
+
         Raises
         ------
         NotImplementedError
             For ``n == 0`` on a zero-filled array, as scipy (it would make
             every entry 1); use ``bcoo_array.pow`` for the fill-value result.
+        TypeError
+            For an integer array and a negative integer ``n`` (as NumPy;
+            scipy raises ValueError); cast to a floating dtype first.
+        ValueError
+            For a zero-filled ``A`` and an exponent traced under ``jax.jit``
+            (a Python or NumPy scalar ``n`` is static and works under ``jit``).
         """
         xp = namespace()
         src = self if dtype is None else self.astype(dtype)
-        if np.ndim(n) == 0 and n == 0 and zero_fill(src.fill_value):
+        if not zero_fill(src.fill_value):  # every unstored entry holds a value, powered like the stored ones
+            return xp.pow(src, n)
+        if not isinstance(n, jax.core.Tracer) and np.ndim(n) == 0 and n == 0:
             raise NotImplementedError("zero power is not supported as it would densify the matrix (as scipy); "
                                       "use bcoo_array.pow(A, 0) for an array with fill value 1")
-        return xp.pow(src, n)
+        src = src._canonical()  # scipy powers the summed duplicates
+        out = xp.pow(src, n)
+        if _shares_indices(out, src) or out.size == 0:
+            # a concrete scalar exponent keeps src's pattern (the fill-value rule): the unstored entries
+            # stay 0 where pow gives 0 ** n (inf for n < 0, nan for nan)
+            return out if zero_fill(out.fill_value) else out._replace(fill_value=np.zeros((), out.dtype)[()])
+        if not (src._concrete() and out._concrete()):
+            raise ValueError("power(): the exponent is traced (under jax.jit), so the power cannot be kept to the "
+                             "stored entries of this zero-filled array; pass n as a Python or NumPy scalar, call "
+                             "power outside jax.jit, or use bcoo_array.pow(A, n) (fill value 0 ** n)")
+        return _on_pattern(out, xp.broadcast_to(src, out.shape))  # an array exponent: the stored positions
 
     # -- reductions -------------------------------------------------------------------
 
     def _axis(self, axis, name):
+        """The ``axis`` of a scipy reduction, for the namespace function: None (every axis), one axis in
+        ``[0, ndim)``, or a sorted tuple of several (a tuple that names every axis gives None, one axis an
+        int), as scipy's sparray accepts an int or a tuple of ints."""
         if axis is None:
             return None
-        ax = int(axis)
-        if not -self.ndim <= ax < self.ndim:
-            raise ValueError(f"{name}(): axis={axis} is out of range for a {self.ndim}-D array")
-        return ax % self.ndim
+        if isinstance(axis, tuple):
+            if not axis:
+                raise ValueError(f"{name}(): axis=() reduces nothing (scipy refuses it too); use A.copy(), "
+                                 "or A.toarray() for a dense copy")
+            try:
+                axes = [operator.index(a) for a in axis]
+            except TypeError:
+                raise TypeError(f"{name}(): axis={axis!r} must hold integers") from None
+        else:
+            try:
+                axes = [int(axis)]
+            except TypeError:
+                raise TypeError(f"{name}(): axis must be an integer or a tuple of integers, not "
+                                f"{type(axis).__name__}; e.g. axis=tuple(axis)") from None
+        for ax in axes:
+            if not -self.ndim <= ax < self.ndim:
+                raise ValueError(f"{name}(): axis={axis} is out of range for a {self.ndim}-D array")
+        distinct = sorted({ax % self.ndim for ax in axes})
+        if len(distinct) != len(axes):
+            raise ValueError(f"{name}(): axis={axis} names an axis twice")
+        if len(distinct) == self.ndim:
+            return None
+        return distinct[0] if len(distinct) == 1 else tuple(distinct)
 
     def sum(self, axis=None, dtype=None, out=None):
         """Sum over all entries (a NumPy scalar) or along ``axis`` (a 1-D NumPy array), as scipy's sparray ``sum``.
@@ -590,10 +665,21 @@ class ScipyMethodsMixin:
         result's shape) receives the result. Unstored entries count with the
         fill value.
 
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            The axes summed, as scipy's sparray: every axis (None, or a tuple
+            naming them all) gives a NumPy scalar, one axis a 1-D array.
+        dtype : dtype, optional
+        out : numpy.ndarray, optional
+
         Raises
         ------
         ValueError
-            For an ``axis`` outside ``[-ndim, ndim)``.
+            For an ``axis`` outside ``[-ndim, ndim)``, an axis named twice,
+            or ``axis=()``.
+        TypeError
+            For an ``axis`` that is not an int or a tuple of ints.
         """
         xp = namespace()
 
@@ -605,12 +691,13 @@ class ScipyMethodsMixin:
         """Mean over all entries or along ``axis`` as a NumPy value (scipy's ``mean``).
 
         Integer and bool arrays are averaged in the default floating dtype,
-        as scipy does. Returns a NumPy scalar (``axis=None``) or a 1-D array.
+        as scipy does. Returns a NumPy scalar when every axis is reduced
+        (``axis=None`` or a tuple naming them all), else a NumPy array.
 
         Raises
         ------
-        ValueError
-            For an ``axis`` outside ``[-ndim, ndim)``.
+        ValueError, TypeError
+            For an ``axis`` that [`sum`][bcoo_array.BCOOArray.sum] refuses.
         """
         xp = namespace()
 
@@ -626,17 +713,26 @@ class ScipyMethodsMixin:
         """Maximum over all entries (a NumPy scalar) or along ``axis`` (a sparse 1-D BCOOArray), as scipy's ``max``.
 
         Unstored entries take part (they hold the fill value), as scipy's
-        default ``explicit=False``.
+        default ``explicit=False``. ``axis`` is an int or a tuple of ints;
+        reducing every axis (a tuple naming them all, or the one axis of a
+        1-D array) gives a NumPy scalar, as scipy. A reduction along axes of
+        non-zero length is empty where another dimension is 0
+        (``zeros((3, 0)).max(axis=0)`` has shape ``(0,)``), as scipy.
 
         Raises
         ------
         ValueError
-            For a zero-size array, an ``axis`` out of range, ``out`` or ``explicit=True``.
+            For a reduction along an axis of length 0 (no identity, as
+            scipy), an ``axis`` out of range, named twice or ``()``, ``out``
+            or ``explicit=True``.
         """
         return self._extreme("max", axis, out, explicit)
 
     def min(self, axis=None, out=None, *, explicit: bool = False):
-        """Minimum over all entries (a NumPy scalar) or along ``axis`` (a sparse 1-D BCOOArray), as scipy's ``min``."""
+        """Minimum over all entries (a NumPy scalar) or along ``axis`` (a sparse 1-D BCOOArray), as scipy's ``min``.
+
+        Arguments, result and errors as [`max`][bcoo_array.BCOOArray.max].
+        """
         return self._extreme("min", axis, out, explicit)
 
     def _extreme(self, op, axis, out, explicit):
@@ -644,26 +740,33 @@ class ScipyMethodsMixin:
             raise ValueError(f"{op}(): out= is not supported (as in scipy's sparse arrays)")
         if explicit:
             raise ValueError(f"{op}(explicit=True) is not supported; unstored entries always take part")
-        if self.size == 0:
-            raise ValueError(f"{op}() of a zero-size array")
-        res = getattr(namespace(), op)(self, axis=self._axis(axis, op))
-        return _host(res.todense()) if axis is None else res
+        ax = self._axis(axis, op)
+        reduced = range(self.ndim) if ax is None else (ax,) if isinstance(ax, int) else ax
+        empty = [k for k in reduced if self.shape[k] == 0]
+        if empty:
+            raise ValueError(f"{op}(): zero-size array to reduction operation: axis {empty[0]} of shape "
+                             f"{self.shape} has length 0, and {op} has no identity")
+        res = getattr(namespace(), op)(self, axis=ax)
+        return _host(res.todense()) if res.ndim == 0 else res
 
     def argmax(self, axis=None, out=None, *, explicit: bool = False):
         """Index of the first maximum, flat (axis None) or per row / column (scipy's ``argmax``).
 
         Unstored entries count with the fill value; NaN counts as the
         maximum, as in ``numpy.argmax``. Works on the stored entries
-        only (no densification).
+        only (no densification). ``axis`` may be a tuple, as in scipy:
+        ``(0, 1)`` gives the flat index, ``(0,)`` the same as ``0``.
 
         Returns
         -------
         int or numpy.ndarray of int64
+            Empty along an axis when the other dimension is 0, as scipy.
 
         Raises
         ------
         ValueError
-            For an empty array or dimension, a non-2-D array, ``out`` or ``explicit=True``.
+            For an empty array, a reduction along an axis of length 0, a
+            non-2-D array, ``out`` or ``explicit=True``.
         """
         return self._argext("max", axis, out, explicit)
 

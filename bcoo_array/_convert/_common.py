@@ -15,7 +15,9 @@ def coo_triplets(x: BCOOArray, what: str) -> tuple[np.ndarray, np.ndarray]:
     ``coords`` has shape ``(ndim, nnz)`` (pydata-sparse's layout), ``data``
     shape ``(nnz,)``. Duplicates are summed (logical or for bool) and the
     coordinates sorted lexicographically (row-major), so the result is
-    canonical.
+    canonical. ``data`` may be a view of ``x``'s own buffer (a canonical
+    array without padding): read it, and copy it before handing it out in a
+    mutable container (``x``'s copies share that buffer).
 
     Raises
     ------

@@ -80,7 +80,8 @@ def to_pydata_sparse(x: BCOOArray, format: str = "coo"):
     -------
     sparse.COO, sparse.GCXS or sparse.DOK
         Same shape, dtype, values and fill value; duplicates summed (logical
-        or for bool), padding dropped, coordinates sorted.
+        or for bool), padding dropped, coordinates sorted. Its buffers are
+        its own (writable copies): writing to them leaves ``x`` unchanged.
 
     Raises
     ------
@@ -95,13 +96,14 @@ def to_pydata_sparse(x: BCOOArray, format: str = "coo"):
     except ImportError as exc:  # an optional dependency: the pydata extra
         raise ImportError("pydata-sparse is not installed; pip install 'bcoo-array[pydata]'") from exc
 
-
     if format not in _FORMATS:
         raise ValueError(f"format={format!r} is not a pydata-sparse format; use one of {_FORMATS}")
     if format == "gcxs" and x.dtype == np.float16:
         raise TypeError("pydata-sparse's GCXS does not support float16 (numba has no float16); "
                         "use format='coo' or 'dok', or x.astype(bcoo_array.float32)")
     data, coords = coo_triplets(x, "to_pydata_sparse()")
-    out = sparse.COO(coords.astype(np.int64), data, shape=x.shape, fill_value=x.fill_value,
+    # pydata-sparse arrays are mutable (``P.data[:] = v``) and hold the arrays they are given: both are
+    # fresh copies (the values may be a view of x's buffer, which x's copies share), as to_scipy's are.
+    out = sparse.COO(coords.astype(np.int64), np.array(data), shape=x.shape, fill_value=x.fill_value,
                      has_duplicates=False, sorted=True)
     return out if format == "coo" else out.asformat(format)
