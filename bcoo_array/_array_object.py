@@ -954,7 +954,14 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             bound = self._bound_matvec()
             if bound is not None and bound.serves(other):
                 return bound(other)
+        if isinstance(other, (list, tuple)):  # scipy's ``A @ [1., 2.]``: a NumPy operand, as ``A.dot``
+            return self @ np.asarray(other)
         return super().__matmul__(other)
+
+    def __rmatmul__(self, other):
+        if isinstance(other, (list, tuple)):  # scipy's ``[1., 2.] @ A``
+            return np.asarray(other) @ self
+        return super().__rmatmul__(other)
 
     def __setitem__(self, key, value):
         self._assign(indexing().setitem(self, key, value))

@@ -3,7 +3,9 @@ implicitly from sparse input.
 
 A function whose result (or an intermediate) is dense although its input is
 sparse (``argsort`` returns a permutation of every position) calls
-``check_dense`` with the shape and dtypes it is about to allocate; above
+``check_dense`` with the shape and dtypes it is about to allocate
+(``check_dense_arrays`` when they differ in shape: a densified input and a
+Fourier transform of another length); above
 the limit it raises a ``MemoryError`` naming the function, the shape,
 the bytes, the limit, how to raise it and the explicit alternative
 (``x.todense()``, which is never guarded). Only static shapes are read, so the
@@ -154,15 +156,44 @@ def check_dense(name: str, shape, *dtypes, what: str = "", alternative: str = ""
         Naming the function, shape, bytes, limit, how to raise it and the
         explicit alternative.
     """
-    nbytes = dense_bytes(shape, *dtypes)
+    check_dense_arrays(name, [(shape, dtypes)], what=what, alternative=alternative)
+
+
+def check_dense_arrays(name: str, arrays, *, what: str = "", alternative: str = "") -> None:
+    """``check_dense`` for dense arrays of several shapes (a densified input and a result of another shape).
+
+    Parameters
+    ----------
+    name : str
+        The public function about to densify (``"fft.rfft"``).
+    arrays : sequence of (shape, dtype or sequence of dtype)
+        Each static shape with the dtype (or dtypes, one array each) of the
+        dense arrays of that shape; all their bytes are summed.
+    what, alternative : str
+        As for ``check_dense``.
+
+    Raises
+    ------
+    MemoryError
+        Above the limit, with ``check_dense``'s message (one ``shape ... and
+        dtype ...`` part per shape).
+    """
+    parts: dict = {}  # shape -> dtypes, in order of first appearance (arrays of one shape are named together)
+    nbytes = 0
+    for shape, dts in arrays:
+        dts = (dts,) if isinstance(dts, (str, type, np.dtype)) else tuple(dts)
+        shape = tuple(int(s) for s in shape)
+        nbytes += dense_bytes(shape, *dts)
+        parts.setdefault(shape, []).extend(dts)
     limit = get_max_dense_bytes()
     if nbytes <= limit:
         return
-    names = ", ".join(str(np.dtype(d)) for d in dtypes)
+    arrays_text = ", and of ".join(f"shape {shape} and dtype {', '.join(str(np.dtype(d)) for d in dts)}"
+                                   for shape, dts in parts.items())
     desc = f" ({what})" if what else ""
     alt = alternative or "x.todense()"
     raise MemoryError(
-        f"{name}() would allocate dense arrays of shape {tuple(int(s) for s in shape)} and dtype {names}{desc}: "
+        f"{name}() would allocate dense arrays of {arrays_text}{desc}: "
         f"{nbytes:,} bytes ({_human(nbytes)}), above the limit of {int(limit):,} bytes ({_human(limit)}) on "
         f"implicit densification. Densify explicitly instead ({alt}), or raise the limit with "
         f"bcoo_array.set_max_dense_bytes(n) or the environment variable {MAX_DENSE_BYTES_ENV}=n "
@@ -195,5 +226,5 @@ def check_entries(name: str, n_entries: int, dtype, index_dtype, n_sparse: int, 
     )
 
 
-__all__ = ["DEFAULT_MAX_DENSE_BYTES", "MAX_DENSE_BYTES_ENV", "check_dense", "check_entries", "dense_bytes",
-           "get_max_dense_bytes", "set_max_dense_bytes"]
+__all__ = ["DEFAULT_MAX_DENSE_BYTES", "MAX_DENSE_BYTES_ENV", "check_dense", "check_dense_arrays", "check_entries",
+           "dense_bytes", "get_max_dense_bytes", "set_max_dense_bytes"]

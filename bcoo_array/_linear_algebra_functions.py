@@ -244,6 +244,39 @@ def _host_matvec(a, b, *, plain: bool = False):
     return host_spmm(data, a.indices, a.shape, b)
 
 
+#: NumPy dtypes that JAX holds only with its x64 mode on.
+_WIDE = frozenset(np.dtype(d) for d in ("int64", "uint64", "float64", "complex128"))
+
+
+def _host_wide_product(x1, x2):
+    """``x1 @ x2`` for a 64-bit NumPy operand with JAX's x64 mode off and a plain matrix, or None.
+
+    The result is NumPy, of NumPy's promotion (float32 @ int64 is float64, as
+    scipy gives), whichever side the NumPy operand is on: JAX cannot hold the
+    operand, and the NumPy result needs no JAX array, so scipy's CSR product
+    runs on the host. Never a downcast. None where this does not apply (x64
+    on, no 64-bit NumPy operand, a traced matrix, a non-zero fill, batch or
+    dense dimensions, a NumPy operand of more than two dimensions).
+    """
+    if _dtypes.x64_enabled():
+        return None
+    if type(x2) is np.ndarray and x2.dtype in _WIDE:
+        a, x, left = x1, x2, True
+    elif type(x1) is np.ndarray and x1.dtype in _WIDE:
+        a, x, left = x2, x1, False
+    else:
+        return None
+    if not (_is_plain_matrix(a) and x.ndim in (1, 2) and a._concrete()):
+        return None
+    k = a.shape[1] if left else a.shape[0]
+    if x.shape[0 if left else -1] != k:
+        shapes = (a.shape, x.shape) if left else (x.shape, a.shape)
+        raise ValueError(f"matmul(): contracted dimensions differ: x1.shape={shapes[0]}, x2.shape={shapes[1]}")
+    S = a.tocsr()
+    with np.errstate(all="ignore"):  # IEEE results, as the other products
+        return np.asarray(S @ x) if left else np.asarray((S.T @ x.T).T)
+
+
 @routed
 def matmul(x1, x2, /):
     """Matrix product with the standard's broadcasting and 1-D rules (array API ``matmul``).
@@ -349,6 +382,8 @@ def matmul(x1, x2, /):
     if kind == "numpy":
         # scipy's A @ x: the host kernel writes the NumPy result directly.
         got = _host_matvec(x1, x2) if isinstance(x2, np.ndarray) else None
+        if got is None:
+            got = _host_wide_product(x1, x2)  # x64 off, a 64-bit NumPy x (either side): NumPy's promotion
         if got is not None:
             return got
     return _as_kind(matmul_as_bcoo(x1, x2, dense_out=kind == "jax"), kind)

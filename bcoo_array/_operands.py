@@ -5,7 +5,10 @@
 * a JAX array passes through; a NumPy array stays NumPy (so that its values
   stay concrete under ``jax.jit``), refusing a silent 64-bit downcast;
 * Python scalars become 0-d arrays by the standard's rules
-  (``scalar_dtype``);
+  (``scalar_dtype``); a NumPy scalar (or 0-d NumPy array) beside an array
+  keeps its own dtype, as in NumPy (``numpy_scalar``: ``np.float64(2)`` is a
+  ``float`` subclass, but not a weak scalar), a 64-bit one taken at 32 bits
+  with JAX's x64 mode off;
 * dtype categories are checked (``check_category``) and operands cast to
   the promoted dtype (``binary_operands``, ``cast``).
 """
@@ -25,6 +28,16 @@ from ._fill import Twin
 from ._relayout import dense_layout
 
 PY_SCALARS = (bool, int, float, complex)
+
+#: The 32-bit dtype that takes a 64-bit NumPy scalar's value with JAX's x64 mode off.
+_SCALAR_HALF_WIDTH = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.complex64),
+                      np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32)}
+
+
+def is_python_scalar(x) -> bool:
+    """Whether ``x`` is a Python scalar, the standard's weak operand (NumPy's ``float64`` and ``complex128``
+    scalars subclass ``float`` and ``complex`` but carry a dtype, so they are not)."""
+    return isinstance(x, PY_SCALARS) and not isinstance(x, np.generic)
 
 
 def is_array(x) -> bool:
@@ -60,6 +73,64 @@ def as_operand(x, argname: str):
     if converted is not None:
         return converted
     raise TypeError(f"{argname} must be an array, got {type(x).__name__}")
+
+
+def is_numpy_scalar(x) -> bool:
+    """Whether ``x`` is a single NumPy value: a NumPy scalar or a 0-d NumPy array.
+
+    Both count as scalars beside an array: NumPy itself hands
+    ``__array_ufunc__`` a 0-d array for the scalar of ``np.float64(2) < A``
+    (and the scalar itself for ``np.float64(2) * A``).
+    """
+    return isinstance(x, np.generic) or (type(x) is np.ndarray and x.ndim == 0)
+
+
+def numpy_scalar(x, argname: str) -> np.ndarray:
+    """A NumPy scalar (or 0-d NumPy array) operand beside an array: a 0-d NumPy array of its dtype.
+
+    NumPy's rule (NEP 50): a NumPy scalar has its dtype, it is not a weak
+    Python scalar, so ``A * np.float64(2)`` and ``np.float64(2) * A`` (which
+    NumPy sends to ``__array_ufunc__``) both promote ``A``'s dtype with
+    float64. With JAX's x64 mode off a 64-bit scalar (what NumPy's functions
+    return: ``1 / np.sqrt(n)``, ``np.float64(x.sum())``) is taken as the
+    32-bit scalar of the same kind, as JAX takes it and as the standard takes
+    a Python scalar's value: an integer out of its range raises, a float
+    rounds. So ``(1 / np.sqrt(n)) * A`` is float32 for a float32 ``A``,
+    whichever side the scalar is on. A 64-bit NumPy array of one or more
+    dimensions still raises (see ``as_operand``).
+
+    Parameters
+    ----------
+    x : numpy.generic or 0-d numpy.ndarray
+        The scalar (``is_numpy_scalar``).
+    argname : str
+        Name used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        0-d.
+
+    Raises
+    ------
+    TypeError
+        For a dtype outside the standard's.
+    OverflowError
+        With x64 off, for an int64 / uint64 value outside int32 / uint32.
+    """
+    dt = np.dtype(x.dtype)
+    half = _SCALAR_HALF_WIDTH.get(dt)
+    if half is not None and not _dtypes.x64_enabled():
+        # ``bcoo_array._numpy.operands.numpy_scalar`` applies the same rule to NumPy's ufunc operands
+        value = x.item()
+        if half.kind in "iu":
+            info = np.iinfo(half)
+            if not info.min <= value <= info.max:
+                raise OverflowError(f"{argname}: NumPy {dt} scalar {value} is out of bounds for {half}, the "
+                                    "dtype it takes while JAX's 64-bit mode is off")
+        return np.asarray(value, half)
+    _dtypes.canonicalize_dtype(dt, argname=f"{argname}.dtype")
+    return np.asarray(x)
 
 
 def scalar_dtype(value, other: np.dtype) -> np.dtype:
@@ -109,33 +180,45 @@ def check_category(dtype: np.dtype, category: str, name: str, argname: str = "x"
 def binary_operands(x1, x2, name: str, category: str = "all"):
     """Normalise the operands of a binary function; returns ``(x1, x2, dtype)``.
 
-    At most one operand may be a Python scalar. Both operands are cast to the
-    promoted dtype.
+    At most one operand may be a Python scalar (weak: it takes the other
+    operand's dtype by the standard's rules). A NumPy scalar or 0-d NumPy
+    array keeps its dtype (``numpy_scalar``: 32-bit with JAX's x64 mode
+    off). Both operands are cast to the promoted dtype.
 
     Raises
     ------
     TypeError
-        If both are scalars, an operand is not an array, or a dtype is outside
-        ``category``.
+        If both are Python scalars, an operand is not an array, or a dtype is
+        outside ``category``.
+    ValueError
+        For a 64-bit NumPy array of one or more dimensions with JAX's x64
+        mode off (``as_operand``).
+    OverflowError
+        If an integer scalar does not fit its dtype.
     """
-    s1, s2 = isinstance(x1, PY_SCALARS), isinstance(x2, PY_SCALARS)
+    s1, s2 = is_python_scalar(x1), is_python_scalar(x2)
     if s1 and s2:
         raise TypeError(f"{name}() needs at least one array argument, got two Python scalars")
     if s1:
-        x2 = as_operand(x2, "x2")
+        x2 = _array_operand(x2, "x2")
         x1 = scalar_to_array(x1, scalar_dtype(x1, np.dtype(x2.dtype)))
     elif s2:
-        x1 = as_operand(x1, "x1")
+        x1 = _array_operand(x1, "x1")
         x2 = scalar_to_array(x2, scalar_dtype(x2, np.dtype(x1.dtype)))
     else:
-        x1 = as_operand(x1, "x1")
-        x2 = as_operand(x2, "x2")
+        x1 = _array_operand(x1, "x1")
+        x2 = _array_operand(x2, "x2")
     x1, x2 = adopt_pattern(x1, x2)
     d1, d2 = np.dtype(x1.dtype), np.dtype(x2.dtype)
     check_category(d1, category, name, "x1")
     check_category(d2, category, name, "x2")
     dtype = _dtypes.result_type(d1, d2)
     return cast(x1, dtype), cast(x2, dtype), dtype
+
+
+def _array_operand(x, argname: str):
+    """``as_operand``, a NumPy scalar or 0-d NumPy array through ``numpy_scalar``."""
+    return numpy_scalar(x, argname) if is_numpy_scalar(x) else as_operand(x, argname)
 
 
 def _same_layout(a: BCOOArray, b: BCOOArray) -> bool:

@@ -146,7 +146,7 @@ def _as_dense_operand(other, name, *, host_float64: bool = False):
     arr = np.asarray(other)
     if arr.dtype.kind not in "biufc":
         raise TypeError(f"{name}() needs a numeric operand, got dtype {arr.dtype}")
-    if host_float64 and arr.dtype in (np.float64, np.complex128):
+    if host_float64 and arr.dtype in (np.float64, np.complex128, np.int64, np.uint64):
         return arr
     dt = _dtypes.canonicalize_dtype(arr.dtype, argname=f"{name}() operand dtype")
     return arr.astype(dt, copy=False)
@@ -164,7 +164,7 @@ def _product(a, v, adjoint: bool = False):
         bound = a._bound_matvec()  # the loop bound to ``a`` once (BCOOArray._bound_matvec)
         if bound is not None and bound.serves(v):
             return bound(v)
-        if not _dtypes.x64_enabled() and v.dtype in (np.float64, np.complex128):
+        if not _dtypes.x64_enabled() and v.dtype in (np.float64, np.complex128, np.int64, np.uint64):
             # scipy's float32 @ float64 is float64: ``matmul`` computes it on the host (a NumPy
             # result needs no 64-bit JAX array) or raises where it cannot; never a downcast.
             out = namespace().matmul(a, v)

@@ -17,6 +17,7 @@ from ._array_object import BCOOArray
 from ._data_type_functions import astype
 from ._elementwise_functions import divide, sqrt
 from ._engine import Operation
+from ._limits import check_dense
 from ._kernels.plan import group, group_numpy
 from ._kernels.reduce import (reduce_coo, reduce_prepare, reduce_scatter, reduction_fills, scatter_reduce_applies,
                               variance_segments)
@@ -24,7 +25,7 @@ from ._shapes import normalize_axes, valid_rows
 from ._shapes import prod as _size  # (the name prod is the reduction below)
 from ._manipulation_functions import reshape
 from ._operands import as_sparse, check_category
-from ._relayout import dense_layout, update_layout
+from ._relayout import dense_layout, is_dense_layout, update_layout
 from ._routing import routed
 
 
@@ -238,6 +239,9 @@ def _cumulative(x, axis, dtype, include_initial, op, name):
         axis = 0
     ax = normalize_axes(axis, x.ndim)[0]
     dt = _dtypes.sum_dtype(x.dtype, dtype)
+    if not is_dense_layout(x):
+        check_dense(name, x.shape, x.dtype, dt, what="the densified input and the running result",
+                    alternative=f"jax.numpy.cum{op}(x.todense(), axis={ax})")
     dense = x.todense().astype(dt)
     fn = jnp.cumsum if op == "sum" else jnp.cumprod
     out = fn(dense, axis=ax, dtype=dt)

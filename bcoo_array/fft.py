@@ -3,7 +3,11 @@
 A Fourier transform of a sparse array is inherently dense (every frequency
 mixes every entry), so every transform here densifies its input with
 ``x.todense()``, runs ``jax.numpy.fft`` and returns a BCOOArray in *dense
-layout* (``n_sparse = 0``, every entry stored). ``fftshift`` and
+layout* (``n_sparse = 0``, every entry stored). A sparse input passes the
+densification guard first (``._limits``): above
+[`bcoo_array.get_max_dense_bytes`][] for the densified input plus the
+result, the transform raises ``MemoryError`` before allocating anything; an
+input already in dense layout is not checked. ``fftshift`` and
 ``ifftshift`` only move entries and keep a sparse input sparse.
 Spec: https://data-apis.org/array-api/2025.12/extensions/fourier_transform_functions.html
 """
@@ -18,10 +22,11 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._creation_functions import _device_put
+from ._limits import check_dense_arrays
 from ._shapes import normalize_axis
 from ._manipulation_functions import roll
 from ._operands import as_sparse, check_category
-from ._relayout import dense_layout
+from ._relayout import dense_layout, is_dense_layout
 from ._routing import public, routed
 
 _NORMS = ("backward", "ortho", "forward")
@@ -77,6 +82,11 @@ ValueError
     If ``x`` is 0-d, ``n < 1`` or ``norm`` is unknown.
 IndexError
     If ``axis`` is out of range.
+MemoryError
+    If ``x`` is sparse and its densified input plus the result would take
+    more than [`bcoo_array.get_max_dense_bytes`][] (2 GiB by default; see
+    [`bcoo_array.set_max_dense_bytes`][]). Static shapes only: it raises
+    under ``jax.jit`` too.
 """
 
 _DOC_ND = """{summary} over several axes (array API ``fft.{name}``).
@@ -107,6 +117,11 @@ ValueError
     ``norm`` is unknown.
 IndexError
     If an axis is out of range.
+MemoryError
+    If ``x`` is sparse and its densified input plus the result would take
+    more than [`bcoo_array.get_max_dense_bytes`][] (2 GiB by default; see
+    [`bcoo_array.set_max_dense_bytes`][]). Static shapes only: it raises
+    under ``jax.jit`` too.
 """
 
 #: name -> (input category, result description, what n means, default n)
@@ -151,6 +166,27 @@ def _out_dtype(name: str, dt: np.dtype) -> np.dtype:
     return _real_of(dt) if name in ("irfft", "hfft", "irfftn") else _complex_of(dt)
 
 
+def _out_len(name: str, m: int, n: int | None) -> int:
+    """Length of the transformed axis in the result: input length ``m``, ``n`` as the caller gave it."""
+    if name in ("irfft", "hfft", "irfftn"):
+        return n if n is not None else 2 * (m - 1)
+    size = n if n is not None else m
+    return size // 2 + 1 if name in ("rfft", "ihfft", "rfftn") else size
+
+
+def _guard(name: str, x: BCOOArray, out_shape, call: str) -> None:
+    """The densification guard before ``x.todense()``: the densified input plus the result.
+
+    An input in dense layout already stores every entry and is not checked
+    (as for every guarded function, docs/design.md).
+    """
+    if is_dense_layout(x):
+        return
+    check_dense_arrays(f"fft.{name}", [(x.shape, x.dtype), (out_shape, _out_dtype(name, x.dtype))],
+                       what="the densified input and the transform: the Fourier transform of a sparse array "
+                       "is dense", alternative=f"jax.numpy.fft.{name}(x.todense(), {call})")
+
+
 def _make_1d(name: str):
     category, result, nwhat, ndefault = _ONE_D[name]
     jfn = getattr(jnp.fft, name)
@@ -163,12 +199,28 @@ def _make_1d(name: str):
         if n is None and name in ("irfft", "hfft") and x.shape[ax] < 2:
             raise ValueError(f"fft.{name}(): the default output length 2 * (m - 1) is {2 * (x.shape[ax] - 1)} "
                              f"for an input of length {x.shape[ax]}; pass n >= 1")
+        out_shape = x.shape[:ax] + (_out_len(name, x.shape[ax], n),) + x.shape[ax + 1:]
+        _guard(name, x, out_shape, f"n={n}, axis={ax}, norm={norm!r}")
         out = jfn(x.todense(), n=n, axis=ax, norm=norm)
         return dense_layout(out.astype(_out_dtype(name, x.dtype)))
 
     fn.__doc__ = _DOC_1D.format(summary=_SUMMARY[name], name=name, category=category, result=result,
                                 nwhat=nwhat, ndefault=ndefault)
     return public(fn, name, "bcoo_array.fft")
+
+
+def _nd_out_shape(name: str, shape: tuple, s, axes) -> tuple:
+    """The result's shape of the N-d transform ``name`` (``s`` and ``axes`` checked, ``axes`` filled in from ``s``)."""
+    if axes is None:
+        axes = tuple(range(len(shape)))
+    out = list(shape)
+    for i, a in enumerate(axes):
+        n = s[i] if s is not None else None
+        if i == len(axes) - 1:  # the real transforms halve (or restore) the last axis only
+            out[a] = _out_len(name, shape[a], n)
+        elif n is not None:
+            out[a] = n
+    return tuple(out)
 
 
 def _make_nd(name: str):
@@ -193,6 +245,7 @@ def _make_nd(name: str):
             if last is not None and x.shape[last] < 2:
                 raise ValueError(f"fft.irfftn(): the default length 2 * (m - 1) of the last axis is "
                                  f"{2 * (x.shape[last] - 1)}; pass s with sizes >= 1")
+        _guard(name, x, _nd_out_shape(name, x.shape, s, axes), f"s={s}, axes={axes}, norm={norm!r}")
         out = jfn(x.todense(), s=s, axes=axes, norm=norm)
         return dense_layout(out.astype(_out_dtype(name, x.dtype)))
 

@@ -86,7 +86,11 @@ def test_x64_off_float32_matrix_times_float64_numpy_is_float64():
         x, info = spla.cg(P, np.ones(30), rtol=1e-10)
         assert info == 0 and x.dtype == np.float64
         np.testing.assert_allclose(P.astype(xp.float32).to_scipy().astype(np.float64) @ x, np.ones(30), rtol=1e-8)
-        for name, f in [("rmatvec", lambda: A.rmatvec(np.ones(30))), ("v @ A", lambda: np.ones(30) @ A)]:
+        u = np.linspace(1, 2, 30) + 1e-9
+        for name, got in [("v @ A", u @ A), ("np.matmul(v, A)", np.matmul(u, A)), ("xp.matmul(v, A)", xp.matmul(u, A))]:
+            assert got.dtype == np.float64, (name, got.dtype)
+            np.testing.assert_allclose(got, u @ S.astype(np.float64), rtol=1e-12, err_msg=name)
+        for name, f in [("rmatvec", lambda: A.rmatvec(np.ones(30)))]:
             try:
                 f()
             except ValueError as err:

@@ -34,6 +34,7 @@ from .operands import (
     densify_all,
     densify_message,
     is_traced,
+    numpy_scalar,
     sparse_arg,
 )
 
@@ -248,9 +249,18 @@ def dense_result(values: np.ndarray) -> xp.BCOOArray:
 
 
 def _operand(x, name):
-    """``('s', BCOOArray)``, ``('d', ndarray)`` for an N-d dense operand, or ``('v', value)`` for a scalar."""
+    """``('s', BCOOArray)``, ``('d', ndarray)`` for an N-d dense operand, or ``('v', value)`` for a scalar.
+
+    A NumPy scalar or 0-d array is a value of its dtype, 32-bit with JAX's x64 mode off (``numpy_scalar``,
+    the rule of the namespace's operands).
+    """
     if isinstance(x, xp.BCOOArray):
         return "s", x
+    if isinstance(x, np.generic) or (type(x) is np.ndarray and x.ndim == 0):
+        arr = numpy_scalar(x, name)
+        if arr.dtype.kind not in "biufc":
+            raise TypeError(f"numpy.{name}(): operand of dtype {arr.dtype} is not supported with a BCOOArray")
+        return "v", arr
     if isinstance(x, PY_SCALARS):
         return "v", x
     if isinstance(x, jax.core.Tracer):

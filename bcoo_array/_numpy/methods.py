@@ -94,7 +94,8 @@ def call_with_numpy_dtypes(ufunc, fn, args, extra=None):
     operands only). With
     JAX's 64-bit mode off, a 64-bit loop NumPy picks for narrower operands is
     taken at half width (``sqrt`` of int32 in float32, as JAX does); 64-bit
-    operands themselves are left to the namespace, which refuses them.
+    arrays themselves are left to the namespace, which refuses them (64-bit
+    NumPy scalars arrive at 32 bits already, ``.operands.elementwise_arg``).
 
     Parameters
     ----------
@@ -707,11 +708,10 @@ def reduceat(ufunc, impl, inputs, kwargs):
 
 
 def _outer_operand(x, name):
-    """An operand of ``outer``: BCOOArrays and NumPy arrays as they are, Python scalars as 0-d values."""
-    if isinstance(x, PY_SCALARS):
+    """An operand of ``outer``: BCOOArrays and NumPy arrays as they are, Python scalars as they are, NumPy
+    scalars as 0-d arrays of their dtype (``elementwise_arg``: 32-bit with x64 off)."""
+    if isinstance(x, PY_SCALARS) and not isinstance(x, np.generic):
         return x
-    if isinstance(x, np.generic):
-        return np.asarray(x)
     return elementwise_arg(x, name)
 
 
