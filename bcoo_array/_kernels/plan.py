@@ -258,6 +258,36 @@ def accurate_segment_sum(values, segment, n_out: int):
     return jax.ops.segment_sum(jnp.concatenate(vals), jnp.concatenate(ids), num_segments=n_out)
 
 
+@partial(jax.custom_jvp, nondiff_argnums=(2,))
+def segment_prod(values, segment, n_out: int):
+    """``jax.ops.segment_prod`` (ids of ``n_out`` or more dropped), differentiable in ``values``.
+
+    XLA's scatter-multiply has no gradient for repeated ids; the JVP here is
+    the sum over each segment of the product of the *other* entries times
+    the entry's tangent: the segment's product of its non-zero entries,
+    divided by the entry where the segment has no zero, that product for
+    the one zero where it has exactly one, and 0 where it has more (the
+    rule ``jax.numpy.prod`` differentiates by).
+    """
+    return jax.ops.segment_prod(values, segment, num_segments=n_out)
+
+
+@segment_prod.defjvp
+def _segment_prod_jvp(n_out, primals, tangents):
+    values, segment = primals
+    dv = tangents[0]
+    out = segment_prod(values, segment, n_out)
+    zero = values == 0
+    one = jnp.ones((), values.dtype)
+    nonzero = jax.ops.segment_prod(jnp.where(zero, one, values), segment, num_segments=n_out)
+    zeros = jax.ops.segment_sum(zero.astype(jnp.int32), segment, num_segments=n_out)
+    at = jnp.clip(segment, 0, max(n_out - 1, 0))  # (dropped ids: their tangent is dropped by the sum below)
+    z, p = (zeros[at], nonzero[at]) if n_out else (jnp.zeros_like(zero, jnp.int32), jnp.ones_like(values))
+    nil = jnp.zeros((), values.dtype)
+    others = jnp.where(zero, jnp.where(z == 1, p, nil), jnp.where(z == 0, p / jnp.where(zero, one, values), nil))
+    return out, jax.ops.segment_sum(others * dv, segment, num_segments=n_out)
+
+
 def segment_reduce(values, segment, n_out: int, op: str = "sum"):
     """Reduce ``values`` (already in plan order) into ``n_out`` segments.
 
@@ -266,6 +296,8 @@ def segment_reduce(values, segment, n_out: int, op: str = "sum"):
     """
     if op == "sum" and values.dtype == jnp.bool_:
         op = "max"
+    if op == "prod" and jnp.issubdtype(values.dtype, jnp.inexact):
+        return segment_prod(values, segment, n_out)  # (differentiable)
     fn = {
         "sum": jax.ops.segment_sum,
         "max": jax.ops.segment_max,

@@ -22,7 +22,7 @@ from .._shapes import is_concrete, prod
 from .coalesce import segment_reduce_np
 from .cache import PLANS
 from .csr import axis_plan_host, csr_arrays, sum_axis
-from .plan import accurate_segment_sum, group, group_numpy, segment_reduce
+from .plan import accurate_segment_sum, group, group_numpy, segment_prod, segment_reduce
 
 _DENSE_REDUCE = {"sum": jnp.sum, "prod": jnp.prod, "max": jnp.max, "min": jnp.min}
 
@@ -437,6 +437,8 @@ def _reduce_scatter(data, indices, fill, shape, n_dense: int, axes, op: str, ski
         at = start.at[seg]
         if op == "sum" and jnp.issubdtype(data.dtype, jnp.inexact):  # (+0.0 added: the identity's sign rule)
             vals = accurate_segment_sum(data, seg, P) + start[:P]
+        elif op == "prod" and jnp.issubdtype(data.dtype, jnp.inexact):  # (a scatter-multiply has no gradient)
+            vals = segment_prod(data, seg, P)
         else:
             vals = {"sum": at.add, "prod": at.multiply, "max": at.max, "min": at.min}[op](data)[:P]
     n_rs = prod(shape[a] for a in sp_red)
