@@ -133,20 +133,24 @@ def _check_2d(x, name):
         raise ValueError(f"{name}() follows scipy.sparse and needs a 2-D array; this one is {x.ndim}-D")
 
 
+#: NumPy dtypes JAX holds only with its x64 mode on (a NumPy operand of them gives a NumPy result on the host).
+_WIDE = (np.float64, np.complex128, np.int64, np.uint64)
+
+
 def _as_dense_operand(other, name, *, host_float64: bool = False):
     """``other`` as a dense operand: a JAX array stays one, anything else becomes a NumPy array.
 
     NumPy stays on the host (so that the host kernel can take it without a
     transfer); a 64-bit dtype with x64 off raises instead of downcasting,
-    except, with ``host_float64``, a float64 or complex128 NumPy operand of a
-    product that ``_product`` computes on the host in that dtype.
+    except, with ``host_float64``, a 64-bit NumPy operand (``_WIDE``) of a
+    product that ``_product`` computes on the host with NumPy's promotion.
     """
     if isinstance(other, jax.Array) or isinstance(other, jax.core.Tracer):
         return other
     arr = np.asarray(other)
     if arr.dtype.kind not in "biufc":
         raise TypeError(f"{name}() needs a numeric operand, got dtype {arr.dtype}")
-    if host_float64 and arr.dtype in (np.float64, np.complex128, np.int64, np.uint64):
+    if host_float64 and arr.dtype in _WIDE:
         return arr
     dt = _dtypes.canonicalize_dtype(arr.dtype, argname=f"{name}() operand dtype")
     return arr.astype(dt, copy=False)
@@ -164,13 +168,19 @@ def _product(a, v, adjoint: bool = False):
         bound = a._bound_matvec()  # the loop bound to ``a`` once (BCOOArray._bound_matvec)
         if bound is not None and bound.serves(v):
             return bound(v)
-        if not _dtypes.x64_enabled() and v.dtype in (np.float64, np.complex128, np.int64, np.uint64):
+        if not _dtypes.x64_enabled() and v.dtype in _WIDE:
             # scipy's float32 @ float64 is float64: ``matmul`` computes it on the host (a NumPy
             # result needs no 64-bit JAX array) or raises where it cannot; never a downcast.
             out = namespace().matmul(a, v)
             if out.dtype != np.result_type(a.dtype, v.dtype):  # defensive: the rule above must hold
                 raise AssertionError(f"{a.dtype} @ {v.dtype} gave {out.dtype}")
             return out
+    if adjoint and type(v) is np.ndarray and not _dtypes.x64_enabled() and v.dtype in _WIDE:
+        # a^H @ v = conj(conj(v).T @ a).T, the product with the NumPy operand on the left (``matmul``'s
+        # host product of NumPy's promotion, as above): scipy's rmatvec of float64 (lsqr, lsmr)
+        w = np.conj(v) if v.dtype.kind == "c" else v
+        out = np.asarray(namespace().matmul(w.T, a)).T
+        return np.conj(out) if out.dtype.kind == "c" else out
     if (a.n_batch == 0 and a.n_dense == 0 and _dtypes.result_type(a.dtype, np.dtype(v.dtype)) == a.dtype
             and zero_fill(a.fill_value)):
         (data, indices), shape = a._buffers(), a.shape
@@ -459,7 +469,7 @@ class ScipyMethodsMixin:
         ``(n, 1)``. Errors as [`matvec`][bcoo_array.BCOOArray.matvec].
         """
         _check_2d(self, "rmatvec")
-        v = _as_dense_operand(x, "rmatvec")
+        v = _as_dense_operand(x, "rmatvec", host_float64=True)
         if v.shape not in ((self.shape[0],), (self.shape[0], 1)):
             raise ValueError(f"rmatvec(): x has shape {v.shape}; expected ({self.shape[0]},) or ({self.shape[0]}, 1)")
         return _product(self, v, adjoint=True)
@@ -483,7 +493,7 @@ class ScipyMethodsMixin:
         Errors as [`matvec`][bcoo_array.BCOOArray.matvec].
         """
         _check_2d(self, "rmatmat")
-        v = _as_dense_operand(X, "rmatmat")
+        v = _as_dense_operand(X, "rmatmat", host_float64=True)
         if v.ndim != 2 or v.shape[0] != self.shape[0]:
             raise ValueError(f"rmatmat(): X has shape {v.shape}; expected ({self.shape[0]}, k)")
         return _product(self, v, adjoint=True)

@@ -90,13 +90,15 @@ def test_x64_off_float32_matrix_times_float64_numpy_is_float64():
         for name, got in [("v @ A", u @ A), ("np.matmul(v, A)", np.matmul(u, A)), ("xp.matmul(v, A)", xp.matmul(u, A))]:
             assert got.dtype == np.float64, (name, got.dtype)
             np.testing.assert_allclose(got, u @ S.astype(np.float64), rtol=1e-12, err_msg=name)
-        for name, f in [("rmatvec", lambda: A.rmatvec(np.ones(30)))]:
-            try:
-                f()
-            except ValueError as err:
-                assert "x64" in str(err), (name, err)
-            else:
-                raise AssertionError(name + " accepted float64 with x64 off")
+        for name, got, want in [("rmatvec", A.rmatvec(u), S.T.astype(np.float64) @ u),
+                                ("rmatmat", A.rmatmat(np.stack([u, 2 * u], 1)),
+                                 S.T.astype(np.float64) @ np.stack([u, 2 * u], 1)),
+                                ("rmatvec complex", A.rmatvec(u + 1j * u), S.T.astype(np.float64) @ (u + 1j * u))]:
+            assert got.dtype == want.dtype and got.shape == want.shape, (name, got.dtype, got.shape)
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
+        r = spla.lsqr(A, np.ones(30), atol=1e-12, btol=1e-12)[0]  # rmatvec of float64 vectors
+        np.testing.assert_allclose(r, spla.lsqr(S.astype(np.float64), np.ones(30), atol=1e-12, btol=1e-12)[0],
+                                   rtol=1e-6)
         print("ok")
     """
     out = _run_x64_off(code)
