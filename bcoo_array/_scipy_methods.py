@@ -261,8 +261,15 @@ class ScipyMethodsMixin:
         ------
         ValueError
             If ``out`` has another shape or dtype.
+        TypeError
+            Under ``jax.jit`` (traced buffers): a NumPy result needs concrete
+            values; use ``todense()``, a JAX array, there.
         """
         d = self._dense()  # NumPy from the host engine (fresh: no hand-off to JAX and back), else a jax.Array
+        if isinstance(d, jax.core.Tracer):
+            raise TypeError("toarray() returns a NumPy array, which needs concrete values, and this array is traced "
+                            "(under jax.jit, grad or vmap); use A.todense() there, a JAX array, or call toarray() "
+                            "outside the transformation")
         # a fresh writable array, as scipy's
         d = np.asarray(d, order=order or "C") if isinstance(d, np.ndarray) else np.array(d, order=order or "C")
         if out is not None:

@@ -399,3 +399,11 @@ def test_matmul_accepts_a_list_as_scipy():
     A = xp.asarray(D)
     np.testing.assert_allclose(A @ [1.0, 2.0, 3.0], S @ [1.0, 2.0, 3.0])
     np.testing.assert_allclose([1.0, 2.0] @ A, [1.0, 2.0] @ S)
+
+
+def test_toarray_under_jit_says_what_to_use():
+    # a NumPy result needs concrete values: under jit the error names todense(), not JAX's tracer error
+    A = xp.asarray(np.eye(3, dtype=np.float32))
+    with pytest.raises(TypeError, match=r"use A\.todense\(\) there"):
+        jax.jit(lambda a: a.toarray())(A)
+    np.testing.assert_array_equal(A.toarray(), np.eye(3))
