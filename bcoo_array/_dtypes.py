@@ -84,6 +84,38 @@ def default_int() -> np.dtype:
     return int64 if x64_enabled() else int32
 
 
+#: The 32-bit dtype that takes a 64-bit NumPy scalar's value with JAX's x64 mode off.
+_SCALAR_HALF_WIDTH = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.complex64),
+                      np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32)}
+
+
+def numpy_scalar_value(x, argname: str) -> np.ndarray:
+    """A NumPy scalar (or 0-d NumPy array) as the 0-d NumPy array JAX holds of it: its own dtype, or with
+    JAX's x64 mode off a 64-bit one as the 32-bit scalar of the same kind (as JAX takes it, and as the
+    standard takes a Python scalar's value: an integer out of its range raises, a float rounds).
+
+    The one rule for NumPy scalars beside an array, of the namespace's operands
+    (``._operands.numpy_scalar``) and NumPy's ufunc operands
+    (``._numpy.operands.numpy_scalar``). The dtype is not checked here.
+
+    Raises
+    ------
+    OverflowError
+        With x64 off, for an int64 / uint64 value outside int32 / uint32.
+    """
+    arr = np.asarray(x)
+    half = _SCALAR_HALF_WIDTH.get(arr.dtype)
+    if half is None or x64_enabled():
+        return arr
+    value = arr.item()
+    if half.kind in "iu":
+        info = np.iinfo(half)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"{argname}: NumPy {arr.dtype} scalar {value} is out of bounds for {half}, the "
+                                "dtype it takes while JAX's 64-bit mode is off")
+    return np.asarray(value, half)
+
+
 def canonicalize_dtype(dtype, *, argname: str = "dtype") -> np.dtype:
     """Return ``dtype`` as a supported ``numpy.dtype``.
 

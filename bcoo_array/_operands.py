@@ -29,11 +29,6 @@ from ._relayout import dense_layout
 
 PY_SCALARS = (bool, int, float, complex)
 
-#: The 32-bit dtype that takes a 64-bit NumPy scalar's value with JAX's x64 mode off.
-_SCALAR_HALF_WIDTH = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.complex64),
-                      np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32)}
-
-
 def is_python_scalar(x) -> bool:
     """Whether ``x`` is a Python scalar, the standard's weak operand (NumPy's ``float64`` and ``complex128``
     scalars subclass ``float`` and ``complex`` but carry a dtype, so they are not)."""
@@ -118,19 +113,9 @@ def numpy_scalar(x, argname: str) -> np.ndarray:
     OverflowError
         With x64 off, for an int64 / uint64 value outside int32 / uint32.
     """
-    dt = np.dtype(x.dtype)
-    half = _SCALAR_HALF_WIDTH.get(dt)
-    if half is not None and not _dtypes.x64_enabled():
-        # ``bcoo_array._numpy.operands.numpy_scalar`` applies the same rule to NumPy's ufunc operands
-        value = x.item()
-        if half.kind in "iu":
-            info = np.iinfo(half)
-            if not info.min <= value <= info.max:
-                raise OverflowError(f"{argname}: NumPy {dt} scalar {value} is out of bounds for {half}, the "
-                                    "dtype it takes while JAX's 64-bit mode is off")
-        return np.asarray(value, half)
-    _dtypes.canonicalize_dtype(dt, argname=f"{argname}.dtype")
-    return np.asarray(x)
+    arr = _dtypes.numpy_scalar_value(x, argname)
+    _dtypes.canonicalize_dtype(arr.dtype, argname=f"{argname}.dtype")
+    return arr
 
 
 def scalar_dtype(value, other: np.dtype) -> np.dtype:

@@ -19,7 +19,7 @@ import numpy as np
 
 import bcoo_array as xp
 
-from .._dtypes import x64_enabled
+from .._dtypes import numpy_scalar_value
 from .._limits import check_dense
 
 #: Python scalar types, passed to element-wise namespace functions as they are.
@@ -98,50 +98,12 @@ def elementwise_arg(x, argname: str):
     return sparse_arg(x, argname)
 
 
-#: The 32-bit dtype of a 64-bit NumPy scalar's value with JAX's x64 mode off.
-_SCALAR_HALF_WIDTH = {"float64": np.dtype(np.float32), "complex128": np.dtype(np.complex64),
-                      "int64": np.dtype(np.int32), "uint64": np.dtype(np.uint32)}
-
-
 def numpy_scalar(x, argname: str) -> np.ndarray:
-    """A NumPy scalar or 0-d NumPy array operand as a 0-d NumPy array of its dtype.
-
-    The namespace's rule for a NumPy scalar beside an array
-    (``bcoo_array._operands.numpy_scalar``, which this package may not
-    import), applied before NumPy's loop is resolved: the scalar keeps its
-    dtype (NEP 50), and with JAX's x64 mode off a 64-bit one is taken as the
-    32-bit scalar of the same kind (as JAX takes it, and as the standard
-    takes a Python scalar's value): an integer outside the 32-bit range
-    raises, a float rounds.
-
-    Parameters
-    ----------
-    x : numpy.generic or 0-d numpy.ndarray
-        The scalar.
-    argname : str
-        Name used in error messages.
-
-    Returns
-    -------
-    numpy.ndarray
-        0-d.
-
-    Raises
-    ------
-    OverflowError
-        With x64 off, for an int64 / uint64 value outside int32 / uint32.
-    """
-    arr = np.asarray(x)
-    half = _SCALAR_HALF_WIDTH.get(arr.dtype.name)
-    if half is None or x64_enabled():
-        return arr  # the namespace checks the dtype
-    value = arr.item()
-    if half.kind in "iu":
-        info = np.iinfo(half)
-        if not info.min <= value <= info.max:
-            raise OverflowError(f"{argname}: NumPy {arr.dtype} scalar {value} is out of bounds for {half}, the "
-                                "dtype it takes while JAX's 64-bit mode is off")
-    return np.asarray(value, half)
+    """A NumPy scalar or 0-d NumPy array operand as a 0-d NumPy array of its dtype, applied before NumPy's
+    loop is resolved: the namespace's rule (``bcoo_array._dtypes.numpy_scalar_value``: NEP 50's dtype, a
+    64-bit one at 32 bits with JAX's x64 mode off; an integer outside the 32-bit range raises
+    ``OverflowError``). The namespace checks the dtype."""
+    return numpy_scalar_value(x, argname)
 
 
 def reject_out(out, name: str) -> None:
