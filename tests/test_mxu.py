@@ -185,8 +185,8 @@ def kernel_on(monkeypatch, tpu_prices):
 def test_prepared_products_with_many_columns_take_the_blocks(kernel_on, layout):
     # A clustered pattern: the layout keeps dense blocks (cheaper than its SELL-8 slots at 128 columns) and
     # products with many columns run on them, both orientations, with the gradients of the values and of
-    # x, jvp and vmap of a product with a matrix (more right-hand sides; a vmap over vectors takes the
-    # layout's one-vector primitive and its batching rule); one vector stays on the layout's own kernel.
+    # x, jvp and vmap of a product with a matrix (more right-hand sides) and of products with vectors (one
+    # product with as many columns: ``accel.vector_product_p``); one vector stays on the layout's own kernel.
     rng = np.random.default_rng(5)
     n = 900
     S = _banded(n, 60, rng, density=0.5)
@@ -217,6 +217,10 @@ def test_prepared_products_with_many_columns_take_the_blocks(kernel_on, layout):
     V = jnp.asarray(X.T[:100])
     np.testing.assert_allclose(np.asarray(jax.vmap(lambda v: op @ v)(V)), (S64 @ X[:, :100]).T, rtol=1e-5,
                                atol=1e-4)
+    np.testing.assert_allclose(np.asarray(jax.vmap(lambda v: op.T @ v, in_axes=1, out_axes=1)(V.T)),
+                               S64.T @ X[:, :100], rtol=1e-5, atol=1e-4)
+    assert kernel_on == [((n, 100), False), ((n, 100), True)]
+    kernel_on.clear()
     Xb = jnp.asarray(X.reshape(n, 2, 64).transpose(1, 0, 2))  # vmap over 2 x 64 columns: 128 right-hand sides
     np.testing.assert_allclose(np.asarray(jax.vmap(lambda z: op @ z)(Xb)),
                                (S64 @ X).reshape(n, 2, 64).transpose(1, 0, 2), rtol=1e-5, atol=1e-4)
@@ -227,6 +231,59 @@ def test_prepared_products_with_many_columns_take_the_blocks(kernel_on, layout):
     # new values reach the blocks (the slot_t column of the blocks' part)
     op2 = op.with_data(2 * A.data)
     np.testing.assert_allclose(np.asarray(op2 @ X), 2 * (S64 @ X), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ("panels", "sell"))
+def test_vectors_under_vmap_reach_the_blocks_with_every_rule(kernel_on, layout):
+    # One vector of a layout with blocks is ``accel.vector_product_p``: a vmap over vectors becomes one
+    # product with as many columns (the blocks; either orientation), and the primitive's own JVP, transpose
+    # and batching rules give the gradients of x and of the values, vmap of grad, grad of vmap and a vmap
+    # over value sets (one product each) as the plain product does.
+    from bcoo_array._kernels import accel
+
+    rng = np.random.default_rng(12)
+    n = 700
+    S = _banded(n, 50, rng, density=0.5)
+    S.sum_duplicates()
+    A = xp.asarray(S.astype(np.float32))
+    op = accelerator.prepare(A, layout=layout, reorder=False)
+    assert "mxu_table" in op.arrays
+    S64 = sp.csr_array(S.astype(np.float32)).astype(np.float64)
+    rows, cols = (np.asarray(A.indices)[:, i] for i in (0, 1))
+    V = rng.standard_normal((96, n)).astype(np.float32)
+    W = rng.standard_normal((96, n)).astype(np.float32)
+    jaxpr = str(jax.make_jaxpr(jax.vmap(lambda v: op @ v))(jnp.asarray(V)))
+    assert "bcoo_array_mxu_matmat" in jaxpr
+    for f, M in ((lambda o, v: o @ v, S64), (lambda o, v: o.T @ v, S64.T)):
+        kernel_on.clear()
+        np.testing.assert_allclose(np.asarray(jax.jit(jax.vmap(lambda v: f(op, v)))(jnp.asarray(V))),
+                                   (M @ V.T).T, rtol=1e-5, atol=1e-4)
+        assert len(kernel_on) == 1 and kernel_on[0][0] == (n, 96)
+        # one vector: its value and both gradients, also mapped (vmap of grad, grad of vmap)
+        v, w = jnp.asarray(V[0]), jnp.asarray(W[0])
+        np.testing.assert_allclose(np.asarray(f(op, v)), M @ V[0], rtol=1e-5, atol=1e-4)
+        gx = jax.grad(lambda z: jnp.sum(w * f(op, z)))(v)
+        np.testing.assert_allclose(np.asarray(gx), M.T @ W[0], rtol=1e-5, atol=1e-4)
+        gxs = jax.vmap(jax.grad(lambda z, c: jnp.sum(c * f(op, z))))(jnp.asarray(V), jnp.asarray(W))
+        np.testing.assert_allclose(np.asarray(gxs), (M.T @ W.T).T, rtol=1e-5, atol=1e-4)
+        gxb = jax.grad(lambda Z: jnp.sum(jnp.asarray(W) * jax.vmap(lambda z: f(op, z))(Z)))(jnp.asarray(V))
+        np.testing.assert_allclose(np.asarray(gxb), (M.T @ W.T).T, rtol=1e-5, atol=1e-4)
+        pr, pc = (rows, cols) if M is S64 else (cols, rows)
+        gd = jax.grad(lambda d: jnp.sum(w * f(op.with_data(d), v)))(A.data)
+        np.testing.assert_allclose(np.asarray(gd), W[0][pr] * V[0][pc], rtol=1e-4, atol=1e-4)
+        gdb = jax.grad(lambda d: jnp.sum(jnp.asarray(W) * jax.vmap(lambda z: f(op.with_data(d), z))(
+            jnp.asarray(V))))(A.data)
+        np.testing.assert_allclose(np.asarray(gdb), np.sum(W[:, pr] * V[:, pc], axis=0), rtol=1e-4, atol=1e-3)
+        jv = jax.jvp(lambda d, z: f(op.with_data(d), z), (A.data, v), (A.data, v))[1]
+        np.testing.assert_allclose(np.asarray(jv), 2 * (M @ V[0]), rtol=1e-5, atol=1e-4)
+    # mapped value sets (and vectors): one product each
+    datas = jnp.stack([A.data, 2 * A.data, -A.data])
+    ys = jax.vmap(lambda d, z: op.with_data(d) @ z)(datas, jnp.asarray(V[:3]))
+    for i, c in enumerate((1, 2, -1)):
+        np.testing.assert_allclose(np.asarray(ys[i]), c * (S64 @ V[i]), rtol=1e-5, atol=1e-4)
+    ys = jax.vmap(lambda d: op.with_data(d) @ jnp.asarray(V[0]))(datas)
+    np.testing.assert_allclose(np.asarray(ys), np.outer([1, 2, -1], S64 @ V[0]), rtol=1e-5, atol=1e-4)
+    assert accel.vector_product_p.name == "bcoo_array_vector_product"
 
 
 def _prepared_banded(seed):

@@ -470,9 +470,16 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     under ``grad``) work, where JAX cannot transpose a ``cond`` on ``x``;
     its JVP binds it again, so reverse mode runs the same check on the
     cotangent (an ``inf`` at a row without stored entries meets nothing).
+
+    A layout that keeps dense blocks for many columns (``.mxu``: the
+    ``mxu_table`` of ``panels`` and ``sell`` layouts) takes one vector
+    through the primitive ``vector_product_p``, whose batching rule makes a
+    ``vmap`` over vectors one product with as many columns, which then
+    reaches the blocks where they cost less; the one-vector kernels' own
+    batching rules know only their layout's SELL-8 slots.
     """
     if not needs_check(kind, static, x.ndim) or "u_rows" not in arrays:
-        return _kernel(kind, static, shape, values, arrays, x, lanes, transpose)
+        return unchecked_product(kind, static, shape, values, arrays, x, lanes=lanes, transpose=transpose)
     names = tuple(sorted(arrays))
     return checked_product_p.bind(values, x, *(arrays[n] for n in names), kind=kind, static=freeze_static(static),
                                   shape=tuple(shape), lanes=bool(lanes), transpose=bool(transpose), names=names)
@@ -594,6 +601,63 @@ ad.primitive_transposes[checked_product_p] = _checked_transpose
 batching.primitive_batchers[checked_product_p] = _checked_batch
 
 
+def _vector_product(values, x, *index_arrays, kind, static, shape, lanes, transpose, names):
+    """``product`` of one vector on a layout with dense blocks (``vector_product_p``'s implementation;
+    ``static`` frozen, ``index_arrays`` the layout's arrays in the order of ``names``)."""
+    return _kernel(kind, dict(static), shape, values, dict(zip(names, index_arrays)), x, lanes, transpose)
+
+
+vector_product_p = Primitive("bcoo_array_vector_product")
+vector_product_p.def_impl(_vector_product)
+vector_product_p.def_abstract_eval(_checked_abstract)
+mlir.register_lowering(vector_product_p, mlir.lower_fun(_vector_product, multiple_results=False))
+
+
+def _vector_jvp(primals, tangents, **params):
+    # Linear in the values and in x, as the checked product: the tangent binds the primitive again.
+    values, x, *index_arrays = primals
+    dv, dx = tangents[0], tangents[1]
+    bind = partial(vector_product_p.bind, **params)
+    y = bind(values, x, *index_arrays)
+    terms = [bind(d, x, *index_arrays) if i == 0 else bind(values, d, *index_arrays)
+             for i, d in enumerate((dv, dx)) if type(d) is not ad.Zero]
+    if not terms:
+        return y, ad.Zero.from_primal_value(y)
+    return y, terms[0] if len(terms) == 1 else terms[0] + terms[1]
+
+
+def _vector_transpose(ct, values, x, *index_arrays, kind, static, shape, lanes, transpose, names):
+    none = [None] * len(index_arrays)
+    if type(ct) is ad.Zero:
+        return [None, None, *none]
+    if ad.is_undefined_primal(values) and ad.is_undefined_primal(x):
+        raise ValueError("a sparse product is bilinear: transpose it in the values or in x, not both")
+    params = dict(kind=kind, static=static, shape=shape, lanes=lanes, names=names)
+    if ad.is_undefined_primal(x):  # x -> A @ x transposes to ct -> A.T @ ct
+        ct_x = vector_product_p.bind(values, ct, *index_arrays, transpose=not transpose, **params)
+        return [None, ct_x.astype(x.aval.dtype), *none]
+    dtype = jnp.result_type(values.aval.dtype, x.dtype, ct.dtype)
+    fwd = lambda v: _vector_product(v, x.astype(dtype), *index_arrays, transpose=transpose, **params)  # noqa: E731
+    (ct_v,) = jax.linear_transpose(fwd, jax.ShapeDtypeStruct(values.aval.shape, dtype))(ct.astype(dtype))
+    if not jnp.issubdtype(values.aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(ct_v):
+        ct_v = jnp.real(ct_v)  # real values of a complex product: the real part (JAX's convention)
+    return [ct_v.astype(values.aval.dtype), None, *none]
+
+
+def _vector_batch(args, dims, **params):
+    values, x, *index_arrays = args
+    if dims[0] is None and all(d is None for d in dims[2:]):  # mapped vectors: the columns of one product
+        xs = jnp.moveaxis(x, dims[1], 1)
+        return _kernel(params["kind"], dict(params["static"]), params["shape"], values,
+                       dict(zip(params["names"], index_arrays)), xs, params["lanes"], params["transpose"]), 1
+    return jax.vmap(partial(_vector_product, **params), in_axes=tuple(dims))(*args), 0
+
+
+ad.primitive_jvps[vector_product_p] = _vector_jvp
+ad.primitive_transposes[vector_product_p] = _vector_transpose
+batching.primitive_batchers[vector_product_p] = _vector_batch
+
+
 def needs_check(kind: str, static: dict, ndim: int) -> bool:
     """Whether ``product`` checks a layout's result for non-finite values (``.layouts.STORES_ZEROS``).
 
@@ -665,5 +729,11 @@ def _compiled_product(values, arrays, x, perm, inverse, *, kind: str, static: tu
 
 def unchecked_product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, transpose: bool = False):
     """``product`` without the non-finite check (two reductions and a ``cond`` fewer per product): what the
-    solvers of ``bcoo_array.accelerator`` iterate, on finite vectors."""
+    solvers of ``bcoo_array.accelerator`` iterate, on finite vectors. One vector of a layout with dense
+    blocks goes through ``vector_product_p`` (``product``)."""
+    if x.ndim == 1 and "mxu_table" in arrays:  # a vmap over vectors reaches the dense blocks
+        names = tuple(sorted(arrays))
+        return vector_product_p.bind(values, x, *(arrays[n] for n in names), kind=kind,
+                                     static=freeze_static(static), shape=tuple(shape), lanes=bool(lanes),
+                                     transpose=bool(transpose), names=names)
     return _kernel(kind, static, shape, values, arrays, x, lanes, transpose)

@@ -69,8 +69,10 @@ the product of the other orientation, in the values JAX's transpose of
 the SELL slots' COO formula (the stored entries' cotangents, none on the
 blocks' stored zeros), the blocks getting zeros. A mapped ``x`` becomes
 more right-hand sides (a ``vmap`` of a product with a matrix ``x``; a
-``vmap`` over vectors goes through the layout's one-vector primitive, whose
-own batching rule takes the panels or SELL kernels). Off a TPU the COO
+``vmap`` over vectors becomes one product with as many columns through
+``.accel.vector_product_p``, and reaches the blocks as a matrix ``x`` does:
+128 vectors of cage11 0.81 ms in a loop against 1.69 on the one-vector
+kernels' own batching, TPU v5e, 2026-12-07). Off a TPU the COO
 formula on the SELL slots is the portable path; the kernel runs in Pallas
 interpret mode in the tests.
 """
