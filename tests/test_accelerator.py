@@ -1415,6 +1415,47 @@ def test_sell_layout_without_room_for_the_row_kernel_keeps_wide_blocks(monkeypat
     assert seen == ["segmented_reference"]
 
 
+@pytest.mark.parametrize("room", [True, False])
+def test_sell_layout_vmap_over_vectors_takes_its_several_column_kernels(monkeypatch, room):
+    # A vmap over vectors of a ``sell`` layout's product (``accel.vector_product_p``) is one product with as
+    # many columns where that is priced lower than one one-vector kernel call per vector: the SELL-8 slots
+    # where x fits VMEM (``room``), else the wide blocks; one mapped vector stays on the one-vector kernel.
+    # Either orientation, with gradients, against scipy.
+    from bcoo_array._kernels import accel, segmented, sell
+
+    shapes = []
+    for mod, name in ((segmented, "segmented_kernel"), (sell, "sell_kernel")):
+        fn = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, _fn=fn, _name=name, **kw: shapes.append((_name, a[-1].ndim))
+                            or _fn(*a, **kw))
+    jax.clear_caches()  # the choice is made while tracing
+    rng = np.random.default_rng(9)
+    n = 3000 if room else 200_000
+    assert sell.fits((n, n)) == room
+    rows, cols = rng.integers(0, n, 4000), rng.integers(0, n, 4000)
+    S = sp.coo_array((rng.standard_normal(4000).astype(np.float32), (rows, cols)), shape=(n, n)).tocsr()
+    op = accelerator.prepare(_bcoo(S), layout="sell")
+    assert ("s_table" in op.arrays) == room and ("w_addr" in op.arrays) != room
+    D = S.astype(np.float64)
+    V = rng.standard_normal((16, n)).astype(np.float32)
+    several = [("sell_kernel" if room else "segmented_kernel", 2)]  # several columns (one traced call)
+    for f, M, t in ((lambda v: op @ v, D, False), (lambda v: op.T @ v, D.T, True)):
+        assert accel.vmap_as_columns("sell", op.static, op.arrays, (n, n), 16, t)
+        shapes.clear()
+        np.testing.assert_allclose(np.asarray(jax.vmap(f)(jnp.asarray(V))), (M @ V.T).T, rtol=1e-4, atol=1e-4)
+        assert shapes == several
+        # one mapped vector: as priced (the SELL-8 slots cost more than the one-vector kernel here; the wide
+        # blocks, 16 slots a segment, hold this very sparse matrix in fewer slots than its 128-slot segments)
+        one_as_columns = accel.vmap_as_columns("sell", op.static, op.arrays, (n, n), 1, t)
+        assert one_as_columns == (not room)
+        shapes.clear()
+        np.testing.assert_allclose(np.asarray(jax.vmap(f)(jnp.asarray(V[:1]))), (M @ V[:1].T).T, rtol=1e-4,
+                                   atol=1e-4)
+        assert shapes == (several if one_as_columns else [("segmented_kernel", 1)])
+        g = jax.grad(lambda Z: jnp.sum(jnp.sin(jax.vmap(f)(Z))))(jnp.asarray(V[:3]))
+        np.testing.assert_allclose(np.asarray(g), (M.T @ np.cos(M @ V[:3].T)).T, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("kind", ("panels", "sell"))
 def test_tables_built_in_two_threads_are_the_sequential_ones(monkeypatch, kind):
     # layouts._pair builds the matrix's and the transpose's tables in two threads above a size: forced on for

@@ -472,11 +472,14 @@ def product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, t
     cotangent (an ``inf`` at a row without stored entries meets nothing).
 
     A layout that keeps dense blocks for many columns (``.mxu``: the
-    ``mxu_table`` of ``panels`` and ``sell`` layouts) takes one vector
-    through the primitive ``vector_product_p``, whose batching rule makes a
-    ``vmap`` over vectors one product with as many columns, which then
-    reaches the blocks where they cost less; the one-vector kernels' own
-    batching rules know only their layout's SELL-8 slots.
+    ``mxu_table`` of ``panels`` and ``sell`` layouts), and every ``sell``
+    layout, takes one vector through the primitive ``vector_product_p``,
+    whose batching rule makes a ``vmap`` over vectors one product with as
+    many columns where that is priced lower than one product per vector
+    (``vmap_as_columns``), which then takes the layout's kernels for
+    several columns (the blocks, SELL-8 slots or wide blocks); the
+    one-vector kernels' own batching rules know only their layout's SELL-8
+    slots (``panels``) or map the one-vector kernel (``sell``).
     """
     if not needs_check(kind, static, x.ndim) or "u_rows" not in arrays:
         return unchecked_product(kind, static, shape, values, arrays, x, lanes=lanes, transpose=transpose)
@@ -646,11 +649,56 @@ def _vector_transpose(ct, values, x, *index_arrays, kind, static, shape, lanes, 
 
 def _vector_batch(args, dims, **params):
     values, x, *index_arrays = args
-    if dims[0] is None and all(d is None for d in dims[2:]):  # mapped vectors: the columns of one product
+    arrays, static = dict(zip(params["names"], index_arrays)), dict(params["static"])
+    if (dims[0] is None and all(d is None for d in dims[2:])  # mapped vectors: the columns of one product
+            and vmap_as_columns(params["kind"], static, arrays, params["shape"], x.shape[dims[1]],
+                                params["transpose"])):
         xs = jnp.moveaxis(x, dims[1], 1)
-        return _kernel(params["kind"], dict(params["static"]), params["shape"], values,
-                       dict(zip(params["names"], index_arrays)), xs, params["lanes"], params["transpose"]), 1
+        return _kernel(params["kind"], static, params["shape"], values, arrays, xs, params["lanes"],
+                       params["transpose"]), 1
     return jax.vmap(partial(_vector_product, **params), in_axes=tuple(dims))(*args), 0
+
+
+def vmap_as_columns(kind: str, static, arrays: dict, shape, n_vectors: int, transpose: bool) -> bool:
+    """Whether a ``vmap`` over ``n_vectors`` vectors of a layout's product runs as one product with as many
+    columns (``vector_product_p``'s batching rule) rather than one product per vector.
+
+    A ``panels`` layout always does: its several-column product prices
+    its own kernels (the panels kernel with as many right-hand sides, the
+    SELL-8 slots, the dense blocks), which covers what the one-vector
+    kernel's batching did. A ``sell`` layout compares ``n_vectors`` calls of
+    the one-vector kernel (``.segmented.vector_cost``) with its several-column
+    product (``sell_columns_cost``). Decided from shapes, with
+    ``.costs.COSTS["tpu"]``.
+    """
+    if kind != "sell":
+        return True
+    from .segmented import vector_cost
+
+    static = dict(static)  # (a layout's dict, or an operator's frozen pairs)
+    slots = arrays["seg_cols_t" if transpose else "seg_cols"].size
+    return sell_columns_cost(static, arrays, shape, n_vectors, transpose) < n_vectors * vector_cost(slots)
+
+
+def sell_columns_cost(static: dict, arrays: dict, shape, n: int, transpose: bool) -> float:
+    """The price of ``n`` columns of ``x`` in a ``sell`` layout (``sell_product``'s choice): its SELL-8 slots
+    (or dense blocks, where kept and cheaper), else its wide blocks or the COO formula on the one-vector
+    blocks' slots, whichever is cheaper (the formula alone for eager layouts, ``static["wide"]`` False)."""
+    from . import mxu as _mxu
+    from . import sell as _sell
+    from .segmented import coo_cost, table_width, wide_cost
+
+    sfx = "_t" if transpose else ""
+    if "s_table" in arrays:
+        price = _sell.sell_cost(arrays["s_rows" + sfx].shape[0], n, shape, _sell.fits(shape))
+        if "mxu_table" in arrays:
+            blocks = _mxu.value_count(arrays["mxu_table"]) // (_mxu.BLOCK_ROWS * _mxu.LANES)
+            price = min(price, _mxu.mxu_cost(blocks, n, shape))
+        return price
+    price = coo_cost(n, arrays["seg_cols" + sfx].size)
+    if "w_addr" in arrays and static.get("wide", True):
+        price = min(price, wide_cost(n, table_width(arrays["w_addr"]), arrays["w_cols" + sfx].size))
+    return price
 
 
 ad.primitive_jvps[vector_product_p] = _vector_jvp
@@ -730,8 +778,8 @@ def _compiled_product(values, arrays, x, perm, inverse, *, kind: str, static: tu
 def unchecked_product(kind: str, static: dict, shape, values, arrays, x, *, lanes: bool, transpose: bool = False):
     """``product`` without the non-finite check (two reductions and a ``cond`` fewer per product): what the
     solvers of ``bcoo_array.accelerator`` iterate, on finite vectors. One vector of a layout with dense
-    blocks goes through ``vector_product_p`` (``product``)."""
-    if x.ndim == 1 and "mxu_table" in arrays:  # a vmap over vectors reaches the dense blocks
+    blocks, or of a ``sell`` layout, goes through ``vector_product_p`` (``product``)."""
+    if x.ndim == 1 and ("mxu_table" in arrays or kind == "sell"):  # a vmap over vectors reaches their kernels
         names = tuple(sorted(arrays))
         return vector_product_p.bind(values, x, *(arrays[n] for n in names), kind=kind,
                                      static=freeze_static(static), shape=tuple(shape), lanes=bool(lanes),

@@ -190,13 +190,32 @@ def wide_is_cheaper(n: int, width: int, wide_slots: int, coo_slots: int) -> bool
     SELL-8 kernel's VMEM). Decided from array shapes, so the choice costs no
     program of its own.
     """
+    return wide_cost(n, width, wide_slots) < coo_cost(n, coo_slots)
+
+
+def wide_cost(n: int, width: int, wide_slots: int) -> float:
+    """The price of ``n`` columns of ``x`` as ``ceil(n / width)`` kernel calls on wide tables of ``width``
+    columns and ``wide_slots`` slots (``wide_is_cheaper``)."""
     cost = _costs.COSTS["tpu"]
     width = max(1, int(width))
     calls = -(-int(n) // width)
     blocks = -(-int(wide_slots) * width // BLOCK)
-    kernel = calls * (wide_slots * (SLOT_BYTES + cost["segmented_wide_slot"]) + blocks * cost["segmented_wide_block"]
-                      + cost["segmented_call"])
-    return kernel < -(-int(n) // LANES) * coo_slots * cost["coo_row_entry_large"]
+    return calls * (wide_slots * (SLOT_BYTES + cost["segmented_wide_slot"]) + blocks * cost["segmented_wide_block"]
+                    + cost["segmented_call"])
+
+
+def coo_cost(n: int, coo_slots: int) -> float:
+    """The price of ``n`` columns of ``x`` by the COO formula on ``coo_slots`` slots, 128 columns at a time
+    (``segmented_reference``; ``wide_is_cheaper``)."""
+    return -(-int(n) // LANES) * coo_slots * _costs.COSTS["tpu"]["coo_row_entry_large"]
+
+
+def vector_cost(slots: int) -> float:
+    """The price of one vector on the one-vector kernel's ``slots`` slots (``segmented_slot`` per slot
+    beyond its ``SLOT_BYTES``, ``segmented_call`` per call; what a ``vmap`` pays per mapped vector where
+    it maps the kernel)."""
+    cost = _costs.COSTS["tpu"]
+    return slots * (SLOT_BYTES + cost["segmented_slot"]) + cost["segmented_call"]
 
 
 # --- host: the block tables -----------------------------------------------------------------------------
