@@ -605,8 +605,8 @@ batching.primitive_batchers[checked_product_p] = _checked_batch
 
 
 def _vector_product(values, x, *index_arrays, kind, static, shape, lanes, transpose, names):
-    """``product`` of one vector on a layout with dense blocks (``vector_product_p``'s implementation;
-    ``static`` frozen, ``index_arrays`` the layout's arrays in the order of ``names``)."""
+    """``product`` of one vector on a layout with dense blocks or a ``sell`` layout (``vector_product_p``'s
+    implementation; ``static`` frozen, ``index_arrays`` the layout's arrays in the order of ``names``)."""
     return _kernel(kind, dict(static), shape, values, dict(zip(names, index_arrays)), x, lanes, transpose)
 
 
