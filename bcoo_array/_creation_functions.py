@@ -278,6 +278,14 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> BCOOArray
     BCOOArray
         1-D; entries other than 0 are stored. The default dtype is the
         default integer for integer arguments, else the default float.
+
+    Raises
+    ------
+    ValueError
+        If ``step`` is 0.
+    OverflowError
+        If an integer value does not fit ``dtype`` (with JAX's x64 mode off
+        the default integer is int32).
     """
     if stop is None:
         start, stop = 0, start
@@ -290,6 +298,14 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> BCOOArray
     vals = np.arange(start, stop, step)
     if dt.kind in "iu" and vals.dtype.kind == "f":
         vals = start + step * np.arange(vals.size)
+    if dt.kind in "iu" and vals.size:  # (the ends: the values are monotonic)
+        info = np.iinfo(dt)
+        lo, hi = sorted((vals[0], vals[-1]))
+        if lo < info.min or hi > info.max:
+            raise OverflowError(
+                f"arange({start}, {stop}, {step}) has values from {lo} to {hi}, out of range for {dt}"
+                + ("; turn on JAX's 64-bit mode (JAX_ENABLE_X64=1) for int64" if not _dtypes.x64_enabled()
+                   and dt == _dtypes.default_int() else "; pass a wider dtype"))
     return _device_put(BCOOArray.fromdense(vals.astype(dt)), device)
 
 

@@ -326,8 +326,9 @@ def _expand(key, ndim: int):
     """Normalise a key to a tuple without Ellipsis (Nones kept); check its length."""
     if not isinstance(key, tuple):
         key = (key,)
-    # A list is an integer (or boolean) array key, as in NumPy: A[[1, 2]] is A[np.array([1, 2])].
-    key = tuple(np.asarray(k) if isinstance(k, list) else k for k in key)
+    # A list is an integer (or boolean) array key, as in NumPy: A[[1, 2]] is A[np.array([1, 2])]; an empty
+    # one selects nothing (NumPy's float64 array of [] would not index).
+    key = tuple((np.asarray(k) if k else np.zeros(0, np.intp)) if isinstance(k, list) else k for k in key)
     n_ell = sum(1 for k in key if k is Ellipsis)
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")

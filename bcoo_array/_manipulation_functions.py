@@ -59,13 +59,18 @@ def broadcast_to(x, /, shape) -> BCOOArray:
     BCOOArray
         New leading dimensions become batch dimensions; a size-1 sparse
         dimension of size n multiplies nse by n; the fill value is kept.
+        Always a new array object (sharing ``x``'s immutable buffers where
+        the shape is unchanged), so an in-place update of one (``A[i, j] =
+        v``, ``setdiag``) leaves the other as it was.
 
     Raises
     ------
     ValueError
         If the shapes are not compatible.
     """
-    return broadcast(as_sparse(x), shape)
+    x = as_sparse(x)
+    out = broadcast(x, shape)
+    return out._replace() if out is x else out
 
 
 @routed
@@ -502,8 +507,8 @@ def concat(arrays, /, *, axis=0) -> BCOOArray:
             raise ValueError(f"concat(): arrays[{i}] has shape {a.shape}, which differs from {base} "
                              f"outside axis {ax}")
     out_shape = base[:ax] + (sum(a.shape[ax] for a in arrs),) + base[ax + 1:]
-    if len(arrs) == 1:
-        return arrs[0]
+    if len(arrs) == 1:  # a new object on the same immutable buffers: in-place updates of either stay apart
+        return arrs[0]._replace()
     if all(a.n_sparse == 0 and a.nse == 1 for a in arrs):
         return _concat_dense(arrs, ax)
     fill = arrs[0].fill_value

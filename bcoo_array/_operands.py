@@ -240,7 +240,25 @@ def cast(x, dtype: np.dtype):
 @functools.lru_cache(maxsize=None)
 def _caster(dtype: np.dtype) -> Twin:
     """One stable function per dtype, so compiled casts and cast fill values are cached on it."""
-    return Twin(lambda f: f.astype(dtype), lambda f: np.asarray(f).astype(dtype), dtype=dtype)
+    return Twin(lambda f: f.astype(dtype), lambda f: host_cast(f, dtype), dtype=dtype)
+
+
+def host_cast(a, dtype: np.dtype) -> np.ndarray:
+    """``a.astype(dtype)`` in NumPy with XLA's conversion of floats to integers, so the host engine and a
+    jitted cast agree on every input: values beyond the integer range saturate at its ends and NaN gives 0
+    (NumPy gives an undefined value there, the C cast's: ``INT_MIN`` for NaN and inf on x86, wrapped
+    values for unsigned targets). Other casts are NumPy's, which XLA's match."""
+    a = np.asarray(a)
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu" or a.dtype.kind != "f":
+        return a.astype(dtype)
+    info = np.iinfo(dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = a.astype(dtype)
+    # float(info.max) rounds up to a power of two (2**31, 2**63): every value from there on saturates
+    out = np.where(a >= float(info.max), np.asarray(info.max, dtype), out)
+    out = np.where(a <= float(info.min), np.asarray(info.min, dtype), out)
+    return np.where(np.isnan(a), np.zeros((), dtype), out)
 
 
 def as_sparse(x, argname: str = "x") -> BCOOArray:

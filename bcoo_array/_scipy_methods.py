@@ -226,7 +226,12 @@ class ScipyMethodsMixin:
         """Number of stored values, explicit zeros and duplicates included, padding excluded.
 
         As scipy's ``nnz``. Each stored entry counts ``prod(dense dims)``
-        values, each batch element its own entries.
+        values, each batch element its own entries. An array whose fill
+        value is not zero (scipy has none) counts its non-zero elements,
+        the unstored ones included, as [`count_nonzero`][bcoo_array.BCOOArray.count_nonzero]:
+        what a scipy array of the same values stores. So ``(A < t).nnz`` is
+        the number of matches, as in scipy, where the comparison's result
+        stores its few ``False`` entries and leaves ``True`` unstored.
 
         Raises
         ------
@@ -235,6 +240,8 @@ class ScipyMethodsMixin:
         """
         if not self._concrete_indices():
             raise ValueError("nnz depends on index values; it is not available under jax.jit / vmap")
+        if not reads_as_zero(self.fill_value):
+            return int(self.count_nonzero())
         idx = np.asarray(self._buffers()[1])
         valid = valid_rows(idx, self.shape[self.n_batch:self.n_batch + self.n_sparse])
         batch = prod(self.shape[:self.n_batch]) // max(prod(idx.shape[:-2]), 1) if self.n_batch else 1
@@ -431,10 +438,13 @@ class ScipyMethodsMixin:
         return namespace().permute_dims(self, axes)
 
     def getnnz(self, axis=None):
-        """Stored values (explicit zeros included) in total or per row / column (scipy's ``getnnz``)."""
+        """Stored values (explicit zeros included) in total or per row / column (scipy's ``getnnz``); where
+        the fill value is not zero, the non-zero elements, as [`nnz`][bcoo_array.BCOOArray.nnz]."""
         if axis is None:
             return self.nnz
         _check_2d(self, "getnnz")
+        if not reads_as_zero(self.fill_value):
+            return self.count_nonzero(axis=axis)
         rows, cols, _ = self._host_triplets("getnnz")
         ax = axis + 2 if axis < 0 else axis
         if ax not in (0, 1):
@@ -814,12 +824,18 @@ class ScipyMethodsMixin:
     def count_nonzero(self, axis=None):
         """Number of entries not equal to zero (explicit zeros not counted), as scipy's ``count_nonzero``.
 
-        Unstored entries count when the fill value is non-zero.
+        Unstored entries count when the fill value is non-zero. The whole
+        count is a Python int, as scipy's, however many elements: with JAX's
+        x64 mode off it is summed on the host from counts along the smallest
+        axis (each of which must fit int32: else ``OverflowError``).
         """
         xp = namespace()
-
-        nz = xp.not_equal(self, xp.zeros((), dtype=self.dtype)) if self.dtype.kind != "b" else self
-        res = xp.sum(nz.astype(_dtypes.default_int()), axis=self._axis(axis, "count_nonzero"), dtype=_dtypes.default_int())
+        ax = self._axis(axis, "count_nonzero")
+        if ax is None and self.ndim > 1 and self.size > np.iinfo(_dtypes.default_int()).max:
+            keep = int(np.argmin(self.shape))  # counts per slice along the smallest axis, added in int64
+            rest = tuple(a for a in range(self.ndim) if a != keep)
+            return int(np.sum(np.asarray(_host(xp.count_nonzero(self, axis=rest).todense()), np.int64)))
+        res = xp.count_nonzero(self, axis=ax)
         return _host(res.todense())
 
     def any(self, axis=None, keepdims: bool = False):

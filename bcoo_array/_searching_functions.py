@@ -162,10 +162,35 @@ def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:
         If an axis is out of range.
     ValueError
         If an axis repeats.
+    OverflowError
+        If a count may not fit the default index dtype: with JAX's x64 mode
+        off (int32), a non-zero fill value counted over more than 2**31 - 1
+        elements per result.
     """
     x = as_sparse(x)
+    _check_count_fits(x, axis, "count_nonzero()")
     nz = x if x.dtype == np.bool_ else not_equal(x, 0)
     return _sum(astype(nz, _dtypes.default_int()), axis=axis, keepdims=keepdims)
+
+
+def _check_count_fits(x, axis, what: str) -> None:
+    """Refuse a count of ``x``'s elements over ``axis`` that may pass the default index dtype's range (int32
+    with x64 off) instead of wrapping around: only a non-zero fill value counts unstored elements, so with a
+    zero one a count is at most the stored entries."""
+    dt = _dtypes.default_int()
+    axes = tuple(range(x.ndim)) if axis is None else tuple(
+        a % max(x.ndim, 1) for a in ((axis,) if isinstance(axis, int) else axis))
+    extent = 1
+    for a in set(axes):
+        extent *= x.shape[a] if a < x.ndim else 1
+    if extent <= np.iinfo(dt).max:
+        return
+    fill = x.fill_value
+    if isinstance(fill, (bool, int, float, complex, np.generic)) and fill == 0:
+        return
+    raise OverflowError(f"{what} counts up to {extent} elements per result (fill value {fill}), more than the "
+                        f"default index dtype {np.dtype(dt)} holds; turn on JAX's 64-bit mode "
+                        "(jax.config.update('jax_enable_x64', True) or JAX_ENABLE_X64=1)")
 
 
 @routed

@@ -101,8 +101,16 @@ def _values_counts(x: BCOOArray, name: str):
             np.concatenate([u.counts, np.ones(n_nan, np.int64)]))
 
 
-def _idx(a) -> BCOOArray:
-    return dense_layout(np.asarray(a).astype(_dtypes.default_int()))
+def _idx(a, what: str) -> BCOOArray:
+    """Counts or positions (host NumPy, int64) in the default index dtype; an ``OverflowError`` where one
+    does not fit it (int32 with JAX's x64 mode off: an array of more than 2**31 - 1 elements)."""
+    a = np.asarray(a)
+    dt = _dtypes.default_int()
+    if a.size and a.max() > np.iinfo(dt).max:
+        raise OverflowError(f"{what} reach {int(a.max())}, more than the default index dtype {np.dtype(dt)} "
+                            "holds; turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True) or "
+                            "JAX_ENABLE_X64=1)")
+    return dense_layout(a.astype(dt))
 
 
 @routed
@@ -160,11 +168,14 @@ def unique_counts(x, /) -> UniqueCountsResult:
         Under ``jax.jit`` (data-dependent output shape).
     MemoryError
         As [`unique_values`][bcoo_array.unique_values], for a NaN fill value.
+    OverflowError
+        If a count does not fit the default index dtype (int32 with JAX's
+        x64 mode off).
     """
     x = as_sparse(x)
     _eager(x, "unique_counts")
     uniq, counts = _values_counts(x, "unique_counts")
-    return UniqueCountsResult(dense_layout(np.asarray(uniq, x.dtype)), _idx(counts))
+    return UniqueCountsResult(dense_layout(np.asarray(uniq, x.dtype)), _idx(counts, "unique_counts(): counts"))
 
 
 def _unique_full(x: BCOOArray, name: str):
@@ -255,11 +266,15 @@ def unique_all(x, /) -> UniqueAllResult:
         Under ``jax.jit`` (data-dependent output shape).
     MemoryError
         As [`unique_inverse`][bcoo_array.unique_inverse].
+    OverflowError
+        If an index or a count does not fit the default index dtype (int32
+        with JAX's x64 mode off).
     """
     x = as_sparse(x)
     _eager(x, "unique_all")
     uniq, first, counts, inv = _unique_full(x, "unique_all")
-    return UniqueAllResult(dense_layout(np.asarray(uniq, x.dtype)), _idx(first), inv, _idx(counts))
+    return UniqueAllResult(dense_layout(np.asarray(uniq, x.dtype)), _idx(first, "unique_all(): indices"), inv,
+                           _idx(counts, "unique_all(): counts"))
 
 
 @routed

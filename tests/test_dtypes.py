@@ -233,3 +233,42 @@ def test_x64_off_rule_and_downcast_opt_in():
     out = subprocess.run([sys.executable, "-c", _X64_OFF_DOWNCAST], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().endswith("ok")
+
+
+def test_x64_off_counts_and_positions_past_int32_refuse_or_stay_exact():
+    """With x64 off the default index dtype is int32: a count or first-occurrence position past its range
+    (an array of 10^10 elements storing three) raises an OverflowError naming the fix instead of wrapping
+    around; scipy's count_nonzero (a Python int) stays exact; arange refuses values past int32."""
+    code = """
+        import jax, numpy as np
+        assert not jax.config.jax_enable_x64
+        import bcoo_array as xp
+        n = 100_000
+        A = xp.coo_array((np.array([1., 5., 2.], np.float32), (np.array([0, 99_999, 50_000], np.int32),
+                          np.array([1, 99_999, 3], np.int32))), shape=(n, n))
+        assert (A + 1).count_nonzero() == 10**10 and isinstance((A + 1).count_nonzero(), int)
+        assert A.count_nonzero() == 3 and int(xp.count_nonzero(A).todense()) == 3  # fill 0: at most nse
+        assert (A == 0).nnz == 10**10 - 3
+        cases = {
+            "count_nonzero": lambda: xp.count_nonzero(A == 0),
+            "unique_counts": lambda: xp.unique_counts(A),
+            "unique_all": lambda: xp.unique_all(A),
+            "np.unique": lambda: np.unique(A, return_index=True, equal_nan=False),
+            "arange": lambda: xp.arange(2**31 - 2, 2**31 + 1),
+            "arange step": lambda: xp.arange(0, 2**32, 2**30),
+            "arange down": lambda: xp.arange(-2**31 + 1, -2**31 - 2, -1),
+        }
+        for name, fn in cases.items():
+            try:
+                fn()
+            except OverflowError as e:
+                assert "JAX_ENABLE_X64" in str(e), (name, str(e))
+            else:
+                raise AssertionError(name + ": no OverflowError")
+        assert xp.arange(2**31 - 3, 2**31 - 1).todense().tolist() == [2**31 - 3, 2**31 - 2]
+        assert xp.arange(-2**31, -2**31 + 2).todense().tolist() == [-2**31, -2**31 + 1]
+        print("ok")
+    """
+    out = _run_x64_off(code)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("ok")

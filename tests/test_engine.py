@@ -290,3 +290,33 @@ def _spy(fn, log, name):
         log.append(name)
         return fn(*args, **kwargs)
     return wrapped
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint16])
+def test_engines_agree_where_the_standard_leaves_results_unspecified(dtype, monkeypatch):
+    """Integer floor division by zero and casts of NaN, infinities and out-of-range floats to integers: the
+    standard leaves them unspecified, but one input must give one answer whether the host twin (NumPy), a
+    forced XLA engine or ``jax.jit`` computes it (NumPy's C casts and its 0 for x // 0 differed from XLA's
+    saturating casts and -1/-2; found by a review)."""
+    kind = np.dtype(dtype).kind
+    num = np.array([[5, 0, 7, 0, 3, 9]] if kind == "u" else [[5, 0, -7, 0, -3, 9]], dtype)
+    den = np.array([[0, 0, 2, 3, 0, 0]], dtype)
+    f = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 3.7, -1.5, 300.0, -300.0, 0.0], np.float32)
+    vals = np.concatenate([f, f]).reshape(4, 5)
+    vals[1, :] = 0.0  # unstored entries: the fill value is cast too
+    cases = {
+        "floor_divide": (lambda a, b: a // b, (num, den)),
+        "floor_divide fill": (lambda a, b: a // b, (np.zeros((2, 3), dtype), np.zeros((2, 3), dtype))),
+        "astype": (lambda a: xp.astype(a, dtype), (vals,)),
+        "astype NaN fill": (lambda a: xp.astype(a / 0.0, dtype), (vals,)),
+    }
+    for name, (fn, args) in cases.items():
+        ops = [xp.asarray(a) for a in args]
+        eager = fn(*ops)
+        jitted = jax.jit(fn)(*ops)
+        monkeypatch.setenv(HOST_ENV, "0")
+        forced = fn(*[xp.asarray(a) for a in args])
+        monkeypatch.delenv(HOST_ENV)
+        for other, label in ((jitted, "jit"), (forced, "XLA engine")):
+            np.testing.assert_array_equal(eager.toarray(), other.toarray(), err_msg=f"{name}: eager vs {label}")
+            assert np.asarray(eager.fill_value).tobytes() == np.asarray(other.fill_value).tobytes(), (name, label)

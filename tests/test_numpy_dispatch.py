@@ -84,6 +84,12 @@ def _fields(res):
 
 # (numpy function, expression on a converter c, post-processing of both results or None, mixed?)
 # ``c`` is S (sparse) or D (dense); "mixed" cases put a dense NumPy operand beside a sparse one.
+def _dtype_traits(dt):
+    """A dtype as numbers _assert_same compares: its kind among "biufc" and its size."""
+    dt = np.dtype(dt)
+    return np.array(["biufc".index(dt.kind), dt.itemsize])
+
+
 CASES = [
     (np.sum, lambda c: np.sum(c(a)), None),
     (np.sum, lambda c: np.sum(c(a), axis=1, keepdims=True), None),
@@ -183,6 +189,10 @@ CASES = [
     (np.ndim, lambda c: np.ndim(c(c3)), None),
     (np.shape, lambda c: np.shape(c(c3)), None),
     (np.size, lambda c: np.size(c(c3), 1), None),
+    (np.result_type, lambda c: np.result_type(c(a), np.float32, 2), _dtype_traits),
+    (np.result_type, lambda c: np.result_type(c(np.array([[1, 0], [0, 2]], np.int32)), c(a)), _dtype_traits),
+    (np.iscomplexobj, lambda c: np.iscomplexobj(c(a)), None),
+    (np.isrealobj, lambda c: np.isrealobj(c(a)), None),
     (np.may_share_memory, lambda c: np.may_share_memory(c(a), b), None),
     (np.shares_memory, lambda c: np.shares_memory(c(a), c(b)), None),
     (np.take, lambda c: np.take(c(a), [0, 2], axis=1), None),
@@ -389,7 +399,7 @@ def test_every_registered_function_has_a_case():
 def test_result_kinds_are_known():
     from bcoo_array._numpy.registry import MIXED_RESULT, PYTHON_RESULT, SPARSE_RESULT
 
-    assert {result_kind(f) for f in FUNCTIONS} <= {SPARSE, DENSE, MIXED, "int", "tuple", "bool"}
+    assert {result_kind(f) for f in FUNCTIONS} <= {SPARSE, DENSE, MIXED, "int", "tuple", "bool", "dtype"}
     assert SPARSE_RESULT | MIXED_RESULT | set(PYTHON_RESULT) <= set(FUNCTIONS)  # no stale entries
 
 

@@ -192,7 +192,7 @@ def test_power_non_zero_fill_powers_every_entry():
     # unstored entries of a non-zero fill hold that value (not structural zeros): fill ** n, as A ** n
     d = np.array([[2.0, 4.0, 2.0], [0.5, 2.0, 2.0]], np.float32)
     A = xp.BCOOArray.fromdense(d, fill_value=2.0)  # the entries other than 2 stored
-    assert A.fill_value == 2.0 and A.nnz == 2
+    assert A.fill_value == 2.0 and A.nse == 2 and A.nnz == 6  # nnz: the non-zero elements, as scipy
     for n in (-1, 2, 0.5, 0):
         res = A.power(n)
         np.testing.assert_allclose(res.toarray(), d ** n, rtol=1e-6)
@@ -407,3 +407,40 @@ def test_toarray_under_jit_says_what_to_use():
     with pytest.raises(TypeError, match=r"use A\.todense\(\) there"):
         jax.jit(lambda a: a.toarray())(A)
     np.testing.assert_array_equal(A.toarray(), np.eye(3))
+
+
+def test_nnz_of_a_non_zero_fill_counts_what_scipy_stores():
+    # scipy's (S == 0).nnz and (S < t).nnz count the True elements it stores; a comparison here stores the
+    # few False ones and leaves True unstored (fill True): .nnz counts the non-zero elements as scipy does.
+    S = sp.random_array((30, 20), density=0.2, random_state=3, dtype=np.float32, format="csr")
+    B = xp.from_scipy(S)
+    for f in (lambda a: a == 0, lambda a: a < 0.5, lambda a: a != 0, lambda a: a > 0.5):
+        assert f(B).nnz == f(S).nnz, f(S).nnz
+        assert f(B).nnz == f(B).count_nonzero() == int(np.count_nonzero(f(S).toarray()))
+        for axis in (0, 1):  # per column and row too (scipy's getnnz / count_nonzero of its stored result)
+            np.testing.assert_array_equal(f(B).getnnz(axis=axis), np.count_nonzero(f(S).toarray(), axis=axis))
+    assert B.nnz == S.nnz  # fill 0: the stored entries, explicit zeros included
+    assert (B + 1).nnz == int(np.count_nonzero(S.toarray() + 1))
+
+
+def test_single_array_concat_and_same_shape_broadcast_are_new_objects():
+    # NumPy's concatenate copies; an in-place update of the result must not reach the input (nor back).
+    A = xp.asarray(np.eye(3, dtype=np.float32))
+    for make in (lambda: xp.concat([A]), lambda: xp.concat((A,), axis=1), lambda: xp.broadcast_to(A, A.shape),
+                 lambda: xp.broadcast_arrays(A)[0]):
+        B = make()
+        assert B is not A
+        B[0, 1] = 9.0
+        np.testing.assert_array_equal(A.toarray(), np.eye(3))
+        A2 = make()
+        A2[2, 0] = 4.0
+        assert float(B.toarray()[2, 0]) == 0.0 and float(A.toarray()[2, 0]) == 0.0
+
+
+@pytest.mark.parametrize("key", [[], (slice(None), []), ([], []), ([], slice(None)), (0, [])])
+def test_empty_list_index_selects_nothing_as_numpy(key):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    A = xp.asarray(a)
+    got = A[key]
+    assert got.shape == a[key].shape
+    np.testing.assert_array_equal(got.toarray() if got.ndim else got, a[key])

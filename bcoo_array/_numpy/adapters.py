@@ -512,6 +512,22 @@ def size(a, axis=None):
     return x.size if axis is None else x.shape[axis]
 
 
+def result_type(*arrays_and_dtypes):
+    """``numpy.result_type``: NumPy's promotion, a sparse array taking part by its dtype (as a NumPy array
+    would: strongly typed)."""
+    return np.result_type(*(a.dtype if isinstance(a, xp.BCOOArray) else a for a in arrays_and_dtypes))
+
+
+def iscomplexobj(x):
+    """``numpy.iscomplexobj``: whether the dtype is complex (the values are not read)."""
+    return np.dtype(sparse_arg(x).dtype).kind == "c"
+
+
+def isrealobj(x):
+    """``numpy.isrealobj``: whether the dtype is not complex (the values are not read)."""
+    return not iscomplexobj(x)
+
+
 # -- indexing ----------------------------------------------------------------------------------
 
 

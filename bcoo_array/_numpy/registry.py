@@ -107,6 +107,9 @@ FUNCTIONS: dict[Callable, Callable] = {
     np.ndim: ad.ndim,
     np.shape: ad.shape,
     np.size: ad.size,
+    np.result_type: ad.result_type,
+    np.iscomplexobj: ad.iscomplexobj,
+    np.isrealobj: ad.isrealobj,
     np.may_share_memory: ex.may_share_memory,
     np.shares_memory: ex.shares_memory,
     # indexing
@@ -360,7 +363,8 @@ MIXED_RESULT = frozenset({
 
 #: Entries of FUNCTIONS that return Python values, not arrays: the kind of value.
 PYTHON_RESULT = {np.ndim: "int", np.shape: "tuple", np.size: "int", np.may_share_memory: "bool",
-                 np.shares_memory: "bool"}
+                 np.shares_memory: "bool", np.result_type: "dtype", np.iscomplexobj: "bool",
+                 np.isrealobj: "bool"}
 
 
 def result_kind(func: Callable) -> str:
