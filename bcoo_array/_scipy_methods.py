@@ -175,12 +175,14 @@ def _product(a, v, adjoint: bool = False):
             if out.dtype != np.result_type(a.dtype, v.dtype):  # defensive: the rule above must hold
                 raise AssertionError(f"{a.dtype} @ {v.dtype} gave {out.dtype}")
             return out
-    if adjoint and type(v) is np.ndarray and not _dtypes.x64_enabled() and v.dtype in _WIDE:
-        # a^H @ v = conj(conj(v).T @ a).T, the product with the NumPy operand on the left (``matmul``'s
-        # host product of NumPy's promotion, as above): scipy's rmatvec of float64 (lsqr, lsmr)
-        w = np.conj(v) if v.dtype.kind == "c" else v
-        out = np.asarray(namespace().matmul(w.T, a)).T
-        return np.conj(out) if out.dtype.kind == "c" else out
+    if adjoint and type(v) is np.ndarray and a.ndim == 2:
+        # a^H @ v = conj(a.T @ conj(v)): the transpose's forward product, with its native kernel (its plan
+        # cached on the shared index buffer) and NumPy's promotion of a 64-bit operand with x64 off (scipy's
+        # rmatvec of float64: lsqr, lsmr). A scatter per entry over a's own rows took 4.8 ms against scipy's
+        # 1.2 for S.T @ v (10^5 x 10^5, 10^6 float32 entries; the transpose's product 1.25).
+        if a.dtype.kind == "c" or v.dtype.kind == "c":
+            return np.conj(_product(a.T, np.conj(v)))
+        return _product(a.T, v)
     if (a.n_batch == 0 and a.n_dense == 0 and _dtypes.result_type(a.dtype, np.dtype(v.dtype)) == a.dtype
             and zero_fill(a.fill_value)):
         (data, indices), shape = a._buffers(), a.shape

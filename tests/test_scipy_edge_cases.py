@@ -444,3 +444,26 @@ def test_empty_list_index_selects_nothing_as_numpy(key):
     got = A[key]
     assert got.shape == a[key].shape
     np.testing.assert_array_equal(got.toarray() if got.ndim else got, a[key])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128, np.int32])
+@pytest.mark.parametrize("vdtype", [np.float32, np.float64, np.complex128])
+def test_rmatvec_and_rmatmat_are_the_adjoint_as_scipy(dtype, vdtype):
+    # LinearOperator's adjoint products (scipy's lsqr/lsmr call rmatvec) run the transpose's forward
+    # product: A^H @ v, NumPy's promotion, for real and complex matrices and vectors, 1-D and (m, 1) and
+    # matrices of vectors.
+    rng = np.random.default_rng(4)
+    S = sp.random_array((40, 30), density=0.2, random_state=5, format="csr", dtype=np.float64)
+    S = (S * 7).astype(dtype) if np.dtype(dtype).kind == "i" else S.astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        S = S + 1j * sp.random_array((40, 30), density=0.2, random_state=6, format="csr").astype(dtype)
+    A = xp.from_scipy(sp.csr_array(S))
+    v = rng.standard_normal(40).astype(vdtype)
+    if np.dtype(vdtype).kind == "c":
+        v = v + 1j * rng.standard_normal(40)
+    H = S.conj().T
+    for got, want in ((A.rmatvec(v), H @ v), (A.rmatvec(v[:, None]), H @ v[:, None]),
+                      (A.rmatmat(np.stack([v, 2 * v], 1)), H @ np.stack([v, 2 * v], 1))):
+        assert got.shape == want.shape
+        assert np.result_type(got) == np.result_type(want), (got.dtype, want.dtype)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
