@@ -325,14 +325,9 @@ def _sign_np(x):
 
 
 def _floor_divide_np(x1, x2):
-    with np.errstate(divide="ignore", over="ignore"):
-        q = np.floor_divide(x1, x2)
-    if q.dtype.kind in "iu":  # a zero divisor as XLA's (NumPy's 0): -1 for 0 // 0, -2 for x // 0 (its floor
-        # correction of x / 0 = -1), the largest value for unsigned integers
-        q = np.asarray(q)
-        if q.dtype.kind == "u":
-            return np.where(np.asarray(x2) == 0, np.asarray(np.iinfo(q.dtype).max, q.dtype), q)
-        return np.where(np.asarray(x2) == 0, np.where(np.asarray(x1) == 0, q.dtype.type(-1), q.dtype.type(-2)), q)
+    # (An integer divided by zero gives NumPy's 0 here, which NumPy's own floor_divide through
+    # __array_ufunc__ must give, and XLA's -1 or -2 under jit: the standard leaves it unspecified.)
+    q = np.floor_divide(x1, x2)
     if q.dtype.kind != "f":
         return q
     special = (x1 == 0) | np.isinf(x1) | np.isinf(x2)

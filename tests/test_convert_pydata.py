@@ -93,5 +93,6 @@ def test_real_matrices_round_trip(name):
 def test_drop_fill_nan():
     P = sparse.COO(np.array([[0, 1, 2]]), np.array([np.nan, 1.0, np.nan]), shape=(4,), fill_value=np.nan)
     B = xp.from_pydata_sparse(P, drop_fill=True)
-    assert B.nnz == 1 and np.isnan(B.fill_value)
+    assert B.nse == 1 and np.isnan(B.fill_value)
+    assert B.nnz == 4  # a non-zero fill: the non-zero elements (NaN among them), as a scipy array would store
     np.testing.assert_array_equal(B.toarray(), P.todense())

@@ -71,6 +71,11 @@ def test_reductions_under_jit_agree_with_eager(name, fill, dtype):
         pytest.skip("mean and var take floating-point input")
     A = _huge(fill=fill, dtype=dtype)
     f = _REDUCTIONS[name]
+    if name == "count_nonzero" and fill != 0:  # 2**80 positions counted: past int64, refused either way
+        for run in (f, jax.jit(lambda a: f(a).todense())):
+            with pytest.raises(OverflowError, match="JAX_ENABLE_X64|default index dtype"):
+                run(A)
+        return
     eager = np.asarray(f(A).todense())
     traced = np.asarray(jax.jit(lambda a: f(a).todense())(A))
     np.testing.assert_allclose(traced, eager, rtol=1e-6)
@@ -91,7 +96,8 @@ def test_reshape_under_jit_runs_group_by_group_or_names_the_limit():
 
 def test_x64_off_reductions_and_reshape_past_int32_under_jit():
     """x64 off (JAX's default): a 2**20 x 2**20 matrix has more positions than int32 counts; reductions
-    under jit agree with eager ones, and a reshape that needs int64 positions names x64 and the eager way."""
+    under jit agree with eager ones (count_nonzero with a non-zero fill, which would count past int32, is
+    refused by both), and a reshape that needs int64 positions names x64 and the eager way."""
     import os
     import subprocess
     import sys
@@ -106,6 +112,15 @@ def test_x64_off_reductions_and_reshape_past_int32_under_jit():
         for fill, dt in [(0.0, np.float32), (2.0, np.float32), (3, np.int32), (-3, np.int8)]:
             A = xp.BCOOArray((np.array([1, 2, 3], dt), idx), shape=(N, N), fill_value=fill)
             for f in (xp.sum, xp.prod, xp.max, xp.min, xp.count_nonzero):
+                if f is xp.count_nonzero and fill != 0:  # 2**40 counted positions: past int32, refused
+                    for run in (f, jax.jit(lambda a: f(a).todense())):
+                        try:
+                            run(A)
+                        except OverflowError as e:
+                            assert "JAX_ENABLE_X64" in str(e), e
+                        else:
+                            raise AssertionError("count_nonzero: no OverflowError")
+                    continue
                 e = np.asarray(f(A).todense()); t = np.asarray(jax.jit(lambda a: f(a).todense())(A))
                 np.testing.assert_allclose(t, e, rtol=1e-6), (f, fill)
             if np.dtype(dt).kind == "f":

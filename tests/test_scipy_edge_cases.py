@@ -409,6 +409,7 @@ def test_toarray_under_jit_says_what_to_use():
     np.testing.assert_array_equal(A.toarray(), np.eye(3))
 
 
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")
 def test_nnz_of_a_non_zero_fill_counts_what_scipy_stores():
     # scipy's (S == 0).nnz and (S < t).nnz count the True elements it stores; a comparison here stores the
     # few False ones and leaves True unstored (fill True): .nnz counts the non-zero elements as scipy does.
