@@ -163,9 +163,9 @@ def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> BCOOArray:
     ValueError
         If an axis repeats.
     OverflowError
-        If a count may not fit the default index dtype: with JAX's x64 mode
-        off (int32), a non-zero fill value counted over more than 2**31 - 1
-        elements per result.
+        If a count may not fit the default index dtype: a non-zero fill
+        value counted over more elements per result than it holds (2**31 - 1
+        with JAX's x64 mode off, int32; 2**63 - 1 with it on).
     """
     x = as_sparse(x)
     _check_count_fits(x, axis, "count_nonzero()")
@@ -178,19 +178,21 @@ def _check_count_fits(x, axis, what: str) -> None:
     with x64 off) instead of wrapping around: only a non-zero fill value counts unstored elements, so with a
     zero one a count is at most the stored entries."""
     dt = _dtypes.default_int()
-    axes = tuple(range(x.ndim)) if axis is None else tuple(
-        a % max(x.ndim, 1) for a in ((axis,) if isinstance(axis, int) else axis))
+    raw = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+    if any(not isinstance(a, int) or not -x.ndim <= a < x.ndim for a in raw):
+        return  # (the reduction names the bad axis)
     extent = 1
-    for a in set(axes):
-        extent *= x.shape[a] if a < x.ndim else 1
+    for a in {a % x.ndim for a in raw}:
+        extent *= x.shape[a]
     if extent <= np.iinfo(dt).max:
         return
     fill = x.fill_value
     if isinstance(fill, (bool, int, float, complex, np.generic)) and fill == 0:
         return
+    fix = ("turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True) or JAX_ENABLE_X64=1)"
+           if not _dtypes.x64_enabled() else "count over fewer axes, or subtract the fill value first")
     raise OverflowError(f"{what} counts up to {extent} elements per result (fill value {fill}), more than the "
-                        f"default index dtype {np.dtype(dt)} holds; turn on JAX's 64-bit mode "
-                        "(jax.config.update('jax_enable_x64', True) or JAX_ENABLE_X64=1)")
+                        f"default index dtype {np.dtype(dt)} holds; {fix}")
 
 
 @routed

@@ -73,7 +73,7 @@ def test_reductions_under_jit_agree_with_eager(name, fill, dtype):
     f = _REDUCTIONS[name]
     if name == "count_nonzero" and fill != 0:  # 2**80 positions counted: past int64, refused either way
         for run in (f, jax.jit(lambda a: f(a).todense())):
-            with pytest.raises(OverflowError, match="JAX_ENABLE_X64|default index dtype"):
+            with pytest.raises(OverflowError, match="default index dtype"):
                 run(A)
         return
     eager = np.asarray(f(A).todense())
