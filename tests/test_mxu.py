@@ -181,24 +181,32 @@ def kernel_on(monkeypatch, tpu_prices):
     return calls
 
 
+def _clustered(n, width, seed, layout):
+    """A random banded ``n x n`` float32 matrix of clustered entries and its prepared operator of ``layout``,
+    which keeps dense blocks. Returns ``(rng, A, op, S64, rows, cols)``: the generator (for more draws), the
+    BCOOArray, the operator, scipy's float64 copy and the stored entries' rows and columns."""
+    rng = np.random.default_rng(seed)
+    S = _banded(n, width, rng, density=0.5)
+    S.sum_duplicates()
+    A = xp.asarray(S.astype(np.float32))
+    op = accelerator.prepare(A, layout=layout, reorder=False)
+    assert "mxu_table" in op.arrays
+    S64 = sp.csr_array(S.astype(np.float32)).astype(np.float64)
+    rows, cols = (np.asarray(A.indices)[:, i] for i in (0, 1))
+    return rng, A, op, S64, rows, cols
+
+
 @pytest.mark.parametrize("layout", ("panels", "sell"))
 def test_prepared_products_with_many_columns_take_the_blocks(kernel_on, layout):
     # A clustered pattern: the layout keeps dense blocks (cheaper than its SELL-8 slots at 128 columns) and
     # products with many columns run on them, both orientations, with the gradients of the values and of
     # x, jvp and vmap of a product with a matrix (more right-hand sides) and of products with vectors (one
     # product with as many columns: ``accel.vector_product_p``); one vector stays on the layout's own kernel.
-    rng = np.random.default_rng(5)
     n = 900
-    S = _banded(n, 60, rng, density=0.5)
-    S.sum_duplicates()
-    A = xp.asarray(S.astype(np.float32))
-    op = accelerator.prepare(A, layout=layout, reorder=False)
-    assert "mxu_table" in op.arrays
+    rng, A, op, S64, rows, cols = _clustered(n, 60, 5, layout)
     assert f"{mxu.stored_blocks(op.arrays['mxu_table'], n)} MXU blocks" in op.description
     # the blocks' part ends the value buffer, from a multiple of a grid step's values (read in place)
     assert (op.values.shape[0] - mxu.value_count(op.arrays["mxu_table"])) % mxu.STEP_VALUES == 0
-    S64 = sp.csr_array(S.astype(np.float32)).astype(np.float64)
-    rows, cols = (np.asarray(A.indices)[:, i] for i in (0, 1))
     X = rng.standard_normal((n, 128)).astype(np.float32)
     W = rng.standard_normal((n, 128)).astype(np.float32)
     for f, ref, refw in ((lambda o, z: o @ z, S64 @ X, S64.T @ W), (lambda o, z: o.T @ z, S64.T @ X, S64 @ W)):
@@ -241,15 +249,8 @@ def test_vectors_under_vmap_reach_the_blocks_with_every_rule(kernel_on, layout):
     # over value sets (one product each) as the plain product does.
     from bcoo_array._kernels import accel
 
-    rng = np.random.default_rng(12)
     n = 700
-    S = _banded(n, 50, rng, density=0.5)
-    S.sum_duplicates()
-    A = xp.asarray(S.astype(np.float32))
-    op = accelerator.prepare(A, layout=layout, reorder=False)
-    assert "mxu_table" in op.arrays
-    S64 = sp.csr_array(S.astype(np.float32)).astype(np.float64)
-    rows, cols = (np.asarray(A.indices)[:, i] for i in (0, 1))
+    rng, A, op, S64, rows, cols = _clustered(n, 50, 12, layout)
     V = rng.standard_normal((96, n)).astype(np.float32)
     W = rng.standard_normal((96, n)).astype(np.float32)
     jaxpr = str(jax.make_jaxpr(jax.vmap(lambda v: op @ v))(jnp.asarray(V)))

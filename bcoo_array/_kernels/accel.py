@@ -531,22 +531,33 @@ def _checked_abstract(values, x, *index_arrays, shape, transpose, **params):
     return jax.core.ShapedArray((rows,) + tuple(x.shape[1:]), jnp.result_type(values.dtype, x.dtype))
 
 
-def _checked_jvp(primals, tangents, **params):
-    # Linear in the values and in x (the index arrays carry no tangent): the tangent is the checked product
-    # of (dv, x) plus that of (values, dx), so reverse mode transposes the primitive (``_checked_transpose``),
-    # whose check also covers a non-finite cotangent; a symbolic zero stays unevaluated.
-    values, x, *index_arrays = primals
-    dv, dx = tangents[0], tangents[1]
-    bind = partial(checked_product_p.bind, **params)
-    y = bind(values, x, *index_arrays)
-    terms = []
-    if type(dv) is not ad.Zero:
-        terms.append(bind(dv, x, *index_arrays))
-    if type(dx) is not ad.Zero:
-        terms.append(bind(values, dx, *index_arrays))
-    if not terms:
-        return y, ad.Zero.from_primal_value(y)
-    return y, terms[0] if len(terms) == 1 else terms[0] + terms[1]
+def _bilinear_jvp(primitive):
+    """The JVP rule of a product primitive bound as ``(values, x, *index_arrays)``: linear in the values and
+    in ``x`` (the index arrays carry no tangent), the tangent is the primitive of ``(dv, x)`` plus that of
+    ``(values, dx)``, so reverse mode transposes the primitive itself (whose rule, for the checked product,
+    also checks a non-finite cotangent); a symbolic zero stays unevaluated."""
+    def jvp(primals, tangents, **params):
+        values, x, *index_arrays = primals
+        dv, dx = tangents[0], tangents[1]
+        bind = partial(primitive.bind, **params)
+        y = bind(values, x, *index_arrays)
+        terms = []
+        if type(dv) is not ad.Zero:
+            terms.append(bind(dv, x, *index_arrays))
+        if type(dx) is not ad.Zero:
+            terms.append(bind(values, dx, *index_arrays))
+        if not terms:
+            return y, ad.Zero.from_primal_value(y)
+        return y, terms[0] if len(terms) == 1 else terms[0] + terms[1]
+    return jvp
+
+
+def _real_cotangent(ct_v, values_aval):
+    """A values' cotangent in the values' dtype: the real part for real values of a complex product (JAX's
+    convention)."""
+    if not jnp.issubdtype(values_aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(ct_v):
+        ct_v = jnp.real(ct_v)
+    return ct_v.astype(values_aval.dtype)
 
 
 def _checked_transpose(ct, values, x, *index_arrays, **params):
@@ -588,10 +599,7 @@ def _values_cotangent(ct, values_aval, x, index_arrays, *, kind, static, shape, 
         return jnp.zeros(values_aval.shape, dtype).at[arrays["u_slot"]].add(per_entry, mode="drop")
 
     finite = jnp.logical_and(jnp.all(jnp.isfinite(ct)), jnp.all(jnp.isfinite(xs)))
-    ct_v = jax.lax.cond(finite, kernel, sparse)
-    if not jnp.issubdtype(values_aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(ct_v):
-        ct_v = jnp.real(ct_v)  # real values of a complex product: the real part (JAX's convention)
-    return ct_v.astype(values_aval.dtype)
+    return _real_cotangent(jax.lax.cond(finite, kernel, sparse), values_aval)
 
 
 def _checked_batch(args, dims, **params):
@@ -599,7 +607,7 @@ def _checked_batch(args, dims, **params):
     return out, 0
 
 
-ad.primitive_jvps[checked_product_p] = _checked_jvp
+ad.primitive_jvps[checked_product_p] = _bilinear_jvp(checked_product_p)
 ad.primitive_transposes[checked_product_p] = _checked_transpose
 batching.primitive_batchers[checked_product_p] = _checked_batch
 
@@ -616,19 +624,6 @@ vector_product_p.def_abstract_eval(_checked_abstract)
 mlir.register_lowering(vector_product_p, mlir.lower_fun(_vector_product, multiple_results=False))
 
 
-def _vector_jvp(primals, tangents, **params):
-    # Linear in the values and in x, as the checked product: the tangent binds the primitive again.
-    values, x, *index_arrays = primals
-    dv, dx = tangents[0], tangents[1]
-    bind = partial(vector_product_p.bind, **params)
-    y = bind(values, x, *index_arrays)
-    terms = [bind(d, x, *index_arrays) if i == 0 else bind(values, d, *index_arrays)
-             for i, d in enumerate((dv, dx)) if type(d) is not ad.Zero]
-    if not terms:
-        return y, ad.Zero.from_primal_value(y)
-    return y, terms[0] if len(terms) == 1 else terms[0] + terms[1]
-
-
 def _vector_transpose(ct, values, x, *index_arrays, kind, static, shape, lanes, transpose, names):
     none = [None] * len(index_arrays)
     if type(ct) is ad.Zero:
@@ -642,9 +637,7 @@ def _vector_transpose(ct, values, x, *index_arrays, kind, static, shape, lanes, 
     dtype = jnp.result_type(values.aval.dtype, x.dtype, ct.dtype)
     fwd = lambda v: _vector_product(v, x.astype(dtype), *index_arrays, transpose=transpose, **params)  # noqa: E731
     (ct_v,) = jax.linear_transpose(fwd, jax.ShapeDtypeStruct(values.aval.shape, dtype))(ct.astype(dtype))
-    if not jnp.issubdtype(values.aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(ct_v):
-        ct_v = jnp.real(ct_v)  # real values of a complex product: the real part (JAX's convention)
-    return [ct_v.astype(values.aval.dtype), None, *none]
+    return [_real_cotangent(ct_v, values.aval), None, *none]
 
 
 def _vector_batch(args, dims, **params):
@@ -701,7 +694,7 @@ def sell_columns_cost(static: dict, arrays: dict, shape, n: int, transpose: bool
     return price
 
 
-ad.primitive_jvps[vector_product_p] = _vector_jvp
+ad.primitive_jvps[vector_product_p] = _bilinear_jvp(vector_product_p)
 ad.primitive_transposes[vector_product_p] = _vector_transpose
 batching.primitive_batchers[vector_product_p] = _vector_batch
 
