@@ -107,6 +107,14 @@ GROUPS_PER_STEP = 16
 #: Values of a grid step's blocks (2 MiB of float32): the blocks' part of a buffer starts at a multiple of it.
 STEP_VALUES = GROUPS_PER_STEP * GROUP * BLOCK_ROWS * LANES
 
+#: Groups of a grid step unrolled in the kernel's loop (no branch between them), so that the MXU product of
+#: one overlaps the additions of another: all of them. Timed on a TPU v5e (128 columns, in a loop;
+#: delaunay_n16, cage11, bayer10; ms; ``.device_data/probe_bf16.py``, 2026-12-07): a branch per group
+#: skipping the padding ones (before) 0.925, 0.779, 0.131; no branch, unrolled 1: 0.921, 0.757, 0.144;
+#: 2: 0.842, 0.669, 0.121; 4: 0.778, 0.613, 0.117; 8: 0.746, 0.578, 0.117; 16: 0.726, 0.567, 0.114
+#: (``A.T @ X`` 0.720, 0.556, 0.111 against 0.996, 0.861, 0.146 unrolled 1).
+GROUP_UNROLL = GROUPS_PER_STEP
+
 #: Fields of a group in the step table: its panel, then its ``GROUP`` row blocks.
 GROUP_FIELDS = 1 + GROUP
 
@@ -256,34 +264,31 @@ def block_tables(rows, cols, shape, pad=None):
 # --- the kernel -----------------------------------------------------------------------------------------
 
 def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem, *, transpose: bool,
-            spare: int):
+            unroll: int):
     """One grid step: ``GROUPS_PER_STEP`` groups, one MXU product each, added to the resident result.
 
     ``n_real_ref`` (1,): the steps that hold blocks (scalar prefetch: the
     padding steps' values are not copied, their index map repeating the
-    last real step's block); ``vals_ref`` (STEP_VALUES,): the step's
-    blocks, flat (a group's reshaped to ``(8 * GROUP, 128)`` in VMEM);
-    ``x_hbm``/``o_hbm``: ``x`` and the result, unpadded; ``x_vmem``/
-    ``o_vmem``: the same resident, padded (``padded_rows``);
-    ``ok_ref`` (8, 128): 1 where the result's column on that lane is
-    finite (checked in VMEM at the last step, ``_finite_lanes``).
-    A group whose first block is in the spare row block ``spare`` is
-    padding (a group's blocks fill it from its start) and is skipped.
+    last real step's block, and they compute nothing); ``vals_ref``
+    (STEP_VALUES,): the step's blocks, flat (a group's reshaped to ``(8 *
+    GROUP, 128)`` in VMEM); ``x_hbm``/``o_hbm``: ``x`` and the result,
+    unpadded; ``x_vmem``/``o_vmem``: the same resident, padded
+    (``padded_rows``); ``ok_ref`` (8, 128): 1 where the result's column on
+    that lane is finite (checked in VMEM at the last step,
+    ``_finite_lanes``).
+
+    The groups of a real step are ``unroll``ed without a branch, so that
+    one group's product on the MXU overlaps the previous group's additions
+    to the result: a padding group (zeros, its blocks in the spare row block
+    past the result's rows, its panel 0) adds zeros (or, times an ``inf`` of
+    ``x``, NaN) to rows that are neither copied out nor checked.
     """
-    del n_real_ref  # (read by the index maps)
     _sell.load_resident(x_hbm, x_vmem, o_vmem, sem)
 
     rows = GROUP * BLOCK_ROWS
 
     def group(_, g):  # g: the group, an int32 carry
         base = g * np.int32(GROUP_FIELDS)
-
-        @pl.when(table_ref[0, 0, base + np.int32(1)] != np.int32(spare))  # (a padding group: skipped)
-        def _():
-            _group(g, base)
-        return g + np.int32(1)
-
-    def _group(g, base):
         panel = pl.ds(pl.multiple_of(table_ref[0, 0, base] * np.int32(LANES), LANES), LANES)
         blocks = vals_ref[pl.ds(pl.multiple_of(g * np.int32(rows * LANES), rows * LANES), rows * LANES)]
         blocks = blocks.reshape(rows, LANES)
@@ -296,8 +301,11 @@ def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vme
             y = _group_product(blocks, x_vmem[panel, :], False)
             for j, r in enumerate(row_blocks):
                 o_vmem[r, :] += y[j * BLOCK_ROWS:(j + 1) * BLOCK_ROWS]
+        return g + np.int32(1)
 
-    jax.lax.fori_loop(0, GROUPS_PER_STEP, group, np.int32(0))
+    @pl.when(pl.program_id(0) < n_real_ref[0])
+    def _():
+        jax.lax.fori_loop(0, GROUPS_PER_STEP, group, np.int32(0), unroll=unroll)
 
     @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
     def _():
@@ -384,6 +392,7 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
         return jnp.concatenate([p[0] for p in parts], axis=1), jnp.all(jnp.stack([p[1] for p in parts]))
     xr, orows = padded_rows(shape, transpose)
     out = k if transpose else m
+    interpret = _interpret() if interpret is None else bool(interpret)
     # x and the result unpadded in HBM (load_resident and store_resident pad them in VMEM): with 128 columns
     # no XLA copy of either (on a TPU v5e, cage11: 0.83 ms against 0.88 with the pad and slice)
     xs = x.astype(jnp.float32) if n == LANES else jnp.pad(x.astype(jnp.float32), ((0, 0), (0, LANES - n)))
@@ -391,7 +400,8 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     first, spare = offset // STEP_VALUES, -(-m // BLOCK_ROWS)
     n_real = jnp.maximum(jnp.sum(table[:, 1] != spare), 1).astype(jnp.int32).reshape(1)  # (real steps lead)
     call = pl.pallas_call(
-        functools.partial(_kernel, transpose=transpose, spare=spare),
+        # (interpret mode runs the loop rolled: the same arithmetic, traced once)
+        functools.partial(_kernel, transpose=transpose, unroll=1 if interpret else GROUP_UNROLL),
         out_shape=(jax.ShapeDtypeStruct((out, LANES), jnp.float32),
                    jax.ShapeDtypeStruct((8, LANES), jnp.float32)),
         grid_spec=pltpu.PrefetchScalarGridSpec(
@@ -404,7 +414,7 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
                             pltpu.SemaphoreType.DMA(())]),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
                                              vmem_limit_bytes=_sell.vmem_limit_bytes()),
-        interpret=_interpret() if interpret is None else interpret,
+        interpret=interpret,
     )
     y, ok = call(n_real, table.reshape(steps, 1, width), values.astype(jnp.float32), xs)
     return (y if n == LANES else y[:, :n]), jnp.all(ok[:, :n] > 0)
