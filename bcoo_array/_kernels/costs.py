@@ -86,7 +86,13 @@ def vmem_share(tuned_bytes: int) -> int:
 #: copied in and out, fitted to nh2010 after RCM (0.59 ms for 28,672 blocks), cage11 (0.84),
 #: delaunay_n16 after RCM (0.80) and bayer10 (0.17); the kernel reads the blocks in place from
 #: the operator's value buffer (a slice would be copied by XLA: 13.7 ns more per block, cage11
-#: 1.51 against 0.85 ms, ninth session). CPUs and GPUs gather at
+#: 1.51 against 0.85 ms, ninth session). With a grid step's groups unrolled (twelfth session,
+#: ``benchmarks/accelerator.py``, 128 columns in a loop): 3,300 per block and 13 us per call (``mxu_call``,
+#: 5e6) beyond the resident copies, fitted to bcsstk16 (0.049 ms for 2,560 blocks; priced 0.050), bayer10
+#: (0.106 for 7,168; 0.114), cage11 (0.590 for 57,344; 0.628) and delaunay_n16 (0.707 for 49,152;
+#: 0.628). With 16 columns this prices bcsstk16 on the blocks (0.050 against 0.051 on the panels kernel,
+#: measured 0.067-0.071 there) and bayer10 on the panels kernel (0.112 against 0.114; measured 0.087-0.090).
+#: CPUs and GPUs gather at
 #: a few times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {
     "tpu": {"gather": 3350.0, "row_gather": 2400.0, "scatter": 3000.0, "vector_op": 1.0,
@@ -95,7 +101,7 @@ COSTS: dict[str, dict[str, float]] = {
             "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0,
             "segmented_slot": 450.0, "segmented_call": 5e6,
             "segmented_wide_slot": 450.0, "segmented_wide_block": 114000.0, "coo_row_entry_large": 7000.0,
-            "ell_slot": 1500.0, "mxu_block": 5600.0},
+            "ell_slot": 1500.0, "mxu_block": 3300.0, "mxu_call": 5e6},
     "gpu": {"gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,

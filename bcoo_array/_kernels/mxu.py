@@ -199,11 +199,11 @@ def block_count(rows, cols, shape, pad=None) -> int:
 
 def mxu_cost(n_blocks: int, n_rhs: int, shape) -> float:
     """The price of a product of ``n_rhs`` right-hand sides on ``n_blocks`` blocks (``.costs.COSTS["tpu"]``,
-    bytes-equivalent): ``mxu_block`` per block and the resident ``x`` and result copied in and out, per 128
-    columns."""
+    bytes-equivalent): ``mxu_block`` per block, ``mxu_call`` and the resident ``x`` and result copied in and
+    out, per 128 columns."""
     calls = -(-max(int(n_rhs), 1) // LANES)
     resident = sum(padded_rows(shape, False)) * LANES * 4
-    return calls * (n_blocks * COSTS["tpu"]["mxu_block"] + resident)
+    return calls * (n_blocks * COSTS["tpu"]["mxu_block"] + COSTS["tpu"]["mxu_call"] + resident)
 
 
 def worth_keeping(n_blocks: int, n_sell_slots: int, shape) -> bool:
