@@ -57,9 +57,13 @@ and the result stay unpadded in HBM (the kernel pads its VMEM copies),
 and the grid steps that pad the table to a size bucket copy no values (a
 scalar-prefetched count of real steps clamps the values' index map):
 cage11 0.83 ms against 0.88 (``.device_data/probe_resident.py``).
-Through the layouts (``benchmarks/accelerator.py``, 128 columns in a
-loop): bcsstk16 0.060 ms (57x jax.experimental.sparse), bayer10 0.12-0.13
-(8-9x), cage11 0.81 (12.7x), delaunay_n16 0.92 (7.7x).
+A grid step's groups run unrolled, without a branch per group (a padding
+group adds zeros to rows past the result's), so that one group's product on
+the MXU overlaps another's additions to the result (``GROUP_UNROLL``):
+delaunay_n16 0.93 -> 0.73 ms, cage11 0.78 -> 0.57. Through the layouts
+(``benchmarks/accelerator.py``, 128 columns in a loop, 2026-12-07): bcsstk16
+0.049 ms (70x jax.experimental.sparse), bayer10 0.11-0.12 (8.6-9.9x),
+cage11 0.58 (17.9x), delaunay_n16 0.71 (10.0x).
 
 The product is the primitive ``mxu_matmat_p``, linear in ``x`` and in its
 two value copies *together* (the blocks' values and the SELL slots', parts
