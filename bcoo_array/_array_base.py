@@ -28,8 +28,17 @@ def _is_operand(x) -> bool:
             or foreign_kind(x) is not None)
 
 
+def _sequence_operand(x):
+    """A list or tuple operand of a Python operator as an array (``bcoo_array.asarray``: NumPy's reading of
+    nested sequences, Python numbers' default dtypes), as NumPy's operators take them; anything else as is.
+    (Returning NotImplemented for a list would let Python fall back to the list's own ``*``, a repetition
+    through ``__index__``, or to ``==``'s identity test: silent wrong answers.)"""
+    return namespace().asarray(x) if isinstance(x, (list, tuple)) else x
+
+
 def _binary(name: str, x1, x2):
     """``x1 <op> x2`` through the namespace function ``name``; NotImplemented for unknown operands."""
+    x1, x2 = _sequence_operand(x1), _sequence_operand(x2)
     if not (_is_operand(x1) and _is_operand(x2)):
         return NotImplemented
     return getattr(namespace(), name)(x1, x2)
@@ -84,6 +93,11 @@ class ArrayBase:
     def mT(self):
         """Transpose of the last two dimensions."""
         return namespace().matrix_transpose(self)
+
+    def __contains__(self, value) -> bool:
+        """``value in A``: whether an element of ``A`` equals ``value`` (NumPy's ``(A == value).any()``; unstored
+        elements hold the fill value). Raises under ``jax.jit``, where the answer is traced."""
+        return bool(namespace().any(self == value))
 
     def __len__(self) -> int:
         if self.ndim == 0:

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _dtypes
-from ._array_base import ArrayBase, _is_operand
+from ._array_base import ArrayBase, _is_operand, _sequence_operand
 from ._engine import host_enabled, host_max_entries, host_view, single_cpu
 from ._fill import fill_from_key, fill_key, fill_scalar, zero_fill
 from ._kernels.coalesce import sum_duplicates as _sum_duplicates
@@ -53,8 +53,9 @@ def _densify_message(what: str) -> str:
     return (
         f"{what} would densify it; call A.todense() (a JAX array) or A.toarray() (NumPy) to densify on purpose, "
         f"or set {AUTO_DENSIFY_ENV}=1 to allow it. To stay sparse: scipy.sparse (csgraph, spsolve/splu, "
-        "csr_array(A), kron, hstack, S @ A) and scikit-learn take A.tocsr() (or A.to_scipy(format)); for S @ A "
-        "with a scipy sparse S, bcoo_array.matmul(S, A) returns a BCOOArray"
+        "csr_array, kron, hstack) and scikit-learn take A.tocsr() (or A.to_scipy(format)); with a scipy sparse S "
+        "on the left, write S @ A.tocsr() or S.multiply(A.tocsr()) (scipy results), or bcoo_array.matmul(S, A) "
+        "(a BCOOArray)"
     )
 
 
@@ -246,7 +247,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     # ``_data``/``_indices`` hold JAX buffers (or tracers, or whatever leaves a pytree map gave), ``_hdata``/
     # ``_hindices`` NumPy buffers in host memory; at least one of each pair is set. Host-engine results
     # (``._engine``) keep NumPy buffers only; ``data``/``indices`` hand them to JAX on first read, once.
-    __slots__ = ("_data", "_indices", "_hdata", "_hindices", "shape", "n_batch", "n_dense", "indices_sorted",
+    __slots__ = ("_data", "_indices", "_hdata", "_hindices", "_shape", "n_batch", "n_dense", "indices_sorted",
                  "unique_indices", "_fill", "_matvec", "_aux", "__weakref__")
 
     def __init__(
@@ -324,7 +325,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
             self._indices, self._hindices = None, indices
         else:
             self._indices, self._hindices = indices, None
-        self.shape = tuple(shape)
+        self._shape = tuple(shape)
         self.n_batch = n_batch
         self.n_dense = n_dense
         self._fill = fill
@@ -361,8 +362,49 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     @data.setter
     def data(self, value) -> None:
-        # A buffer replaced by hand (same shape): the host view and the bound product go with the old one.
-        self._data, self._hdata, self._matvec = value, None, None
+        """Replace the stored values (scipy's ``A.data = ...``): a copy of ``value`` on the device, of the
+        shape of the current ``data`` (a new dtype is taken, the fill value cast to it).
+
+        A list or tuple of Python numbers keeps the array's dtype where its kind matches (``A.data = [1.0,
+        2.0]`` on float32 values), else takes its kind's default dtype, as ``bcoo_array.asarray``.
+
+        Raises ``ValueError`` for another shape or a 64-bit dtype while JAX's 64-bit mode is off (no silent
+        downcast), ``TypeError`` for a fill value the new dtype cannot hold."""
+        if isinstance(value, (list, tuple)):
+            from ._creation_functions import _infer_python_dtype
+
+            value = np.asarray(value)
+            if value.dtype.kind in "biufc":
+                same = value.dtype.kind == self.dtype.kind or {value.dtype.kind, self.dtype.kind} <= set("iu")
+                value = value.astype(self.dtype if same else _infer_python_dtype(value))
+        value = _as_jax(value, None, "data")  # (NumPy input copied: the array never shares a user's buffer)
+        old = self._data if self._data is not None else self._hdata
+        if tuple(value.shape) != tuple(old.shape):
+            raise ValueError(f"data has shape {tuple(old.shape)}; the new values have shape {tuple(value.shape)}: "
+                             "assign values of the same shape (a new pattern needs a new array, e.g. "
+                             "bcoo_array.BCOOArray((data, indices), shape=...))")
+        fill = fill_scalar(self.fill_value, value.dtype)
+        # the host view and the bound product go with the old buffer
+        self._data, self._hdata, self._matvec, self._fill, self._aux = value, None, None, fill, None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The array's shape, a tuple of ints.
+
+        Assigning a shape reshapes the array in place, as NumPy's ``a.shape =
+        ...`` and scipy's ``spmatrix.shape`` do (``bcoo_array.reshape``'s
+        rules: one ``-1`` may be inferred; other arrays on the same buffers
+        keep theirs). Raises ``ValueError`` where the new shape has another
+        number of elements.
+        """
+        return self._shape
+
+    @shape.setter
+    def shape(self, value) -> None:
+        from ._manipulation_functions import reshape
+
+        value = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+        self._assign(reshape(self, value))
 
     @property
     def indices(self) -> jax.Array:
@@ -378,7 +420,27 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     @indices.setter
     def indices(self, value) -> None:
-        self._indices, self._hindices, self._matvec = value, None, None
+        """Replace the coordinates: a copy of ``value`` on the device, integer, of the shape of the current
+        ``indices``, every index in range (checked where concrete). The array is no longer known to be
+        sorted or free of duplicates.
+
+        Raises ``ValueError`` for another shape or an index out of range, ``TypeError`` for a non-integer
+        dtype."""
+        if not isinstance(value, (jax.Array, jax.core.Tracer)):
+            value = np.asarray(value)
+            if value.dtype.kind not in "iu":
+                raise TypeError(f"indices has dtype {value.dtype}; indices must be integers")
+        old = self._indices if self._indices is not None else self._hindices
+        if tuple(value.shape) != tuple(old.shape):
+            raise ValueError(f"indices has shape {tuple(old.shape)}; the new indices have shape "
+                             f"{tuple(value.shape)}: assign indices of the same shape")
+        if not jnp.issubdtype(value.dtype, jnp.integer):
+            raise TypeError(f"indices has dtype {value.dtype}; indices must be integers")
+        if is_concrete(value):
+            check_index_values(np.asarray(value), self.shape, self.n_batch)
+            value = jnp.asarray(np.asarray(value).astype(old.dtype))  # (a copy: never a user's buffer)
+        self._indices, self._hindices, self._matvec, self._aux = value, None, None, None
+        self.indices_sorted = self.unique_indices = False
 
     def block_until_ready(self) -> "BCOOArray":
         """Wait until the buffers are computed, and return ``self`` (as ``jax.Array.block_until_ready``).
@@ -1006,7 +1068,13 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return self._inplace("bitwise_right_shift", other)
 
     def _inplace(self, name: str, other):
-        """``self <op>= other``: the result must keep ``self``'s shape and dtype."""
+        """``self <op>= other``: the result must keep ``self``'s shape and dtype (a list or tuple ``other`` is
+        read in ``self``'s dtype where NumPy's ``same_kind`` casting allows, as NumPy's ``a *= [...]``)."""
+        if isinstance(other, (list, tuple)):
+            seq = _sequence_operand(other)
+            if np.can_cast(seq.dtype, self.dtype, casting="same_kind"):
+                seq = seq.astype(self.dtype)
+            other = seq
         if not _is_operand(other):
             return NotImplemented
         result = getattr(namespace(), name)(self, other)

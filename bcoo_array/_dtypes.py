@@ -92,7 +92,8 @@ _SCALAR_HALF_WIDTH = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.co
 def numpy_scalar_value(x, argname: str) -> np.ndarray:
     """A NumPy scalar (or 0-d NumPy array) as the 0-d NumPy array JAX holds of it: its own dtype, or with
     JAX's x64 mode off a 64-bit one as the 32-bit scalar of the same kind (as JAX takes it, and as the
-    standard takes a Python scalar's value: an integer out of its range raises, a float rounds).
+    standard takes a Python scalar's value: an integer out of its range raises, a float rounds; a finite
+    float beyond the 32-bit range, which would round to ``inf``, raises).
 
     The one rule for NumPy scalars beside an array, of the namespace's operands
     (``._operands.numpy_scalar``) and NumPy's ufunc operands
@@ -101,7 +102,8 @@ def numpy_scalar_value(x, argname: str) -> np.ndarray:
     Raises
     ------
     OverflowError
-        With x64 off, for an int64 / uint64 value outside int32 / uint32.
+        With x64 off, for an int64 / uint64 value outside int32 / uint32, or a finite float64 / complex128
+        value (or part) beyond float32's largest (``inf`` in float32: NumPy keeps it in float64).
     """
     arr = np.asarray(x)
     half = _SCALAR_HALF_WIDTH.get(arr.dtype)
@@ -113,7 +115,15 @@ def numpy_scalar_value(x, argname: str) -> np.ndarray:
         if not info.min <= value <= info.max:
             raise OverflowError(f"{argname}: NumPy {arr.dtype} scalar {value} is out of bounds for {half}, the "
                                 "dtype it takes while JAX's 64-bit mode is off")
-    return np.asarray(value, half)
+        return np.asarray(value, half)
+    with np.errstate(over="ignore"):
+        out = np.asarray(value, half)
+    parts, got = np.asarray([arr.real, arr.imag]), np.asarray([out.real, out.imag])
+    if np.any(np.isfinite(parts) & ~np.isfinite(got)):
+        raise OverflowError(f"{argname}: NumPy {arr.dtype} scalar {value} overflows {half} (to inf), the dtype it "
+                            "takes while JAX's 64-bit mode is off; turn the mode on (JAX_ENABLE_X64=1) or scale "
+                            "the values")
+    return out
 
 
 def canonicalize_dtype(dtype, *, argname: str = "dtype") -> np.dtype:

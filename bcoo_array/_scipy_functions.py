@@ -22,7 +22,7 @@ from . import _dtypes
 from ._array_object import BCOOArray
 from ._convert._common import coo_triplets
 from ._convert.scipy import Names, convert as convert_scipy, from_scipy
-from ._creation_functions import asarray, eye
+from ._creation_functions import _infer_python_dtype, asarray, eye
 from ._fill import reads_as_zero, same_value_np
 from ._kernels.host import adopt
 from ._shapes import index_dtype_for, normalize_shape
@@ -231,6 +231,19 @@ def identity(n, dtype=None, format=None) -> BCOOArray:
     return eye_array(n, dtype=dtype, format=format)
 
 
+def _diagonal(d) -> np.ndarray:
+    """One diagonal of ``diags_array`` as a 1-D NumPy array: an array keeps its dtype; Python numbers (a list,
+    a tuple, a scalar) take the default dtype of their kind, as in ``bcoo_array.asarray`` (float32 for
+    floats with JAX's 64-bit mode off, where NumPy would make float64)."""
+    arr = np.atleast_1d(np.asarray(d))
+    if hasattr(d, "dtype") or arr.dtype.kind not in "biufc":
+        return arr
+    flat = d if isinstance(d, (list, tuple)) else [d]
+    if all(type(v) in (bool, int, float, complex) for v in flat):
+        return arr.astype(_infer_python_dtype(arr), copy=False)
+    return arr
+
+
 def _scalarlike(x) -> bool:
     """scipy's ``isscalarlike``: a scalar or a 0-d array."""
     return np.isscalar(x) or (hasattr(x, "shape") and hasattr(x, "ndim") and x.ndim == 0)
@@ -295,13 +308,13 @@ def diags_array(diagonals, /, *, offsets=0, shape=None, format=None, dtype=None)
             raise TypeError(f"diags_array(): diagonals={diagonals!r} must be a sequence; pass one diagonal "
                             f"as [value] (repeated along the diagonal with shape=(m, n))")
         if len(diagonals) == 0 or _scalarlike(diagonals[0]):
-            diagonals = [np.atleast_1d(np.asarray(diagonals))]
+            diagonals = [_diagonal(diagonals)]
         else:
             raise ValueError("diags_array(): one (scalar) offset but a sequence of diagonals; pass one offset "
                              "per diagonal (offsets=[k0, k1, ...]) or one diagonal of scalars")
     else:
         try:
-            diagonals = [np.atleast_1d(np.asarray(d)) for d in diagonals]
+            diagonals = [_diagonal(d) for d in diagonals]
         except TypeError as exc:
             raise TypeError(f"diags_array(): diagonals={diagonals!r} must be a sequence of diagonals, one per "
                             "offset") from exc

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _dtypes
+from ._array_base import _sequence_operand
 from ._fill import reads_as_zero, zero_fill
 from ._foreign import foreign_kind
 from ._kernels.cache import PLANS
@@ -36,7 +37,7 @@ from ._kernels.csr import csr_arrays
 from ._kernels.matmul import host_spmm
 from ._kernels.native import host_csr_diagonal
 from ._kernels.reduce import arg_extreme_np
-from ._shapes import index_dtype_for, is_concrete, prod, valid_rows
+from ._shapes import index_dtype_for, prod, valid_rows
 from ._namespace import namespace
 
 
@@ -570,6 +571,7 @@ class ScipyMethodsMixin:
         (under ``jax.jit``) is taken as finite.
         """
         xp = namespace()
+        other = _sequence_operand(other)
         out = xp.multiply(self, other)
         if (not isinstance(out, type(self)) or not zero_fill(self.fill_value) or out.ndim == 0
                 or not self._concrete() or not out._concrete() or not _has_nonfinite(other)):
@@ -582,7 +584,7 @@ class ScipyMethodsMixin:
         Returns a BCOOArray ([`bcoo_array.maximum`][], fill value
         ``max(fill, other's fill)``). Raises ValueError for shapes that do not broadcast.
         """
-        return namespace().maximum(self, other)
+        return namespace().maximum(self, _sequence_operand(other))
 
     def minimum(self, other):
         """Elementwise minimum with a scalar, dense or sparse array (scipy's ``minimum``).
@@ -590,7 +592,7 @@ class ScipyMethodsMixin:
         Returns a BCOOArray ([`bcoo_array.minimum`][]). Raises ValueError
         for shapes that do not broadcast.
         """
-        return namespace().minimum(self, other)
+        return namespace().minimum(self, _sequence_operand(other))
 
     def power(self, n, dtype=None):
         """Elementwise power ``A ** n`` (scipy's ``power``).

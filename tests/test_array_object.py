@@ -383,3 +383,94 @@ def test_a_dense_layout_result_converts_with_numpy_asarray(monkeypatch):
     np.testing.assert_allclose(np.asarray(centred), D - D.mean(0), rtol=1e-6)
     with pytest.raises(RuntimeError, match="would densify"):
         np.asarray(A)  # a sparse layout still needs the opt-in
+
+
+def test_assigned_shape_reshapes_in_place():
+    # ``A.shape = ...`` (NumPy's idiom, scipy's spmatrix setter) reshapes in place; it used to set the
+    # attribute alone, so entries fell out of range or landed elsewhere.
+    import bcoo_array as xp
+
+    D = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, -3.0]], np.float32)
+    for new in ((3, 2), (6,), -1, (1, 2, 3)):
+        A = xp.asarray(D)
+        B = A.T  # an array on the same buffers keeps its shape
+        A.shape = new
+        want = D.reshape(new)
+        assert A.shape == want.shape
+        np.testing.assert_array_equal(A.toarray(), want)
+        np.testing.assert_array_equal(B.toarray(), D.T)
+    with pytest.raises(ValueError, match="reshape"):
+        xp.asarray(D).shape = (4,)
+
+
+def test_assigned_data_and_indices_are_copied_and_checked():
+    # scipy's ``A.data = values`` then ``A.data[:] = 0``: the array held the NumPy array itself, so the
+    # second write reached A's copies and transposes; a float64 array was taken with x64 off (the array's
+    # dtype float64, its dense values float32); a list was kept as a list.
+    import bcoo_array as xp
+
+    D = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, -3.0]], np.float32)
+    A = xp.asarray(D)
+    values = np.array([10.0, 20.0, 30.0], np.float32)
+    A.data = values
+    C, T = A.copy(), A.T
+    values[:] = 0
+    want = np.array([[10.0, 0.0, 20.0], [0.0, 0.0, 30.0]], np.float32)
+    for X, ref in ((A, want), (C, want), (T, want.T)):
+        np.testing.assert_array_equal(X.toarray(), ref)
+    A.data = [1.0, 2.0, 3.0]  # Python numbers: the array's dtype
+    assert A.dtype == np.float32 and A.todense().dtype == np.float32
+    np.testing.assert_array_equal(A.toarray(), [[1, 0, 2], [0, 0, 3]])
+    A.data = np.array([4, 5, 6], np.int32)  # a new dtype is taken, with the fill value cast to it
+    assert A.dtype == np.int32 and A.fill_value.dtype == np.int32 and A.toarray().dtype == np.int32
+    with pytest.raises(ValueError, match="same shape"):
+        A.data = np.ones(2, np.int32)
+    if not jax.config.jax_enable_x64:
+        with pytest.raises(ValueError, match="64-bit"):
+            A.data = np.array([0.1, 0.2, 0.3])
+    B = xp.asarray(D)
+    B.indices = np.array([[0, 1], [1, 0], [1, 2]])
+    assert not B.indices_sorted and not B.unique_indices
+    np.testing.assert_array_equal(B.toarray(), [[0, 1, 0], [2, 0, -3]])
+    with pytest.raises(TypeError, match="integers"):
+        B.indices = np.zeros((3, 2), np.float32)
+    with pytest.raises(ValueError, match="same shape"):
+        B.indices = np.zeros((2, 2), np.int32)
+    with pytest.raises(ValueError):
+        B.indices = np.array([[0, 7], [1, 0], [1, 2]])  # out of range (7 > 3: not padding)
+
+
+def test_python_sequences_as_operator_operands():
+    # NumPy's operators take lists and tuples; ours returned NotImplemented, so Python fell back to the
+    # list's repetition through __index__ (a 0-d integer array times [1, 2] gave [1, 2, 1, 2]), to an
+    # identity test for == (False), or to a confusing TypeError.
+    import bcoo_array as xp
+
+    D = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, -3.0]], np.float32)
+    A = xp.asarray(D)
+    row = [1.0, 2.0, 3.0]
+    np.testing.assert_array_equal((A * row).toarray(), D * np.float32(row))
+    np.testing.assert_array_equal((row * A).toarray(), D * np.float32(row))
+    np.testing.assert_array_equal((A + (1, 1, 1)).toarray(), D + 1)
+    np.testing.assert_array_equal(np.asarray((A == [1.0, 0.0, 2.0]).todense()), D == [1, 0, 2])
+    np.testing.assert_array_equal(A.multiply(row).toarray(), D * np.float32(row))
+    np.testing.assert_array_equal(A.maximum([0.5, 0.5, 0.5]).toarray(), np.maximum(D, 0.5))
+    np.testing.assert_array_equal(A.minimum([0.5, 0.5, 0.5]).toarray(), np.minimum(D, 0.5))
+    two = xp.asarray(np.int32(2))
+    np.testing.assert_array_equal(np.asarray((two * [1, 2]).todense()), [2, 4])
+    np.testing.assert_array_equal(np.asarray(([1, 2] * two).todense()), [2, 4])
+    B = xp.asarray(D)
+    B *= row
+    np.testing.assert_array_equal(B.toarray(), D * np.float32(row))
+    assert B.dtype == np.float32  # (read in B's dtype, as NumPy's ``b *= [...]``)
+
+
+def test_membership_test():
+    # ``x in A`` is NumPy's (A == x).any(), unstored elements included (they hold the fill value).
+    import bcoo_array as xp
+
+    D = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, -3.0]], np.float32)
+    A = xp.asarray(D)
+    assert 2.0 in A and -3 in A and 0.0 in A and 5.0 not in A
+    F = xp.full((2, 2), 7.0)
+    assert 7.0 in F and 0.0 not in F

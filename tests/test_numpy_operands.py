@@ -154,6 +154,25 @@ def test_x64_off_64bit_scalar_out_of_int32_range_raises_on_both_sides():
     """, x64=False)
 
 
+def test_x64_off_64bit_float_scalar_beyond_float32_raises():
+    # A float64 scalar taken as float32 with x64 off rounds (its precision is the mode's), but one beyond
+    # float32's range became inf, a silent wrong answer where NumPy keeps float64 (A * np.float64(1e300)
+    # gave [inf, nan, inf]); inf itself, NaN and values in range are taken as before.
+    _check("""
+        import numpy as np, pytest
+        import bcoo_array as xp
+        A = xp.asarray(np.array([[1.0, 0.0], [0.0, -2.0]], np.float32))
+        for big in (np.float64(1e300), np.float64(-1e39), np.complex128(1e300j)):
+            for call in (lambda: A * big, lambda: big * A, lambda: xp.multiply(A, big), lambda: np.add(A, big)):
+                with pytest.raises(OverflowError, match="overflows"):
+                    call()
+        assert (A * np.float64(2.5)).dtype == np.float32
+        np.testing.assert_array_equal((A * np.float64(2.5)).toarray(), [[2.5, 0], [0, -5]])
+        np.testing.assert_array_equal((A + np.float64(np.inf)).toarray(), np.full((2, 2), np.inf, np.float32))
+        assert np.isnan((A * np.float64(np.nan)).toarray()).all()
+    """, x64=False)
+
+
 def test_x64_off_64bit_scalars_with_ufuncs_served_on_stored_values():
     # ufuncs without a namespace function (numpy.gcd, numpy.heaviside) take NumPy scalars by the same rule
     _check("""
