@@ -129,6 +129,35 @@ def _apply(a, v, adjoint: bool = False):
     return out.todense() if hasattr(out, "todense") else out
 
 
+def _explicit_argext(op: str, ax, rows, cols, vals, m: int, n: int):
+    """scipy's ``argmax``/``argmin`` with ``explicit=True`` on a 2-D array's canonical stored entries (row-major
+    ``rows``, ``cols``, ``vals``): ``ax`` None, the extreme's index among the stored values (scipy returns its
+    ``data`` position); 0 or 1, per column / row the other index of its first extreme stored value (NaN
+    first, as ``numpy.argmax``), 0 where it stores none (an int64 array)."""
+    name = f"arg{op}"
+    reduce = np.maximum if op == "max" else np.minimum
+    if ax is None:
+        if m * n == 0:
+            raise ValueError(f"{name}() of an empty array")
+        if vals.size == 0:
+            raise ValueError(f"{name}(explicit=True) of an array that stores no values (scipy's 'zero matrix')")
+        return int(np.argmax(vals) if op == "max" else np.argmin(vals))
+    line, other, size = (cols, rows, n) if ax == 0 else (rows, cols, m)
+    out = np.zeros(size, np.int64)
+    if vals.size == 0:
+        return out
+    order = np.lexsort((other, line))
+    line, other, vals = line[order], other[order], vals[order]
+    starts = np.flatnonzero(np.r_[True, line[1:] != line[:-1]])
+    seg = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(vals)]))
+    extreme = reduce.reduceat(vals, starts)[seg]  # (NaN where the line holds one)
+    hit = np.flatnonzero((vals == extreme) | (np.isnan(vals) & np.isnan(extreme))
+                         if vals.dtype.kind in "fc" else vals == extreme)
+    first = hit[np.r_[True, seg[hit][1:] != seg[hit][:-1]]]
+    out[line[first]] = other[first]
+    return out
+
+
 def _check_2d(x, name):
     if x.ndim != 2:
         raise ValueError(f"{name}() follows scipy.sparse and needs a 2-D array; this one is {x.ndim}-D")
@@ -744,7 +773,9 @@ class ScipyMethodsMixin:
         """Maximum over all entries (a NumPy scalar) or along ``axis`` (a sparse 1-D BCOOArray), as scipy's ``max``.
 
         Unstored entries take part (they hold the fill value), as scipy's
-        default ``explicit=False``. ``axis`` is an int or a tuple of ints;
+        default ``explicit=False``; with ``explicit=True`` (2-D arrays) only
+        the stored values do, and a row / column (or array) that stores none
+        gives 0, as scipy. ``axis`` is an int or a tuple of ints;
         reducing every axis (a tuple naming them all, or the one axis of a
         1-D array) gives a NumPy scalar, as scipy. A reduction along axes of
         non-zero length is empty where another dimension is 0
@@ -754,8 +785,8 @@ class ScipyMethodsMixin:
         ------
         ValueError
             For a reduction along an axis of length 0 (no identity, as
-            scipy), an ``axis`` out of range, named twice or ``()``, ``out``
-            or ``explicit=True``.
+            scipy), an ``axis`` out of range, named twice or ``()``, ``out``,
+            or ``explicit=True`` for an array that is not 2-D.
         """
         return self._extreme("max", axis, out, explicit)
 
@@ -769,16 +800,37 @@ class ScipyMethodsMixin:
     def _extreme(self, op, axis, out, explicit):
         if out is not None:
             raise ValueError(f"{op}(): out= is not supported (as in scipy's sparse arrays)")
-        if explicit:
-            raise ValueError(f"{op}(explicit=True) is not supported; unstored entries always take part")
         ax = self._axis(axis, op)
         reduced = range(self.ndim) if ax is None else (ax,) if isinstance(ax, int) else ax
         empty = [k for k in reduced if self.shape[k] == 0]
         if empty:
             raise ValueError(f"{op}(): zero-size array to reduction operation: axis {empty[0]} of shape "
                              f"{self.shape} has length 0, and {op} has no identity")
+        if explicit:
+            return self._explicit_extreme(op, tuple(reduced))
         res = getattr(namespace(), op)(self, axis=ax)
         return _host(res.todense()) if res.ndim == 0 else res
+
+    def _explicit_extreme(self, op, reduced):
+        """scipy's ``max``/``min`` with ``explicit=True``: over the stored values only (duplicates summed,
+        explicit zeros included), 0 for the whole array or a row / column that stores none; NaN
+        propagates (NumPy's ``maximum``/``minimum``, as scipy's ``reduceat``). 2-D arrays."""
+        if self.ndim != 2:
+            raise ValueError(f"{op}(explicit=True) needs a 2-D array (scipy's); this one is {self.ndim}-D: "
+                             "drop explicit (unstored entries then hold the fill value)")
+        ufunc = np.maximum if op == "max" else np.minimum
+        rows, cols, vals = self._host_triplets(op)
+        vals = np.asarray(vals, self.dtype)
+        if len(reduced) == 2:
+            return self.dtype.type(0) if vals.size == 0 else ufunc.reduce(vals)
+        keys, n = (cols, self.shape[1]) if reduced == (0,) else (rows, self.shape[0])
+        out = np.zeros(n, self.dtype)
+        if vals.size:
+            order = np.argsort(keys, kind="stable")
+            keys, vals = keys[order], vals[order]
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            out[keys[starts]] = ufunc.reduceat(vals, starts)
+        return namespace().asarray(out)
 
     def argmax(self, axis=None, out=None, *, explicit: bool = False):
         """Index of the first maximum, flat (axis None) or per row / column (scipy's ``argmax``).
@@ -793,11 +845,18 @@ class ScipyMethodsMixin:
         int or numpy.ndarray of int64
             Empty along an axis when the other dimension is 0, as scipy.
 
+        With ``explicit=True`` only the stored values count, as scipy's:
+        along an axis, the column (row) of each row's (column's) first
+        extreme stored value, 0 where it stores none; over the whole array,
+        the extreme's position among the canonical stored values (scipy's
+        index into its ``data``; an array that stores none raises).
+
         Raises
         ------
         ValueError
             For an empty array, a reduction along an axis of length 0, a
-            non-2-D array, ``out`` or ``explicit=True``.
+            non-2-D array, ``out``, or ``explicit=True`` over a whole array
+            that stores nothing.
         """
         return self._argext("max", axis, out, explicit)
 
@@ -807,11 +866,13 @@ class ScipyMethodsMixin:
 
     def _argext(self, op, axis, out, explicit):
         _check_2d(self, f"arg{op}")
-        if out is not None or explicit:
-            raise ValueError(f"arg{op}(): out= and explicit=True are not supported")
+        if out is not None:
+            raise ValueError(f"arg{op}(): out= is not supported (as in scipy's sparse arrays)")
         ax = self._axis(axis, f"arg{op}")
         m, n = self.shape
         rows, cols, vals = self._host_triplets(f"arg{op}")
+        if explicit:
+            return _explicit_argext(op, ax, rows, cols, np.asarray(vals), m, n)
         if ax is None:
             if m * n == 0:
                 raise ValueError(f"arg{op}() of an empty array")

@@ -468,3 +468,65 @@ def test_rmatvec_and_rmatmat_are_the_adjoint_as_scipy(dtype, vdtype):
         assert got.shape == want.shape
         assert np.result_type(got) == np.result_type(want), (got.dtype, want.dtype)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_max_min_explicit_match_scipy(seed):
+    # scipy's explicit=True: the stored values only (duplicates summed, explicit zeros and NaN included),
+    # 0 for a row / column / array that stores none; it used to be refused.
+    rng = np.random.default_rng(seed)
+    for trial in range(15):
+        m, n = (int(v) for v in rng.integers(1, 7, 2))
+        S = sp.random_array((m, n), density=float(rng.choice([0, 0.2, 0.6, 1.0])), rng=rng, format="coo",
+                            dtype=np.float32)
+        S.data = np.round(S.data * 10 - 5)  # negative values: the implicit zeros would win a max
+        if trial % 3 == 0 and S.nnz:
+            S.data[0] = 0.0
+        if trial % 5 == 0 and S.nnz > 1:
+            S.data[1] = np.nan
+        if trial % 4 == 0 and S.nnz:
+            S = sp.coo_array((np.r_[S.data, S.data[:1]], (np.r_[S.row, S.row[:1]], np.r_[S.col, S.col[:1]])),
+                             shape=S.shape)
+        A, C = xp.asarray(S), S.tocsr()
+        for op in ("max", "min"):
+            for axis in (None, 0, 1, -1, (0, 1)):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    want = getattr(C, op)(axis=axis, explicit=True)
+                got = getattr(A, op)(axis=axis, explicit=True)
+                want = want.toarray() if hasattr(want, "toarray") else np.asarray(want)
+                got = got.toarray() if hasattr(got, "toarray") else np.asarray(got)
+                np.testing.assert_array_equal(got, want, err_msg=f"{op} axis={axis}")
+    with pytest.raises(ValueError, match="2-D"):
+        xp.asarray(np.ones((2, 2, 2), np.float32)).max(explicit=True)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_argmax_argmin_explicit_match_scipy(seed):
+    # scipy's explicit=True: per row / column the index of the first extreme stored value (NaN first), 0
+    # where none is stored; over the whole array the extreme's position among the stored values, an error
+    # where none is stored. It used to be refused.
+    rng = np.random.default_rng(100 + seed)
+    for trial in range(40):
+        m, n = (int(v) for v in rng.integers(1, 7, 2))
+        S = sp.random_array((m, n), density=float(rng.choice([0, 0.2, 0.6, 1.0])), rng=rng, format="coo",
+                            dtype=np.float32)
+        S.data = np.round(S.data * 4 - 2)  # ties and negative values
+        if trial % 3 == 0 and S.nnz:
+            S.data[0] = 0.0
+        if trial % 5 == 0 and S.nnz > 1:
+            S.data[1] = np.nan
+        if trial % 4 == 0 and S.nnz:
+            S = sp.coo_array((np.r_[S.data, S.data[:1]], (np.r_[S.row, S.row[:1]], np.r_[S.col, S.col[:1]])),
+                             shape=S.shape)
+        A, C = xp.asarray(S), S.tocsr()
+        for op in ("argmax", "argmin"):
+            for axis in (None, 0, 1, -1):
+                try:
+                    want = getattr(C, op)(axis=axis, explicit=True)
+                except ValueError:
+                    with pytest.raises(ValueError):
+                        getattr(A, op)(axis=axis, explicit=True)
+                    continue
+                got = getattr(A, op)(axis=axis, explicit=True)
+                np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=f"{op} axis={axis}")
