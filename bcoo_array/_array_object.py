@@ -371,12 +371,10 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         Raises ``ValueError`` for another shape or a 64-bit dtype while JAX's 64-bit mode is off (no silent
         downcast), ``TypeError`` for a fill value the new dtype cannot hold."""
         if isinstance(value, (list, tuple)):
-            from ._creation_functions import _infer_python_dtype
-
             value = np.asarray(value)
             if value.dtype.kind in "biufc":
                 same = value.dtype.kind == self.dtype.kind or {value.dtype.kind, self.dtype.kind} <= set("iu")
-                value = value.astype(self.dtype if same else _infer_python_dtype(value))
+                value = value.astype(self.dtype if same else _dtypes.python_values_dtype(value))
         value = _as_jax(value, None, "data")  # (NumPy input copied: the array never shares a user's buffer)
         old = self._data if self._data is not None else self._hdata
         if tuple(value.shape) != tuple(old.shape):
@@ -401,10 +399,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
 
     @shape.setter
     def shape(self, value) -> None:
-        from ._manipulation_functions import reshape
-
         value = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-        self._assign(reshape(self, value))
+        self._assign(namespace().reshape(self, value))
 
     @property
     def indices(self) -> jax.Array:

@@ -40,19 +40,6 @@ def _nested_dense(obj):
     return obj
 
 
-def _infer_python_dtype(obj) -> np.dtype:
-    arr = np.asarray(obj)
-    if arr.dtype.kind == "b":
-        return _dtypes.bool_
-    if arr.dtype.kind in "iu":
-        return _dtypes.default_int()
-    if arr.dtype.kind == "f":
-        return _dtypes.default_float()
-    if arr.dtype.kind == "c":
-        return _dtypes.default_complex()
-    raise TypeError(f"cannot make an array from objects of type {arr.dtype}; expected numbers or booleans")
-
-
 @routed
 def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> BCOOArray:
     """Convert ``obj`` to a BCOOArray (array API ``asarray``).
@@ -130,7 +117,7 @@ def _dense_input(obj, dt):
             x = x.astype(dt)
     else:
         obj = _nested_dense(obj)
-        target = dt if dt is not None else _infer_python_dtype(obj)
+        target = dt if dt is not None else _dtypes.python_values_dtype(obj)
         arr = np.asarray(obj)
         if target.kind in "iu" and arr.dtype.kind in "iu":
             info = np.iinfo(target)
@@ -213,7 +200,7 @@ def full(shape, fill_value, *, dtype=None, device=None) -> BCOOArray:
         dt = np.dtype(fill_value.dtype)
         fill_value = np.asarray(fill_value)[()]
     else:
-        dt = _dtype_or(dtype, _infer_python_dtype(fill_value))
+        dt = _dtype_or(dtype, _dtypes.python_values_dtype(fill_value))
     if isinstance(fill_value, int) and dt.kind in "iu":
         info = np.iinfo(dt)
         if not info.min <= fill_value <= info.max:

@@ -89,6 +89,22 @@ _SCALAR_HALF_WIDTH = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.co
                       np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32)}
 
 
+def python_values_dtype(obj) -> np.dtype:
+    """The dtype of Python values (a scalar, a nested sequence): bool, or the default integer, float or
+    complex dtype of their kind (``default_int``...: 32-bit while JAX's 64-bit mode is off, where NumPy
+    would make 64-bit arrays). Raises ``TypeError`` for values that are not numbers or booleans."""
+    arr = np.asarray(obj)
+    if arr.dtype.kind == "b":
+        return bool_
+    if arr.dtype.kind in "iu":
+        return default_int()
+    if arr.dtype.kind == "f":
+        return default_float()
+    if arr.dtype.kind == "c":
+        return default_complex()
+    raise TypeError(f"cannot make an array from objects of type {arr.dtype}; expected numbers or booleans")
+
+
 def numpy_scalar_value(x, argname: str) -> np.ndarray:
     """A NumPy scalar (or 0-d NumPy array) as the 0-d NumPy array JAX holds of it: its own dtype, or with
     JAX's x64 mode off a 64-bit one as the 32-bit scalar of the same kind (as JAX takes it, and as the

@@ -22,7 +22,7 @@ from . import _dtypes
 from ._array_object import BCOOArray
 from ._convert._common import coo_triplets
 from ._convert.scipy import Names, convert as convert_scipy, from_scipy
-from ._creation_functions import _infer_python_dtype, asarray, eye
+from ._creation_functions import asarray, eye
 from ._fill import reads_as_zero, same_value_np
 from ._kernels.host import adopt
 from ._shapes import index_dtype_for, normalize_shape
@@ -240,7 +240,7 @@ def _diagonal(d) -> np.ndarray:
         return arr
     flat = d if isinstance(d, (list, tuple)) else [d]
     if all(type(v) in (bool, int, float, complex) for v in flat):
-        return arr.astype(_infer_python_dtype(arr), copy=False)
+        return arr.astype(_dtypes.python_values_dtype(arr), copy=False)
     return arr
 
 
