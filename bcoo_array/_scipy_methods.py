@@ -129,6 +129,15 @@ def _apply(a, v, adjoint: bool = False):
     return out.todense() if hasattr(out, "todense") else out
 
 
+def _by_line(line, *arrays):
+    """Canonical (row-major) stored entries regrouped by ``line`` (their rows, or columns): ``(line, *arrays)``
+    in a stable order of ``line`` (within a line, the canonical order: the other index ascending), and the
+    first position of each line."""
+    order = np.argsort(line, kind="stable")
+    line = line[order]
+    return (line, *(a[order] for a in arrays)), np.flatnonzero(np.r_[True, line[1:] != line[:-1]])
+
+
 def _explicit_argext(op: str, ax, rows, cols, vals, m: int, n: int):
     """scipy's ``argmax``/``argmin`` with ``explicit=True`` on a 2-D array's canonical stored entries (row-major
     ``rows``, ``cols``, ``vals``): ``ax`` None, the extreme's index among the stored values (scipy returns its
@@ -146,9 +155,7 @@ def _explicit_argext(op: str, ax, rows, cols, vals, m: int, n: int):
     out = np.zeros(size, np.int64)
     if vals.size == 0:
         return out
-    order = np.lexsort((other, line))
-    line, other, vals = line[order], other[order], vals[order]
-    starts = np.flatnonzero(np.r_[True, line[1:] != line[:-1]])
+    (line, other, vals), starts = _by_line(line, other, vals)
     seg = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(vals)]))
     extreme = reduce.reduceat(vals, starts)[seg]  # (NaN where the line holds one)
     hit = np.flatnonzero((vals == extreme) | (np.isnan(vals) & np.isnan(extreme))
@@ -826,9 +833,7 @@ class ScipyMethodsMixin:
         keys, n = (cols, self.shape[1]) if reduced == (0,) else (rows, self.shape[0])
         out = np.zeros(n, self.dtype)
         if vals.size:
-            order = np.argsort(keys, kind="stable")
-            keys, vals = keys[order], vals[order]
-            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            (keys, vals), starts = _by_line(keys, vals)
             out[keys[starts]] = ufunc.reduceat(vals, starts)
         return namespace().asarray(out)
 

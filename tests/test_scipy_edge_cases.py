@@ -470,23 +470,30 @@ def test_rmatvec_and_rmatmat_are_the_adjoint_as_scipy(dtype, vdtype):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def _explicit_case(rng, trial, scale):
+    """A small random scipy COO matrix of rounded values in ``[-scale / 2, scale / 2]`` for the
+    ``explicit=True`` tests: by ``trial``, an explicit zero, a NaN and a duplicate entry."""
+    m, n = (int(v) for v in rng.integers(1, 7, 2))
+    S = sp.random_array((m, n), density=float(rng.choice([0, 0.2, 0.6, 1.0])), rng=rng, format="coo",
+                        dtype=np.float32)
+    S.data = np.round(S.data * scale - scale / 2)
+    if trial % 3 == 0 and S.nnz:
+        S.data[0] = 0.0
+    if trial % 5 == 0 and S.nnz > 1:
+        S.data[1] = np.nan
+    if trial % 4 == 0 and S.nnz:
+        S = sp.coo_array((np.r_[S.data, S.data[:1]], (np.r_[S.row, S.row[:1]], np.r_[S.col, S.col[:1]])),
+                         shape=S.shape)
+    return S
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_max_min_explicit_match_scipy(seed):
     # scipy's explicit=True: the stored values only (duplicates summed, explicit zeros and NaN included),
     # 0 for a row / column / array that stores none; it used to be refused.
     rng = np.random.default_rng(seed)
     for trial in range(15):
-        m, n = (int(v) for v in rng.integers(1, 7, 2))
-        S = sp.random_array((m, n), density=float(rng.choice([0, 0.2, 0.6, 1.0])), rng=rng, format="coo",
-                            dtype=np.float32)
-        S.data = np.round(S.data * 10 - 5)  # negative values: the implicit zeros would win a max
-        if trial % 3 == 0 and S.nnz:
-            S.data[0] = 0.0
-        if trial % 5 == 0 and S.nnz > 1:
-            S.data[1] = np.nan
-        if trial % 4 == 0 and S.nnz:
-            S = sp.coo_array((np.r_[S.data, S.data[:1]], (np.r_[S.row, S.row[:1]], np.r_[S.col, S.col[:1]])),
-                             shape=S.shape)
+        S = _explicit_case(rng, trial, 10)  # negative values: the implicit zeros would win a max
         A, C = xp.asarray(S), S.tocsr()
         for op in ("max", "min"):
             for axis in (None, 0, 1, -1, (0, 1)):
@@ -508,17 +515,7 @@ def test_argmax_argmin_explicit_match_scipy(seed):
     # where none is stored. It used to be refused.
     rng = np.random.default_rng(100 + seed)
     for trial in range(40):
-        m, n = (int(v) for v in rng.integers(1, 7, 2))
-        S = sp.random_array((m, n), density=float(rng.choice([0, 0.2, 0.6, 1.0])), rng=rng, format="coo",
-                            dtype=np.float32)
-        S.data = np.round(S.data * 4 - 2)  # ties and negative values
-        if trial % 3 == 0 and S.nnz:
-            S.data[0] = 0.0
-        if trial % 5 == 0 and S.nnz > 1:
-            S.data[1] = np.nan
-        if trial % 4 == 0 and S.nnz:
-            S = sp.coo_array((np.r_[S.data, S.data[:1]], (np.r_[S.row, S.row[:1]], np.r_[S.col, S.col[:1]])),
-                             shape=S.shape)
+        S = _explicit_case(rng, trial, 4)  # ties and negative values
         A, C = xp.asarray(S), S.tocsr()
         for op in ("argmax", "argmin"):
             for axis in (None, 0, 1, -1):
