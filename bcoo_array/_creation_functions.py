@@ -291,7 +291,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> BCOOArray
         if lo < info.min or hi > info.max:
             raise OverflowError(
                 f"arange({start}, {stop}, {step}) has values from {lo} to {hi}, out of range for {dt}"
-                + ("; turn on JAX's 64-bit mode (JAX_ENABLE_X64=1) for int64" if not _dtypes.x64_enabled()
+                + (f"; {_dtypes.X64_FIX} for int64" if not _dtypes.x64_enabled()
                    and dt == _dtypes.default_int() else "; pass a wider dtype"))
     return _device_put(BCOOArray.fromdense(vals.astype(dt)), device)
 

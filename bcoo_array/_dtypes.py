@@ -84,6 +84,9 @@ def default_int() -> np.dtype:
     return int64 if x64_enabled() else int32
 
 
+#: How to get 64-bit values, for the errors that refuse what would not fit 32 bits with x64 off.
+X64_FIX = "turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True) or JAX_ENABLE_X64=1)"
+
 #: The 32-bit dtype that takes a 64-bit NumPy scalar's value with JAX's x64 mode off.
 _SCALAR_HALF_WIDTH = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.complex64),
                       np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32)}
@@ -137,8 +140,7 @@ def numpy_scalar_value(x, argname: str) -> np.ndarray:
     parts, got = np.asarray([arr.real, arr.imag]), np.asarray([out.real, out.imag])
     if np.any(np.isfinite(parts) & ~np.isfinite(got)):
         raise OverflowError(f"{argname}: NumPy {arr.dtype} scalar {value} overflows {half} (to inf), the dtype it "
-                            "takes while JAX's 64-bit mode is off; turn the mode on (JAX_ENABLE_X64=1) or scale "
-                            "the values")
+                            f"takes while JAX's 64-bit mode is off; {X64_FIX}, or scale the values")
     return out
 
 

@@ -189,8 +189,7 @@ def _check_count_fits(x, axis, what: str) -> None:
     fill = x.fill_value
     if isinstance(fill, (bool, int, float, complex, np.generic)) and fill == 0:
         return
-    fix = ("turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True) or JAX_ENABLE_X64=1)"
-           if not _dtypes.x64_enabled() else "count over fewer axes, or subtract the fill value first")
+    fix = _dtypes.X64_FIX if not _dtypes.x64_enabled() else "count over fewer axes, or subtract the fill value first"
     raise OverflowError(f"{what} counts up to {extent} elements per result (fill value {fill}), more than the "
                         f"default index dtype {np.dtype(dt)} holds; {fix}")
 

@@ -108,8 +108,7 @@ def _idx(a, what: str) -> BCOOArray:
     dt = _dtypes.default_int()
     if a.size and a.max() > np.iinfo(dt).max:
         raise OverflowError(f"{what} reach {int(a.max())}, more than the default index dtype {np.dtype(dt)} "
-                            "holds; turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True) or "
-                            "JAX_ENABLE_X64=1)")
+                            f"holds; {_dtypes.X64_FIX}")
     return dense_layout(a.astype(dt))
 
 
