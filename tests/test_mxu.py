@@ -42,12 +42,11 @@ def _dense(values, table, shape):
     m, k = shape
     n_rb, n_panels = -(-m // mxu.BLOCK_ROWS) + 1, -(-max(k, 1) // mxu.LANES)
     out = np.zeros((n_rb * mxu.BLOCK_ROWS, n_panels * mxu.LANES), np.float64)
-    t = np.asarray(table).reshape(-1, mxu.GROUP_FIELDS)
-    blocks = np.asarray(values, np.float64).reshape(len(t), mxu.GROUP, mxu.BLOCK_ROWS, mxu.LANES)
-    for g, row in enumerate(t):
-        for j, rb in enumerate(row[1:]):
-            r, c = rb * mxu.BLOCK_ROWS, row[0] * mxu.LANES
-            out[r:r + mxu.BLOCK_ROWS, c:c + mxu.LANES] += blocks[g, j]
+    panels, row_blocks = mxu.read_table(table)
+    blocks = np.asarray(values, np.float64).reshape(len(panels), mxu.BLOCK_ROWS, mxu.LANES)
+    for b, (p, rb) in enumerate(zip(panels, row_blocks)):
+        r, c = rb * mxu.BLOCK_ROWS, p * mxu.LANES
+        out[r:r + mxu.BLOCK_ROWS, c:c + mxu.LANES] += blocks[b]
     assert not np.any(out[m:]) and not np.any(out[:, k:])  # padding blocks hold zeros, in the spare row block
     return out[:m, :k]
 
@@ -81,6 +80,31 @@ def test_kernel_in_interpret_mode_matches_scipy(m, k, density, n_rhs):
     np.testing.assert_array_equal(_dense(values, table, (m, k)), S64.toarray())
 
 
+@pytest.mark.parametrize("subgroup", [8, 16])
+def test_kernel_with_smaller_subgroups_matches_scipy(monkeypatch, subgroup):
+    # Sub-groups of other sizes (several panels a group, each panel padded to whole sub-groups): the same
+    # products, fewer padding blocks.
+    monkeypatch.setattr(mxu, "SUBGROUP", subgroup)
+    monkeypatch.setattr(mxu, "GROUP_FIELDS", mxu.GROUP // subgroup + mxu.GROUP)
+    rng = np.random.default_rng(subgroup)
+    S = sp.csr_array(_banded(700, 200, rng, density=0.05).astype(np.float32))
+    values, table = _blocks(S)
+    c = S.tocoo()
+    panels = -(-700 // mxu.LANES)
+    assert mxu.block_count(c.row, c.col, S.shape) == mxu.value_count(table) // 1024
+    per_panel = np.bincount(np.unique((c.col // 128) * 1000 + c.row // 8) // 1000, minlength=panels)
+    padded = int((-(-per_panel // subgroup) * subgroup).sum())
+    assert (mxu.read_table(table)[1] != -(-700 // 8)).sum() == mxu.stored_blocks(table, 700) == per_panel.sum()
+    assert padded < int((-(-per_panel // 32) * 32).sum())
+    np.testing.assert_array_equal(_dense(values, table, S.shape), S.toarray())
+    S64 = S.astype(np.float64)
+    X = rng.standard_normal((700, 9)).astype(np.float32)
+    for transpose, ref in ((False, S64 @ X), (True, S64.T @ X)):
+        y, finite = mxu.mxu_kernel(values, table, X, shape=S.shape, transpose=transpose, interpret=True)
+        assert bool(finite)
+        np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
+
+
 def test_block_tables_group_blocks_by_panel_and_reject_bad_indices():
     # Each block lands in a group of its own panel; each group's row blocks are distinct but for the spare
     # one; every entry's slot holds its row and column (block b, element (i, j) at (b * 8 + i) * 128 + j).
@@ -89,14 +113,15 @@ def test_block_tables_group_blocks_by_panel_and_reject_bad_indices():
     c = S.tocoo()
     slot, table = mxu.block_tables(c.row, c.col, S.shape)
     t = table.reshape(-1, mxu.GROUP_FIELDS)
+    subs = mxu.GROUP // mxu.SUBGROUP
     block = slot // (mxu.BLOCK_ROWS * mxu.LANES)
-    assert np.array_equal(t[block // mxu.GROUP, 0], c.col // mxu.LANES)
-    assert np.array_equal(t[block // mxu.GROUP, 1 + block % mxu.GROUP], c.row // mxu.BLOCK_ROWS)
+    assert np.array_equal(t[block // mxu.GROUP, block % mxu.GROUP // mxu.SUBGROUP], c.col // mxu.LANES)
+    assert np.array_equal(t[block // mxu.GROUP, subs + block % mxu.GROUP], c.row // mxu.BLOCK_ROWS)
     assert np.array_equal(slot // mxu.LANES % mxu.BLOCK_ROWS, c.row % mxu.BLOCK_ROWS)
     assert np.array_equal(slot % mxu.LANES, c.col % mxu.LANES)
     spare = -(-700 // mxu.BLOCK_ROWS)
-    for g in t[:, 1:]:
-        real = g[g != spare]
+    for sub in mxu.read_table(table)[1].reshape(-1, mxu.SUBGROUP):
+        real = sub[sub != spare]
         assert len(np.unique(real)) == len(real)
     assert len(np.unique(slot)) == len(slot)
     assert mxu.block_count(c.row, c.col, S.shape) <= mxu.value_count(table) // 1024
@@ -181,30 +206,37 @@ def kernel_on(monkeypatch, tpu_prices):
     return calls
 
 
-def _clustered(n, width, seed, layout):
+def _clustered(n, width, seed, layout, scrambled=False):
     """A random banded ``n x n`` float32 matrix of clustered entries and its prepared operator of ``layout``,
-    which keeps dense blocks. Returns ``(rng, A, op, S64, rows, cols)``: the generator (for more draws), the
-    BCOOArray, the operator, scipy's float64 copy and the stored entries' rows and columns."""
+    which keeps dense blocks (``scrambled``: the band's rows and columns in a random order, the operator's
+    blocks those of its RCM order). Returns ``(rng, A, op, S64, rows, cols)``: the generator (for more
+    draws), the BCOOArray, the operator, scipy's float64 copy and the stored entries' rows and columns."""
     rng = np.random.default_rng(seed)
     S = _banded(n, width, rng, density=0.5)
+    if scrambled:
+        q = rng.permutation(n)
+        S = sp.csr_array(S[q][:, q])
     S.sum_duplicates()
     A = xp.asarray(S.astype(np.float32))
-    op = accelerator.prepare(A, layout=layout, reorder=False)
+    op = accelerator.prepare(A, layout=layout, reorder=None if scrambled else False)
     assert "mxu_table" in op.arrays
+    assert ("mxu_perm" in op.arrays) == scrambled and op.perm is None  # (the layout itself keeps the order)
     S64 = sp.csr_array(S.astype(np.float32)).astype(np.float64)
     rows, cols = (np.asarray(A.indices)[:, i] for i in (0, 1))
     return rng, A, op, S64, rows, cols
 
 
-@pytest.mark.parametrize("layout", ("panels", "sell"))
-def test_prepared_products_with_many_columns_take_the_blocks(kernel_on, layout):
+@pytest.mark.parametrize("layout, scrambled", [("panels", False), ("sell", False), ("sell", True)])
+def test_prepared_products_with_many_columns_take_the_blocks(kernel_on, layout, scrambled):
     # A clustered pattern: the layout keeps dense blocks (cheaper than its SELL-8 slots at 128 columns) and
     # products with many columns run on them, both orientations, with the gradients of the values and of
     # x, jvp and vmap of a product with a matrix (more right-hand sides) and of products with vectors (one
     # product with as many columns: ``accel.vector_product_p``); one vector stays on the layout's own kernel.
-    n = 900
-    rng, A, op, S64, rows, cols = _clustered(n, 60, 5, layout)
-    assert f"{mxu.stored_blocks(op.arrays['mxu_table'], n)} MXU blocks" in op.description
+    # Scrambled, the blocks are the reordered matrix's (x permuted in, the result out, in the primitive).
+    n, width = (2000, 20) if scrambled else (900, 60)  # (scrambled: RCM's blocks a clear gain, permutations paid)
+    rng, A, op, S64, rows, cols = _clustered(n, width, 5, layout, scrambled)
+    order = " (RCM order)" if scrambled else ""
+    assert f"{mxu.stored_blocks(op.arrays['mxu_table'], n)} MXU blocks{order}" in op.description
     # the blocks' part ends the value buffer, from a multiple of a grid step's values (read in place)
     assert (op.values.shape[0] - mxu.value_count(op.arrays["mxu_table"])) % mxu.STEP_VALUES == 0
     X = rng.standard_normal((n, 128)).astype(np.float32)
@@ -312,6 +344,25 @@ def test_non_finite_x_takes_the_sell_slots(kernel_on):
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
     finite = np.isfinite(ref)
     np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+
+
+def test_non_finite_x_with_reordered_blocks_takes_the_sell_slots(kernel_on):
+    # Reordered blocks: the kernel reads x permuted, the non-finite fallback x as given (the SELL slots keep
+    # the matrix's own order); both orientations.
+    n = 2000
+    rng, A, op, S64, _, _ = _clustered(n, 20, 9, "sell", scrambled=True)
+    X = rng.standard_normal((n, 128)).astype(np.float32)
+    X[10, 3] = np.inf
+    for f, m in ((lambda o, z: o @ z, S64), (lambda o, z: o.T @ z, S64.T)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ref = m @ X.astype(np.float64)
+        got = np.asarray(jax.jit(f)(op, jnp.asarray(X)))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+        finite = np.isfinite(ref)
+        np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+    assert len(kernel_on) == 2
 
 
 def _chip_product(blocks, x, transpose):
@@ -503,14 +554,17 @@ def test_skewed_patterns(kernel_on, layout, shape, dense):
     assert kernel_on
 
 
-@pytest.mark.parametrize("name, n_blocks, n_slots, n, kept", [
-    ("bcsstk16", 2560, 327680, 4884, True), ("bayer10", 7168, 98304, 13436, True),
-    ("cage11", 57344, 655360, 39082, True), ("delaunay_n16", 49152, 393216, 65536, True),
-    ("nh2010 after RCM", 28160, 262144, 48837, True)])
-def test_the_keep_rule_follows_the_chip_measurements(name, n_blocks, n_slots, n, kept):
+@pytest.mark.parametrize("name, n_blocks, n_slots, n, permuted, kept", [
+    ("bcsstk16", 2560, 327680, 4884, False, True), ("bayer10", 7168, 98304, 13436, False, True),
+    ("cage11", 57344, 655360, 39082, False, True), ("delaunay_n16", 49152, 393216, 65536, False, True),
+    ("nh2010 after RCM", 28160, 262144, 48837, False, True),
+    ("nh2010, blocks of its RCM order", 28672, 262144, 48837, True, True),
+    ("delaunay_n16, blocks of its RCM order", 40960, 393216, 65536, True, True)])
+def test_the_keep_rule_follows_the_chip_measurements(name, n_blocks, n_slots, n, permuted, kept):
     # The blocks and SELL-8 slots of five shared matrices' panels layouts, as built here, and whether the
     # blocks paid for their memory on a TPU v5e (128 columns in a loop): bcsstk16 0.065 ms against 0.43,
     # bayer10 0.21 against 0.33 (benchmarks/accelerator.py, eighth session); read in place (ninth session),
-    # cage11 0.81 against its SELL slots' 1.69 and delaunay_n16 0.92 against 1.60.
-    assert mxu.worth_keeping(n_blocks, n_slots, (n, n)) == kept
+    # cage11 0.81 against its SELL slots' 1.69 and delaunay_n16 0.92 against 1.60; nh2010's blocks of its
+    # RCM order, with the two row permutations (thirteenth session), 0.726 against 1.048.
+    assert mxu.worth_keeping(n_blocks, n_slots, (n, n), permuted) == kept
     assert not mxu.worth_keeping(mxu.MAX_BYTES // 4096 + 1, 10**9, (n, n))  # never beyond MAX_BYTES

@@ -347,7 +347,8 @@ def panels_product(values, arrays, static, shape, x, transpose: bool = False):
 
 def mxu_product(values, arrays, sell, shape, x, transpose: bool, other_cost: float = math.inf):
     """``A @ x`` (or ``A.T @ x``) for ``x`` of several columns on a layout's dense blocks (``.mxu``: the
-    value buffer's last part, ``arrays["mxu_table"]``, read in place), where it keeps them, the values
+    value buffer's last part, ``arrays["mxu_table"]``, read in place; those of the reordered matrix where
+    the layout keeps its order, ``arrays["mxu_perm"]``, and its inverse), where it keeps them, the values
     are float32 and the blocks cost less (``.mxu.mxu_cost``) than the layout's SELL-8 slots of the
     product's orientation (``sell``: ``(values, table, rows, cols)``, whose COO formula also serves a
     non-finite ``x``; ``.sell.sell_cost``) and than ``other_cost`` (the layout's other kernel); else None."""
@@ -359,11 +360,12 @@ def mxu_product(values, arrays, sell, shape, x, transpose: bool, other_cost: flo
         return None
     n = _mxu.value_count(table)
     other_cost = min(other_cost, _sell.sell_cost(sell[2].shape[0], x.shape[1], shape, _sell.fits(shape)))
-    if _mxu.mxu_cost(n // (_mxu.BLOCK_ROWS * _mxu.LANES), x.shape[1], shape) >= other_cost:
+    perm, inverse = arrays.get("mxu_perm"), arrays.get("mxu_inverse")  # (blocks of the reordered matrix)
+    if _mxu.mxu_cost(n // (_mxu.BLOCK_ROWS * _mxu.LANES), x.shape[1], shape, perm is not None) >= other_cost:
         return None
     start = values.shape[0] - n  # (the layouts align it: .mxu.part_start)
-    return _mxu.mxu_matmat(values, table, sell[0], sell[2], sell[3], x, shape=shape, transpose=transpose,
-                           offset=start)
+    return _mxu.mxu_matmat(values, table, sell[0], sell[2], sell[3], x, perm, inverse, shape=shape,
+                           transpose=transpose, offset=start)
 
 
 def sell_product(values, arrays, static, shape, x, transpose: bool = False):
@@ -686,7 +688,7 @@ def sell_columns_cost(static: dict, arrays: dict, shape, n: int, transpose: bool
         price = _sell.sell_cost(arrays["s_rows" + sfx].shape[0], n, shape, _sell.fits(shape))
         if "mxu_table" in arrays:
             blocks = _mxu.value_count(arrays["mxu_table"]) // (_mxu.BLOCK_ROWS * _mxu.LANES)
-            price = min(price, _mxu.mxu_cost(blocks, n, shape))
+            price = min(price, _mxu.mxu_cost(blocks, n, shape, "mxu_perm" in arrays))
         return price
     price = coo_cost(n, arrays["seg_cols" + sfx].size)
     if "w_addr" in arrays and static.get("wide", True):

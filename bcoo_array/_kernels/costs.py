@@ -101,7 +101,7 @@ COSTS: dict[str, dict[str, float]] = {
             "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0,
             "segmented_slot": 450.0, "segmented_call": 5e6,
             "segmented_wide_slot": 450.0, "segmented_wide_block": 114000.0, "coo_row_entry_large": 7000.0,
-            "ell_slot": 1500.0, "mxu_block": 3300.0, "mxu_call": 5e6},
+            "ell_slot": 1500.0, "mxu_block": 3300.0, "mxu_call": 5e6, "mxu_permute_row": 1400.0},
     "gpu": {"gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,

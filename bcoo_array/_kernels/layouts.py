@@ -217,7 +217,8 @@ class Layout:
         if self.perm is not None:
             parts.append("RCM")
         if "mxu_table" in self.arrays:  # (the dense blocks of .mxu, for many columns)
-            parts.append(f"{_mxu.stored_blocks(self.arrays['mxu_table'], self.shape[0])} MXU blocks")
+            order = " (RCM order)" if "mxu_perm" in self.arrays else ""
+            parts.append(f"{_mxu.stored_blocks(self.arrays['mxu_table'], self.shape[0])} MXU blocks{order}")
         return ", ".join(parts)
 
 
@@ -412,7 +413,8 @@ def _panel_tables(ur, uc, shape, mixed: bool | None = None):
     return uslot, meta_p, lcols.reshape(T, _panels.SUBLANES, _panels.LANES), n_tiles
 
 
-def build_panels(rows, cols, valid, shape, mixed: bool | None = None, mxu: bool = False) -> Layout:
+def build_panels(rows, cols, valid, shape, mixed: bool | None = None, mxu: bool = False,
+                 mxu_reorder: bool = True) -> Layout:
     """The ``panels`` layout (``.panels``): ``(8, 128)`` tiles of one row block and one column panel each,
     of the matrix and of its transpose (so ``A.T @ y`` runs the same kernel), and the SELL-8 slots of both
     (``.sell``: a row-gather kernel for many columns of ``x``, ``accel.panels_product``).
@@ -427,7 +429,8 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None, mxu: bool 
     ``s_rows``, ``s_cols``, in ``_sell_steps`` grid steps so that shapes
     repeat across matrices; ``s_table_t``, ``s_rows_t``, ``s_cols_t`` of the
     transpose), with ``mxu`` the dense blocks of ``.mxu`` where they are
-    kept (``_mxu_blocks``: ``mxu_table``), and ``slot_t`` (nse, 3), each
+    kept (``_mxu_blocks``: ``mxu_table``; with ``mxu_reorder`` those of the
+    matrix's RCM order where cheaper, with ``mxu_perm`` and ``mxu_inverse``), and ``slot_t`` (nse, 3), each
     entry's slot in the transpose's tiles and in the two SELL parts of the
     value buffer ((nse, 4) with blocks: then in the blocks' part). The
     value buffer holds the matrix's tiles (``static["split"]`` slots), the
@@ -443,7 +446,7 @@ def build_panels(rows, cols, valid, shape, mixed: bool | None = None, mxu: bool 
         _panel_tables, (ur, uc, (m, k), mixed), (uc, ur, (k, m), mixed))
     sslot, uslot_st, sell_arrays = _sell_slots(ur, uc, (m, k))
     n1, n2, n3, n4 = lcols.size, lcols_t.size, sell_arrays["s_rows"].size, sell_arrays["s_rows_t"].size
-    bslot, b_arrays = _mxu_blocks(ur, uc, (m, k), n3) if mxu else (None, {})
+    bslot, b_arrays = _mxu_blocks(ur, uc, (m, k), n3, mxu_reorder) if mxu else (None, {})
     n5 = _mxu.value_count(b_arrays["mxu_table"]) if b_arrays else 0
     start5 = _mxu.part_start(n1 + n2 + n3 + n4) if b_arrays else n1 + n2 + n3 + n4  # (read in place)
     n_slots = start5 + n5
@@ -514,18 +517,45 @@ def _sell_slots(ur, uc, shape, order_t=None):
                               s_table_t=s_table_t, s_rows_t=s_rows_t, s_cols_t=s_cols_t)
 
 
-def _mxu_blocks(ur, uc, shape, n_sell_slots: int):
+def _mxu_blocks(ur, uc, shape, n_sell_slots: int, reorder: bool = True):
     """The dense ``(8, 128)`` blocks of ``.mxu`` of unique entries ``(ur, uc)`` (they serve ``A @ X`` and
     ``A.T @ X``), kept where ``.mxu`` applies (its ``x`` and result fit VMEM, the layout has SELL-8 slots
     for a non-finite ``x``) and they are worth their memory beside the ``n_sell_slots`` SELL-8 slots
-    (``.mxu.worth_keeping``). Returns ``(slot, {"mxu_table": table})`` (``.mxu.block_tables``), or ``(None, {})``."""
+    (``.mxu.worth_keeping``).
+
+    With ``reorder`` (a square matrix), the blocks of the matrix in its
+    reverse Cuthill-McKee order are priced too, the two row permutations
+    per product included, and the cheaper of the two kept: a layout whose
+    own order serves its one-vector products best (nh2010: 0.157 ms for
+    ``A @ x`` against 0.318 reordered, TPU v5e) can still take the fewer
+    blocks of the reordered matrix for many columns (nh2010: 23,249 blocks
+    against about 108,000). Returns ``(slot, arrays)``: each entry's slot
+    in the blocks (``.mxu.block_tables``) and ``{"mxu_table": table}``,
+    with ``mxu_perm`` (the order) and ``mxu_inverse`` (int32, length
+    ``m``) for reordered blocks; or ``(None, {})``.
+    """
     m, k = shape
     if not (len(ur) and n_sell_slots and _sell.fits((m, k)) and _mxu.fits((m, k))):
         return None, {}
-    if not _mxu.worth_keeping(_mxu.block_count(ur, uc, (m, k), pad=_sell_steps), n_sell_slots, (m, k)):
+    options = []  # (price, order or None, the entries' rows and columns in it)
+    n_own = _mxu.block_count(ur, uc, (m, k), pad=_sell_steps)
+    if _mxu.worth_keeping(n_own, n_sell_slots, (m, k)):
+        options.append((_mxu.mxu_cost(n_own, _mxu.LANES, (m, k)), None, ur, uc))
+    perm = _rcm(ur, uc, np.ones(len(ur), bool), m) if reorder and m == k and m > 1 else None
+    if perm is not None:
+        inverse = np.empty(m, np.int64)
+        inverse[perm] = np.arange(m)
+        pr, pc = inverse[ur], inverse[uc]
+        n_perm = _mxu.block_count(pr, pc, (m, k), pad=_sell_steps)
+        if _mxu.worth_keeping(n_perm, n_sell_slots, (m, k), permuted=True):
+            options.append((_mxu.mxu_cost(n_perm, _mxu.LANES, (m, k), permuted=True), perm, pr, pc))
+    if not options:
         return None, {}
-    slot, table = _mxu.block_tables(ur, uc, (m, k), pad=_sell_steps)
-    return slot, {"mxu_table": table}
+    _, order, r, c = min(options, key=lambda o: o[0])
+    slot, table = _mxu.block_tables(r, c, (m, k), pad=_sell_steps)
+    if order is None:
+        return slot, {"mxu_table": table}
+    return slot, {"mxu_table": table, "mxu_perm": order.astype(np.int32), "mxu_inverse": inverse.astype(np.int32)}
 
 
 def _segmented_slots(ur, uc, shape, order_t, width: int = 1, prefix: str = "seg"):
@@ -560,7 +590,7 @@ def wide_width(shape) -> int:
     return width if _segmented.fits((m, k), width) and _segmented.fits((k, m), width) else 0
 
 
-def build_sell(rows, cols, valid, shape, mxu: bool = False) -> Layout:
+def build_sell(rows, cols, valid, shape, mxu: bool = False, mxu_reorder: bool = True) -> Layout:
     """The ``sell`` layout: the valid entries (duplicates share a slot) of the matrix and of its transpose,
     so ``A.T @ y`` runs the same kernels, twice: as ``.segmented``'s blocks (one vector) and, for several
     columns, as ``.sell``'s SELL-8 slots where that kernel's ``x`` and result fit VMEM (``.sell.fits``),
@@ -573,7 +603,9 @@ def build_sell(rows, cols, valid, shape, mxu: bool = False) -> Layout:
     (``_sell_slots``) or the wide blocks' ``w_out``, ``w_addr``,
     ``w_cols``, ``w_rows``, ``w_ends`` and the same with ``_t``; with
     ``mxu`` and SELL-8 slots, the dense blocks of ``.mxu`` where they are
-    kept (``_mxu_blocks``: ``mxu_table``); and ``slot_t`` (nse, 3), each
+    kept (``_mxu_blocks``: ``mxu_table``, with ``mxu_perm`` and
+    ``mxu_inverse`` where they are those of the matrix's RCM order,
+    ``mxu_reorder``); and ``slot_t`` (nse, 3), each
     entry's slot in the transpose's blocks, then in the matrix's SELL-8
     slots or wide blocks and the transpose's ((nse, 1) with neither, (nse,
     4) with dense blocks: then in their part). The value buffer holds the
@@ -599,7 +631,8 @@ def build_sell(rows, cols, valid, shape, mxu: bool = False) -> Layout:
         n3, n4 = s_arrays["w_cols"].size, s_arrays["w_cols_t"].size
     else:
         sslot, sslot_t, s_arrays, n3, n4 = None, None, {}, 0, 0
-    bslot, b_arrays = _mxu_blocks(ur, uc, (m, k), n3) if mxu and "s_table" in s_arrays else (None, {})
+    bslot, b_arrays = _mxu_blocks(ur, uc, (m, k), n3, mxu_reorder) if mxu and "s_table" in s_arrays else (
+        None, {})
     n5 = _mxu.value_count(b_arrays["mxu_table"]) if b_arrays else 0
     start5 = _mxu.part_start(n1 + n2 + n3 + n4) if b_arrays else n1 + n2 + n3 + n4  # (read in place)
     n_slots = start5 + n5
@@ -964,7 +997,11 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         ``.mxu`` for products with many columns, where they are worth their
         memory beside its SELL-8 slots (``_mxu_blocks``; they may take tens
         of times the entries' bytes). Default False (eager products);
-        ``prepare`` asks for them on a TPU with float32 values.
+        ``prepare`` asks for them on a TPU with float32 values. The blocks
+        may be those of the matrix's reverse Cuthill-McKee order where that
+        is cheaper, its two permutations per product included (a square
+        matrix the layout does not reorder, ``reorder`` not False): the
+        one-vector products keep the matrix's own order.
 
     Returns
     -------
@@ -1019,6 +1056,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
                 perm, rows, cols, est, kind = cand, prow, pcol, est_p, kind_p
                 est["reordered_from"] = before
     _check_size(kind, est.get("dia_offsets", 0), (m, k))
+    mxu_reorder = perm is None and reorder is not False  # (the blocks' own reordering, for many columns)
     if kind == "panels":
         _check_panels(rows, cols, valid, (m, k), itemsize, est.get("panel_tiles"), mixed_tiles)
     if kind == "tiles" and tile is None and "tile" not in est:
@@ -1035,9 +1073,9 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     elif kind == "ell":
         lay = build_ell(rows, cols, valid, (m, k))
     elif kind == "panels":
-        lay = build_panels(rows, cols, valid, (m, k), mixed_tiles, mxu=mxu)
+        lay = build_panels(rows, cols, valid, (m, k), mixed_tiles, mxu=mxu, mxu_reorder=mxu_reorder)
     elif kind == "sell":
-        lay = build_sell(rows, cols, valid, (m, k), mxu=mxu)
+        lay = build_sell(rows, cols, valid, (m, k), mxu=mxu, mxu_reorder=mxu_reorder)
     else:
         lay = build_coo(rows, cols, valid, (m, k))
     uslot, first = np.unique(lay.slot[valid], return_index=True) if lay.kind in STORES_ZEROS else (None, None)

@@ -101,9 +101,13 @@ from .host import unique_counts, unique_inverse
 BLOCK_ROWS = 8
 LANES = 128
 
-#: Blocks of one panel that share one MXU product (the group's rows: ``8 * GROUP``). Timed on a TPU v5e
-#: (nh2010 after RCM, 128 columns): 8 per group 0.81 ms, 16 0.65, 32 0.59.
+#: Blocks a grid step's loop takes at a time (the group's rows: ``8 * GROUP``). Timed on a TPU v5e (nh2010
+#: after RCM, 128 columns, one panel per group, a branch per group): 8 per group 0.81 ms, 16 0.65, 32 0.59.
 GROUP = 32
+
+#: Blocks of one panel that share one MXU product (a *sub-group*, ``GROUP // SUBGROUP`` of them per group,
+#: each of its own panel): each panel's blocks are padded to a multiple of ``SUBGROUP``, not of ``GROUP``.
+SUBGROUP = 16
 
 #: Groups one grid step brings into VMEM (2 MiB of values; a grid step costs about 0.35 us).
 GROUPS_PER_STEP = 16
@@ -119,8 +123,8 @@ STEP_VALUES = GROUPS_PER_STEP * GROUP * BLOCK_ROWS * LANES
 #: (``A.T @ X`` 0.720, 0.556, 0.111 against 0.996, 0.861, 0.146 unrolled 1).
 GROUP_UNROLL = GROUPS_PER_STEP
 
-#: Fields of a group in the step table: its panel, then its ``GROUP`` row blocks.
-GROUP_FIELDS = 1 + GROUP
+#: Fields of a group in the step table: its sub-groups' panels, then its ``GROUP`` row blocks.
+GROUP_FIELDS = GROUP // SUBGROUP + GROUP
 
 #: Most bytes of blocks a layout keeps (the matrix's blocks serve its transpose too).
 MAX_BYTES = 1 << 30
@@ -128,7 +132,9 @@ MAX_BYTES = 1 << 30
 #: Largest share of the SELL-8 slots' price (128 columns) at which a layout keeps the blocks: their memory
 #: (tens of times the entries') only for a clear gain. On a TPU v5e (ninth session), cage11's blocks, priced
 #: at 0.55 of its slots, ran at 0.48 of their time (0.81 against 1.69 ms); delaunay_n16's at 0.64, 0.57.
-KEEP_MAX_SHARE = 0.75
+#: nh2010's blocks of its RCM order (thirteenth session, two row permutations per product), priced at 0.77,
+#: ran at 0.69 (0.726 against 1.048 ms; 117 MiB): 0.8 keeps them (0.75 before).
+KEEP_MAX_SHARE = 0.8
 
 #: Rows of the result the kernel's finiteness check reads per iteration.
 CHECK_ROWS = 128
@@ -169,11 +175,18 @@ def part_start(n_before: int) -> int:
     return -(-int(n_before) // STEP_VALUES) * STEP_VALUES
 
 
+def read_table(table):
+    """Host: a step ``table`` (``block_tables``) as ``(panels, row_blocks)``, NumPy int32 arrays of one
+    entry per block in the blocks' order: each block's panel (its sub-group's) and row block."""
+    t = np.asarray(table).reshape(-1, GROUP_FIELDS)
+    subs = GROUP // SUBGROUP
+    return np.repeat(t[:, :subs].reshape(-1), SUBGROUP), t[:, subs:].reshape(-1)
+
+
 def stored_blocks(table, m: int) -> int:
     """Host: the blocks of a step ``table`` (``block_tables``, a matrix of ``m`` rows) that hold entries
-    (the others pad groups and grid steps)."""
-    row_blocks = np.asarray(table).reshape(-1, GROUP_FIELDS)[:, 1:]
-    return int(np.count_nonzero(row_blocks != -(-m // BLOCK_ROWS)))
+    (the others pad sub-groups and grid steps)."""
+    return int(np.count_nonzero(read_table(table)[1] != -(-m // BLOCK_ROWS)))
 
 
 def _block_keys(rows, cols, m: int):
@@ -186,37 +199,41 @@ def _block_keys(rows, cols, m: int):
 
 
 def _steps(padded_blocks: int, pad) -> int:
-    """Grid steps of ``padded_blocks`` blocks (whole groups), at least one, ``pad`` applied as in
+    """Grid steps of ``padded_blocks`` blocks (whole sub-groups), at least one, ``pad`` applied as in
     ``block_tables``."""
-    steps = max(1, -(-(padded_blocks // GROUP) // GROUPS_PER_STEP))
+    steps = max(1, -(-padded_blocks // (GROUP * GROUPS_PER_STEP)))
     return steps if pad is None else max(steps, int(pad(steps)))
 
 
 def block_count(rows, cols, shape, pad=None) -> int:
     """Host: blocks ``block_tables`` stores for the unique entries ``(rows, cols)`` (each panel's padded
-    to a whole number of groups, and the groups to whole grid steps, ``pad`` as there), without
+    to a whole number of sub-groups, and the groups to whole grid steps, ``pad`` as there), without
     building them."""
     keys, n_rb = _block_keys(rows, cols, shape[0])
     per_panel = np.bincount(unique_counts(keys)[0] // n_rb) if len(keys) else np.zeros(1, np.int64)
-    return _steps(int((-(-per_panel // GROUP) * GROUP).sum()), pad) * GROUPS_PER_STEP * GROUP
+    return _steps(int((-(-per_panel // SUBGROUP) * SUBGROUP).sum()), pad) * GROUPS_PER_STEP * GROUP
 
 
-def mxu_cost(n_blocks: int, n_rhs: int, shape) -> float:
+def mxu_cost(n_blocks: int, n_rhs: int, shape, permuted: bool = False) -> float:
     """The price of a product of ``n_rhs`` right-hand sides on ``n_blocks`` blocks (``.costs.COSTS["tpu"]``,
     bytes-equivalent): ``mxu_block`` per block, ``mxu_call`` and the resident ``x`` and result copied in and
-    out, per 128 columns."""
+    out, per 128 columns; ``permuted``: blocks of a reordered matrix, plus the row permutations of ``x`` and
+    of the result (``mxu_permute_row`` per row, whatever the columns up to 128: a TPU's HBM stores rows of
+    fewer lanes padded to 128)."""
     calls = -(-max(int(n_rhs), 1) // LANES)
     resident = sum(padded_rows(shape, False)) * LANES * 4
-    return calls * (n_blocks * COSTS["tpu"]["mxu_block"] + COSTS["tpu"]["mxu_call"] + resident)
+    permute = sum(shape) * COSTS["tpu"]["mxu_permute_row"] if permuted else 0.0
+    return calls * (n_blocks * COSTS["tpu"]["mxu_block"] + COSTS["tpu"]["mxu_call"] + resident + permute)
 
 
-def worth_keeping(n_blocks: int, n_sell_slots: int, shape) -> bool:
-    """Whether a layout keeps ``n_blocks`` blocks beside its ``n_sell_slots`` SELL-8 slots: they take at
-    most ``MAX_BYTES`` and a product of 128 columns is priced on them (``mxu_cost``) at most
-    ``KEEP_MAX_SHARE`` of its price on the slots (``.sell.sell_cost``)."""
+def worth_keeping(n_blocks: int, n_sell_slots: int, shape, permuted: bool = False) -> bool:
+    """Whether a layout keeps ``n_blocks`` blocks (``permuted``: of its reordered matrix) beside its
+    ``n_sell_slots`` SELL-8 slots: they take at most ``MAX_BYTES`` and a product of 128 columns is priced
+    on them (``mxu_cost``) at most ``KEEP_MAX_SHARE`` of its price on the slots (``.sell.sell_cost``)."""
     if n_blocks * BLOCK_ROWS * LANES * 4 > MAX_BYTES:
         return False
-    return mxu_cost(n_blocks, LANES, shape) <= KEEP_MAX_SHARE * _sell.sell_cost(n_sell_slots, LANES, shape, True)
+    price = mxu_cost(n_blocks, LANES, shape, permuted)
+    return price <= KEEP_MAX_SHARE * _sell.sell_cost(n_sell_slots, LANES, shape, True)
 
 
 def block_tables(rows, cols, shape, pad=None):
@@ -227,12 +244,14 @@ def block_tables(rows, cols, shape, pad=None):
     - ``slot`` (nnz,) int64: each entry's place in the blocks' flat value
       buffer of ``steps * GROUPS_PER_STEP * GROUP * 8 * 128`` values (block
       ``b``'s element ``(i, j)`` at ``(b * 8 + i) * 128 + j``);
-    - ``table`` (steps, GROUPS_PER_STEP * GROUP_FIELDS) int32: per group its
-      panel, then the row block of each of its ``GROUP`` blocks (the spare
-      row block ``ceil(m / 8)`` for padding blocks; padding groups read
-      panel 0).
+    - ``table`` (steps, GROUPS_PER_STEP * GROUP_FIELDS) int32: per group the
+      panel of each of its ``GROUP // SUBGROUP`` sub-groups, then the row
+      block of each of its ``GROUP`` blocks (the spare row block ``ceil(m /
+      8)`` for padding blocks; padding sub-groups read panel 0);
+      ``read_table`` reads it back.
 
-    Blocks are ordered by panel, then row block. ``pad``: a function of the
+    Blocks are ordered by panel, then row block, each panel's padded to a
+    whole number of sub-groups. ``pad``: a function of the
     step count giving the steps to keep (``.layouts`` pads to size buckets),
     or None. Raises ``ValueError`` where an index is negative or out of
     ``shape``.
@@ -250,7 +269,7 @@ def block_tables(rows, cols, shape, pad=None):
     keys, inverse = unique_inverse(keys)
     panel, row_block = keys // n_rb, keys % n_rb
     per_panel = np.bincount(panel, minlength=n_panels)
-    padded = -(-per_panel // GROUP) * GROUP
+    padded = -(-per_panel // SUBGROUP) * SUBGROUP
     first_padded = np.cumsum(padded) - padded
     first = np.cumsum(per_panel) - per_panel
     place = first_padded[panel] + np.arange(len(keys)) - first[panel]  # each block's place
@@ -258,9 +277,9 @@ def block_tables(rows, cols, shape, pad=None):
     total_groups = steps * GROUPS_PER_STEP
     block_rb = np.full(total_groups * GROUP, spare, np.int64)
     block_rb[place] = row_block
-    group_panel = np.zeros(total_groups, np.int64)
-    group_panel[place // GROUP] = panel
-    table = np.concatenate([group_panel[:, None], block_rb.reshape(total_groups, GROUP)], axis=1)
+    sub_panel = np.zeros(total_groups * (GROUP // SUBGROUP), np.int64)
+    sub_panel[place // SUBGROUP] = panel
+    table = np.concatenate([sub_panel.reshape(total_groups, -1), block_rb.reshape(total_groups, GROUP)], axis=1)
     slot = (place[inverse] * BLOCK_ROWS + rows % BLOCK_ROWS) * LANES + cols % LANES
     return slot, table.reshape(steps, GROUPS_PER_STEP * GROUP_FIELDS).astype(np.int32)
 
@@ -289,22 +308,25 @@ def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vme
     """
     _sell.load_resident(x_hbm, x_vmem, o_vmem, sem)
 
-    rows = GROUP * BLOCK_ROWS
+    rows, subs, sub_rows = GROUP * BLOCK_ROWS, GROUP // SUBGROUP, SUBGROUP * BLOCK_ROWS
 
     def group(_, g):  # g: the group, an int32 carry
         base = g * np.int32(GROUP_FIELDS)
-        panel = pl.ds(pl.multiple_of(table_ref[0, 0, base] * np.int32(LANES), LANES), LANES)
         blocks = vals_ref[pl.ds(pl.multiple_of(g * np.int32(rows * LANES), rows * LANES), rows * LANES)]
         blocks = blocks.reshape(rows, LANES)
-        row_blocks = [pl.ds(pl.multiple_of(table_ref[0, 0, base + np.int32(1 + j)] * np.int32(BLOCK_ROWS),
+        row_blocks = [pl.ds(pl.multiple_of(table_ref[0, 0, base + np.int32(subs + j)] * np.int32(BLOCK_ROWS),
                                            BLOCK_ROWS), BLOCK_ROWS) for j in range(GROUP)]
-        if transpose:  # the panel's rows of the result += blocks.T @ x[the blocks' row blocks]
-            xg = jnp.concatenate([x_vmem[r, :] for r in row_blocks], axis=0)
-            o_vmem[panel, :] += _group_product(blocks, xg, True)
-        else:  # each row block of the result += its block @ x[the panel]
-            y = _group_product(blocks, x_vmem[panel, :], False)
-            for j, r in enumerate(row_blocks):
-                o_vmem[r, :] += y[j * BLOCK_ROWS:(j + 1) * BLOCK_ROWS]
+        for s in range(subs):  # a sub-group: SUBGROUP blocks of one panel, one MXU product
+            panel = pl.ds(pl.multiple_of(table_ref[0, 0, base + np.int32(s)] * np.int32(LANES), LANES), LANES)
+            sub_blocks = blocks[s * sub_rows:(s + 1) * sub_rows]
+            mine = row_blocks[s * SUBGROUP:(s + 1) * SUBGROUP]
+            if transpose:  # the panel's rows of the result += blocks.T @ x[the blocks' row blocks]
+                xg = jnp.concatenate([x_vmem[r, :] for r in mine], axis=0)
+                o_vmem[panel, :] += _group_product(sub_blocks, xg, True)
+            else:  # each row block of the result += its block @ x[the panel]
+                y = _group_product(sub_blocks, x_vmem[panel, :], False)
+                for j, r in enumerate(mine):
+                    o_vmem[r, :] += y[j * BLOCK_ROWS:(j + 1) * BLOCK_ROWS]
         return g + np.int32(1)
 
     @pl.when(pl.program_id(0) < n_real_ref[0])
@@ -318,9 +340,9 @@ def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vme
 
 
 def _group_product(blocks, x, transpose: bool):
-    """A group's product on the MXU, float32 (``Precision.HIGHEST``: six bfloat16 passes on a TPU):
-    ``blocks @ x`` (``(8 * GROUP, 128) @ (128, 128)``) or ``blocks.T @ x`` (``(128, 8 * GROUP) @ (8 *
-    GROUP, 128)``). (The tests replace it with the chip's split to run its non-finite results on a CPU.)"""
+    """A sub-group's product on the MXU, float32 (``Precision.HIGHEST``: six bfloat16 passes on a TPU):
+    ``blocks @ x`` (``(8 * SUBGROUP, 128) @ (128, 128)``) or ``blocks.T @ x`` (``(128, 8 * SUBGROUP) @ (8 *
+    SUBGROUP, 128)``). (The tests replace it with the chip's split to run its non-finite results on a CPU.)"""
     dims = (((0,), (0,)), ((), ())) if transpose else (((1,), (0,)), ((), ()))
     return jax.lax.dot_general(blocks, x, dims, precision=_HIGHEST, preferred_element_type=jnp.float32)
 
@@ -402,7 +424,7 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     xs = x.astype(jnp.float32) if n == LANES else jnp.pad(x.astype(jnp.float32), ((0, 0), (0, LANES - n)))
     steps, width = table.shape
     first, spare = offset // STEP_VALUES, -(-m // BLOCK_ROWS)
-    n_real = jnp.maximum(jnp.sum(table[:, 1] != spare), 1).astype(jnp.int32).reshape(1)  # (real steps lead)
+    n_real = jnp.maximum(jnp.sum(table[:, GROUP // SUBGROUP] != spare), 1).astype(jnp.int32).reshape(1)  # (real steps lead)
     call = pl.pallas_call(
         # (interpret mode runs the loop rolled: the same arithmetic, traced once)
         functools.partial(_kernel, transpose=transpose, unroll=1 if interpret else GROUP_UNROLL),
@@ -429,13 +451,18 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
 mxu_matmat_p = Primitive("bcoo_array_mxu_matmat")
 
 
-def mxu_matmat(values, table, s_values, s_rows, s_cols, x, *, shape, transpose: bool = False, offset: int = 0,
-               use_kernel: bool = True):
+def mxu_matmat(values, table, s_values, s_rows, s_cols, x, perm=None, inverse=None, *, shape,
+               transpose: bool = False, offset: int = 0, use_kernel: bool = True):
     """``A @ x`` (``transpose``: ``A.T @ x``) from the dense blocks, ``x`` of shape ``(k, n)`` (``(m, n)``).
 
     ``values``/``table``: a flat buffer holding the blocks from ``offset``
     (a multiple of ``STEP_VALUES``; the layouts' whole value buffer, read
-    in place) and their step table (``block_tables``); ``s_values``,
+    in place) and their step table (``block_tables``); ``perm``/``inverse``
+    (square matrices; both or neither): where the blocks are those of the
+    reordered matrix ``A[perm][:, perm]`` (a reverse Cuthill-McKee order,
+    ``.layouts``), the order and its inverse, int32 of length ``m``: the
+    kernel then takes ``x[perm]`` and its result's rows are put back by
+    ``inverse`` (``A.T`` reorders alike); ``s_values``,
     ``s_rows``, ``s_cols``: the layout's SELL-8 slots of the product's
     orientation (``.sell``), holding the same entries, whose COO formula
     (``.sell.sell_reference``) serves a non-finite result of the kernel, values other than
@@ -445,8 +472,14 @@ def mxu_matmat(values, table, s_values, s_rows, s_cols, x, *, shape, transpose: 
     alone raises ``ValueError``), batchable over ``x`` and the values.
     """
     _check_part(values, table, offset, "mxu_matmat")
-    return mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, x, shape=tuple(shape),
-                             transpose=bool(transpose), offset=int(offset), use_kernel=bool(use_kernel))
+    if (perm is None) != (inverse is None) or (perm is not None and (
+            shape[0] != shape[1] or perm.shape != (shape[0],) or inverse.shape != (shape[0],))):
+        raise ValueError(f"mxu_matmat: perm and inverse go together, each of length m, for a square matrix "
+                         f"(shape {tuple(shape)})")
+    none = jnp.zeros(0, jnp.int32)
+    return mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, x, none if perm is None else perm,
+                             none if inverse is None else inverse, shape=tuple(shape), transpose=bool(transpose),
+                             offset=int(offset), use_kernel=bool(use_kernel))
 
 
 def _out_shape(shape, transpose, x):
@@ -458,13 +491,17 @@ def _coo(s_values, s_rows, s_cols, x, shape, transpose):
     return _sell.sell_reference(s_values, s_rows, s_cols, x, shape=out_shape)
 
 
-def _impl(values, table, s_values, s_rows, s_cols, x, *, shape, transpose, offset, use_kernel):
+def _impl(values, table, s_values, s_rows, s_cols, x, perm, inverse, *, shape, transpose, offset, use_kernel):
     dtype = jnp.result_type(values, x)
     out_shape = _out_shape(shape, transpose, x)
     if 0 in out_shape or 0 in shape:
         return jnp.zeros(out_shape, dtype)
     if use_kernel and np.dtype(dtype) == np.float32 and _on_tpu() and fits(shape):
-        y, finite = mxu_kernel(values, table, x, shape=shape, transpose=transpose, offset=offset)
+        permuted = perm.shape[0] > 0
+        xk = jnp.take(x, perm, axis=0, mode="clip") if permuted else x
+        y, finite = mxu_kernel(values, table, xk, shape=shape, transpose=transpose, offset=offset)
+        if permuted:
+            y = jnp.take(y, inverse, axis=0, mode="clip")
         return jax.lax.cond(finite, lambda: y, lambda: _coo(s_values, s_rows, s_cols, x, shape, transpose))
     return _coo(s_values, s_rows, s_cols, x, shape, transpose)
 
@@ -473,7 +510,7 @@ mxu_matmat_p.def_impl(_impl)
 
 
 @mxu_matmat_p.def_abstract_eval
-def _abstract(values, table, s_values, s_rows, s_cols, x, *, shape, transpose, offset, use_kernel):
+def _abstract(values, table, s_values, s_rows, s_cols, x, perm, inverse, *, shape, transpose, offset, use_kernel):
     return jax.core.ShapedArray(_out_shape(shape, transpose, x), jnp.result_type(values.dtype, x.dtype))
 
 
@@ -481,16 +518,16 @@ mlir.register_lowering(mxu_matmat_p, mlir.lower_fun(_impl, multiple_results=Fals
 
 
 def _jvp(primals, tangents, *, shape, transpose, offset, use_kernel):
-    values, table, s_values, s_rows, s_cols, x = primals
-    dv, _, dsv, _, _, dx = tangents
+    values, table, s_values, s_rows, s_cols, x, perm, inverse = primals
+    dv, _, dsv, _, _, dx, _, _ = tangents
     params = dict(shape=shape, transpose=transpose, offset=offset, use_kernel=use_kernel)
     y = mxu_matmat_p.bind(*primals, **params)
     dy = None
     if type(dv) is not ad.Zero or type(dsv) is not ad.Zero:  # linear in the two value copies together
         dy = mxu_matmat_p.bind(ad.instantiate_zeros(dv), table, ad.instantiate_zeros(dsv), s_rows, s_cols, x,
-                               **params)
+                               perm, inverse, **params)
     if type(dx) is not ad.Zero:
-        t = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, dx, **params)
+        t = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, dx, perm, inverse, **params)
         dy = t if dy is None else dy + t
     return y, jnp.zeros_like(y) if dy is None else dy
 
@@ -498,8 +535,9 @@ def _jvp(primals, tangents, *, shape, transpose, offset, use_kernel):
 ad.primitive_jvps[mxu_matmat_p] = _jvp
 
 
-def _transpose(ct, values, table, s_values, s_rows, s_cols, x, *, shape, transpose, offset, use_kernel):
-    none = [None] * 6
+def _transpose(ct, values, table, s_values, s_rows, s_cols, x, perm, inverse, *, shape, transpose, offset,
+               use_kernel):
+    none = [None] * 8
     if type(ct) is ad.Zero:
         return none
     if ad.is_undefined_primal(values) and not ad.is_undefined_primal(s_values):
@@ -507,9 +545,9 @@ def _transpose(ct, values, table, s_values, s_rows, s_cols, x, *, shape, transpo
                          "slots, one buffer's parts in the layouts): transpose it in both, or in x")
     if ad.is_undefined_primal(s_values) and ad.is_undefined_primal(x):
         raise ValueError("the MXU product is bilinear: transpose it in the values or in x, not both")
-    if ad.is_undefined_primal(x):  # the product of the other orientation
-        dx = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, ct, shape=shape, transpose=not transpose,
-                               offset=offset, use_kernel=use_kernel)
+    if ad.is_undefined_primal(x):  # the product of the other orientation (a symmetric reordering: the same)
+        dx = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, ct, perm, inverse, shape=shape,
+                               transpose=not transpose, offset=offset, use_kernel=use_kernel)
         none[5] = dx.astype(x.aval.dtype)
         return none
     # The values' cotangent lands on the SELL slots' copy, from its COO formula: each stored entry's slot gets
@@ -531,10 +569,11 @@ ad.primitive_transposes[mxu_matmat_p] = _transpose
 
 
 def _batch(args, dims, *, shape, transpose, offset, use_kernel):
-    values, table, s_values, s_rows, s_cols, x = args
-    dv, dt, dsv, dr, dc, dx = dims
+    values, table, s_values, s_rows, s_cols, x, perm, inverse = args
+    dv, dt, dsv, dr, dc, dx, dp, di = dims
     params = dict(shape=shape, transpose=transpose, offset=offset, use_kernel=use_kernel)
-    if dt is not None or dr is not None or dc is not None:
+    perms = {} if perm.shape[0] == 0 else dict(perm=perm, inverse=inverse)
+    if dt is not None or dr is not None or dc is not None or dp is not None or di is not None:
         raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
     if dv is not None or dsv is not None:  # mapped values: one product per value set
         B = values.shape[dv] if dv is not None else s_values.shape[dsv]
@@ -542,13 +581,15 @@ def _batch(args, dims, *, shape, transpose, offset, use_kernel):
         ss = jnp.moveaxis(s_values, dsv, 0) if dsv is not None else jnp.broadcast_to(s_values, (B,) + s_values.shape)
         if dx is not None:
             xs = jnp.moveaxis(x, dx, 0)
-            out = jax.lax.map(lambda a: mxu_matmat(a[0], table, a[1], s_rows, s_cols, a[2], **params), (vs, ss, xs))
+            out = jax.lax.map(lambda a: mxu_matmat(a[0], table, a[1], s_rows, s_cols, a[2], **perms, **params),
+                              (vs, ss, xs))
         else:
-            out = jax.lax.map(lambda a: mxu_matmat(a[0], table, a[1], s_rows, s_cols, x, **params), (vs, ss))
+            out = jax.lax.map(lambda a: mxu_matmat(a[0], table, a[1], s_rows, s_cols, x, **perms, **params),
+                              (vs, ss))
         return out, 0
     x = jnp.moveaxis(x, dx, 1)  # (rows, B, n): every mapped column is one more right-hand side
     rows, B, n = x.shape
-    y = mxu_matmat(values, table, s_values, s_rows, s_cols, x.reshape(rows, B * n), **params)
+    y = mxu_matmat(values, table, s_values, s_rows, s_cols, x.reshape(rows, B * n), **perms, **params)
     return y.reshape(y.shape[0], B, n), 1
 
 
