@@ -273,16 +273,16 @@ def test_prepared_products_with_many_columns_take_the_blocks(kernel_on, layout, 
     np.testing.assert_allclose(np.asarray(op2 @ X), 2 * (S64 @ X), rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("layout", ("panels", "sell"))
-def test_vectors_under_vmap_reach_the_blocks_with_every_rule(kernel_on, layout):
+@pytest.mark.parametrize("layout, scrambled", [("panels", False), ("sell", False), ("sell", True)])
+def test_vectors_under_vmap_reach_the_blocks_with_every_rule(kernel_on, layout, scrambled):
     # One vector of a layout with blocks is ``accel.vector_product_p``: a vmap over vectors becomes one
     # product with as many columns (the blocks; either orientation), and the primitive's own JVP, transpose
     # and batching rules give the gradients of x and of the values, vmap of grad, grad of vmap and a vmap
     # over value sets (one product each) as the plain product does.
     from bcoo_array._kernels import accel
 
-    n = 700
-    rng, A, op, S64, rows, cols = _clustered(n, 50, 12, layout)
+    n, width = (2000, 20) if scrambled else (700, 50)  # (scrambled: the blocks of the RCM order)
+    rng, A, op, S64, rows, cols = _clustered(n, width, 12, layout, scrambled)
     V = rng.standard_normal((96, n)).astype(np.float32)
     W = rng.standard_normal((96, n)).astype(np.float32)
     jaxpr = str(jax.make_jaxpr(jax.vmap(lambda v: op @ v))(jnp.asarray(V)))
