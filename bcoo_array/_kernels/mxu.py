@@ -11,16 +11,22 @@ blocks, mostly zeros, are cheaper than per-entry work:
 - The matrix is cut into *blocks* of 8 rows by 128 columns (a *row block*
   by a column *panel*); every block holding an entry is stored dense,
   float32, zeros elsewhere (4 KiB each).
-- Blocks are grouped by panel, ``GROUP`` per *group* (each panel's blocks
-  padded to a whole number of groups with empty blocks that add zeros to a
-  spare row block). A group is one ``(8 * GROUP, 128) @ (128, 128)`` product
+- Blocks are ordered by panel, ``SUBGROUP`` of one panel per *sub-group*
+  (each panel's blocks padded to a whole number of sub-groups with empty
+  blocks that add zeros to a spare row block), ``GROUP`` blocks per
+  *group*. A sub-group is one ``(8 * SUBGROUP, 128) @ (128, 128)`` product
   on the MXU against its panel of ``x`` (float32 precision:
-  ``Precision.HIGHEST``), whose ``GROUP`` row blocks of 8 are then added
-  to the result, resident in VMEM like ``x`` (``.sell.load_resident``).
-- ``A.T @ x`` takes the same blocks: a group's transposed product
-  ``blocks.T @ x[its row blocks]`` is one ``(128, 8 * GROUP) @ (8 *
-  GROUP, 128)`` product added to the result's rows of the group's panel,
-  so one set of blocks serves both orientations.
+  ``Precision.HIGHEST``), whose ``SUBGROUP`` row blocks of 8 are then
+  added to the result, resident in VMEM like ``x`` (``.sell.load_resident``).
+- ``A.T @ x`` takes the same blocks: a sub-group's transposed product
+  ``blocks.T @ x[its row blocks]`` is one ``(128, 8 * SUBGROUP) @ (8 *
+  SUBGROUP, 128)`` product added to the result's rows of its panel, so
+  one set of blocks serves both orientations.
+- Where a square matrix's reverse Cuthill-McKee order needs fewer blocks,
+  a layout may keep the blocks of that order (``.layouts._mxu_blocks``)
+  beside its own: ``x`` goes in permuted and the result comes out put
+  back (``mxu_matmat``'s ``perm`` and ``inverse``; two XLA row gathers,
+  0.37 ms of nh2010's 0.73 with 128 columns on a TPU v5e).
 - A grid step brings ``GROUPS_PER_STEP`` groups' blocks into VMEM (the
   pipeline overlaps the next step's copy) and a small table of their
   panels and row blocks into SMEM.
@@ -63,7 +69,17 @@ the MXU overlaps another's additions to the result (``GROUP_UNROLL``):
 delaunay_n16 0.93 -> 0.73 ms, cage11 0.78 -> 0.57. Through the layouts
 (``benchmarks/accelerator.py``, 128 columns in a loop, 2026-12-07): bcsstk16
 0.049 ms (70x jax.experimental.sparse), bayer10 0.11-0.12 (8.6-9.9x),
-cage11 0.58 (17.9x), delaunay_n16 0.71 (10.0x).
+cage11 0.58 (17.9x), delaunay_n16 0.71 (10.0x). Sub-groups of 16 blocks
+in place of one panel per group of 32 (thirteenth session, kernel alone,
+``.device_data/probe_sub.py``; ``A @ X`` / ``A.T @ X``, ms): bayer10 0.109
+/ 0.103 -> 0.098 / 0.092 (6,304 blocks computed for its 4,371 -> 5,200),
+delaunay_n16 0.726 / 0.718 -> 0.695 / 0.702, cage11 0.557 / 0.553 -> 0.532
+/ 0.532. Sub-groups of 8 were faster still for ``A @ X`` (0.090, 0.669,
+0.517) but slower for ``A.T @ X`` (0.131, 1.015, 0.906: a transposed
+product contracts over the sub-group's 64 rows, half the MXU's 128).
+Through the layouts: bayer10 0.094 ms (11.2x), delaunay_n16 0.685-0.691
+(10.3x), cage11 0.548 (18.8x), nh2010's RCM blocks 0.726-0.768 (5.3-5.6x,
+against 1.048 on its SELL-8 slots).
 
 The product is the primitive ``mxu_matmat_p``, linear in ``x`` and in its
 two value copies *together* (the blocks' values and the SELL slots', parts
@@ -107,6 +123,11 @@ GROUP = 32
 
 #: Blocks of one panel that share one MXU product (a *sub-group*, ``GROUP // SUBGROUP`` of them per group,
 #: each of its own panel): each panel's blocks are padded to a multiple of ``SUBGROUP``, not of ``GROUP``.
+#: Timed on a TPU v5e (128 columns, kernel alone, in a loop, ``.device_data/probe_sub.py``, 2026-12-07;
+#: ``A @ X`` / ``A.T @ X``, ms): 32 (one panel per group, before) bayer10 0.109 / 0.103, delaunay_n16 0.726
+#: / 0.718, cage11 0.557 / 0.553, nh2010 after RCM 0.382 / 0.373; 16: 0.098 / 0.092, 0.695 / 0.702, 0.532
+#: / 0.532, 0.360 / 0.359; 8: 0.090 / 0.131, 0.669 / 1.015, 0.517 / 0.906, 0.344 / 0.538 (a transposed
+#: product of 8 blocks contracts over 64 rows, half the MXU's depth).
 SUBGROUP = 16
 
 #: Groups one grid step brings into VMEM (2 MiB of values; a grid step costs about 0.35 us).
