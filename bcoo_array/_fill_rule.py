@@ -27,9 +27,8 @@ import numpy as np
 
 from ._array_object import BCOOArray
 from ._engine import Operation, host_max_entries, host_view, operand_entries
-from ._fill import (Twin, apply_with_fill, eval_fill, host_apply, on_one_device, result_dtype, same_value,
-                    same_value_np)
-from ._kernels.fromdense import gather_np, same_value_host
+from ._fill import Twin, apply_with_fill, eval_fill, host_apply, on_one_device, result_dtype, same_value_np
+from ._kernels.fromdense import gather_np
 from ._kernels.cache import has_padding
 from ._kernels.host import aligned_empty
 from ._kernels.native import host_coo_union_apply

@@ -121,7 +121,7 @@ def render() -> str:
         f"Covered: **{n_fn} NumPy functions** (function objects; {len(fn_rows)} public names",
         f"counting aliases) and **{len(UFUNCS)} ufuncs** with a namespace function, plus every other",
         f"ufunc applied to the stored values ({n_host} of NumPy's own, and those of other",
-        f"libraries such as `scipy.special`). Ufunc methods: `reduce` and `reduceat` for",
+        "libraries such as `scipy.special`). Ufunc methods: `reduce` and `reduceat` for",
         f"{len(REDUCE)} ufuncs, `accumulate`, `outer` and `at` for every ufunc NumPy allows them on.",
         "",
         "Result kinds: *sparse*: a sparse input gives a sparse result (the fill",

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import bcoo_array as xp
 from bcoo_array import BCOOArray
-from _oracle import assert_matches, cases, to_np
+from _oracle import assert_matches, cases
 
 MM_DTYPES = (np.dtype(np.int32), np.dtype(np.float64), np.dtype(np.complex128))
 

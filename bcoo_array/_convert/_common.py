@@ -6,7 +6,6 @@ import numpy as np
 
 from .._array_object import BCOOArray
 from .._kernels.dimensions import coo_triplets as _coo_triplets
-from .._shapes import is_concrete
 
 
 def coo_triplets(x: BCOOArray, what: str) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,6 @@ import numpy as np
 
 import bcoo_array as xp
 
-from .._shapes import is_concrete
 from .operands import (
     UNSET,
     counting_input,

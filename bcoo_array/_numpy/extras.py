@@ -22,7 +22,6 @@ import numpy as np
 
 import bcoo_array as xp
 
-from .._shapes import is_concrete
 from .operands import (
     PY_SCALARS,
     UNSET,

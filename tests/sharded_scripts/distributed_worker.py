@@ -18,7 +18,6 @@ from bcoo_array.sharded import initialize_cpu_cluster  # noqa: E402  (sets XLA_F
 initialize_cpu_cluster(f"127.0.0.1:{port}", int(nproc), int(pid), local_device_count=int(ndev), timeout_s=60)
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.io  # noqa: E402
 from jax.scipy.sparse.linalg import cg  # noqa: E402
