@@ -434,17 +434,20 @@ def test_blocks_kept_only_where_they_pay_and_only_when_asked(tpu_prices, monkeyp
     assert "mxu_table" not in accelerator.prepare(xp.asarray(S.astype(np.float32)), layout="sell").arrays
 
 
-@pytest.mark.parametrize("transpose", (False, True))
-def test_kernel_lowers_for_a_tpu(transpose):
+@pytest.mark.parametrize("transpose, permuted", [(False, False), (True, False), (False, True), (True, True)])
+def test_kernel_lowers_for_a_tpu(transpose, permuted):
     # Lowered for a TPU v5e on this CPU (jax.export to the "tpu" platform, the chip named by an abstract
     # mesh's device for Mosaic's 1-D block checks): block shapes, the blocks read in place at an offset of
-    # a larger buffer, SMEM tables, the transposed product and the finiteness check, without the chip.
+    # a larger buffer, SMEM tables, the transposed product and the finiteness check, the rows permuted in
+    # VMEM (their order brought into SMEM by chunks), without the chip.
     S = _banded(700, 40, np.random.default_rng(8)).astype(np.float32)
     values, table = _blocks(S)
     buffer = np.concatenate([np.zeros(2 * mxu.STEP_VALUES, np.float32), values])
     x = np.zeros((700, 20), np.float32)
+    order = np.random.default_rng(9).permutation(700).astype(np.int32)
+    perms = dict(perm=order, inverse=np.argsort(order).astype(np.int32)) if permuted else {}
     f = jax.jit(lambda v, t, z: mxu.mxu_kernel(v, t, z, shape=(700, 700), transpose=transpose,
-                                               offset=2 * mxu.STEP_VALUES, interpret=False)[0])
+                                               offset=2 * mxu.STEP_VALUES, interpret=False, **perms)[0])
     chip = jax.sharding.AbstractDevice(device_kind="TPU v5 lite", num_cores=1, platform="tpu")
     with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ("x",), abstract_device=chip)):
         exported = jax.export.export(f, platforms=["tpu"])(buffer, table, x)

@@ -93,9 +93,10 @@ def vmem_share(tuned_bytes: int) -> int:
 #: 0.628). With 16 columns this prices bcsstk16 on the blocks (0.050 against 0.051 on the panels kernel,
 #: measured 0.067-0.071 there) and bayer10 on the panels kernel (0.112 against 0.114; measured 0.087-0.090).
 #: Blocks of a matrix's RCM order (thirteenth session, nh2010, ``.device_data/probe_perm.py``): the row
-#: permutations of ``x`` and of the result around the kernel took 0.37 ms of 0.73 with 128 columns (the
-#: kernel alone 0.36), and as long with 16 (a TPU's HBM pads a row to 128 lanes): 1,400 per row of each
-#: (``mxu_permute_row``), whatever the columns up to 128. This prices nh2010's 16 columns on the panels
+#: permutations of ``x`` and of the result as XLA gathers around the kernel took 0.37 ms of 0.73 with 128
+#: columns (the kernel alone 0.36), and as long with 16 (a TPU's HBM pads a row to 128 lanes); moved into
+#: the kernel (``.device_data/probe_kperm.py``), 0.32 of 0.68 (0.44 through the operator's product, 0.80 in
+#: that probe's loop): 1,400 per row of each (``mxu_permute_row``), whatever the columns up to 128. This prices nh2010's 16 columns on the panels
 #: kernel (measured 0.608 ms there, 0.753-0.773 on the reordered blocks) and its 128 on the blocks (0.726-0.768
 #: against 1.048 on the SELL-8 slots).
 #: CPUs and GPUs gather at

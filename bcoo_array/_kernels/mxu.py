@@ -25,8 +25,11 @@ blocks, mostly zeros, are cheaper than per-entry work:
 - Where a square matrix's reverse Cuthill-McKee order needs fewer blocks,
   a layout may keep the blocks of that order (``.layouts._mxu_blocks``)
   beside its own: ``x`` goes in permuted and the result comes out put
-  back (``mxu_matmat``'s ``perm`` and ``inverse``; two XLA row gathers,
-  0.37 ms of nh2010's 0.73 with 128 columns on a TPU v5e).
+  back (``mxu_matmat``'s ``perm`` and ``inverse``), by the kernel itself
+  in VMEM, a row at a time (``_permute_rows``): on a TPU v5e (nh2010, 128
+  columns, in a loop, ``.device_data/probe_kperm.py``) 0.684 ms against
+  0.725 with two XLA row gathers around the kernel and 0.361 for the
+  kernel alone, so 3.3 ns per row moved.
 - A grid step brings ``GROUPS_PER_STEP`` groups' blocks into VMEM (the
   pipeline overlaps the next step's copy) and a small table of their
   panels and row blocks into SMEM.
@@ -307,8 +310,39 @@ def block_tables(rows, cols, shape, pad=None):
 
 # --- the kernel -----------------------------------------------------------------------------------------
 
-def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem, *, transpose: bool,
-            unroll: int):
+#: Entries of a permutation one DMA brings into SMEM (two such buffers: the next chunk's copy overlaps the
+#: rows the current one moves). Moving a row costs about 3.3 ns on a TPU v5e (a dynamic single-row load and
+#: store; nh2010's two permutations 0.32 ms, thirteenth session).
+PERM_CHUNK = 1024
+
+
+def _permute_rows(idx_hbm, idx_smem, idx_sems, src, dst, n_rows: int) -> None:
+    """``dst[r] = src[idx[r]]`` for the first ``n_rows`` rows (a multiple of 8), VMEM to VMEM, one row
+    load and store each; ``idx_hbm`` (padded to whole ``PERM_CHUNK``s) comes into SMEM a chunk at a time."""
+    n_chunks = -(-n_rows // PERM_CHUNK)
+
+    def fetch(c):
+        # (int32 offsets: under jax_enable_x64 a Python int would lower as i64, which Mosaic's slices refuse)
+        return pltpu.make_async_copy(idx_hbm.at[pl.ds(np.int32(c * PERM_CHUNK), PERM_CHUNK)],
+                                     idx_smem.at[np.int32(c % 2)], idx_sems.at[np.int32(c % 2)])
+
+    fetch(0).start()
+    for c in range(n_chunks):  # (static: a matrix's rows)
+        if c + 1 < n_chunks:
+            fetch(c + 1).start()
+        fetch(c).wait()
+        first, slot = c * PERM_CHUNK, c % 2
+
+        def rows8(_, g, first=first, slot=slot):  # g: 8 rows' group, an int32 carry (as in _kernel)
+            for j in range(8):
+                i = g * np.int32(8) + np.int32(j)
+                dst[pl.ds(i + np.int32(first), 1), :] = src[pl.ds(idx_smem[np.int32(slot), i], 1), :]
+            return g + np.int32(1)
+
+        jax.lax.fori_loop(0, min(PERM_CHUNK, n_rows - first) // 8, rows8, np.int32(0))
+
+
+def _kernel(*refs, transpose: bool, unroll: int, permuted: bool):
     """One grid step: ``GROUPS_PER_STEP`` groups, one MXU product each, added to the resident result.
 
     ``n_real_ref`` (1,): the steps that hold blocks (scalar prefetch: the
@@ -326,8 +360,36 @@ def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vme
     to the result: a padding group (zeros, its blocks in the spare row block
     past the result's rows, its panel 0) adds zeros (or, times an ``inf`` of
     ``x``, NaN) to rows that are neither copied out nor checked.
+
+    ``permuted`` (blocks of a square matrix's reordering): two more inputs,
+    ``perm_hbm`` and ``inv_hbm`` (the order and its inverse, padded to whole
+    ``PERM_CHUNK``s with zeros), and two more scratch buffers, ``idx_smem``
+    (2, PERM_CHUNK) and its DMA semaphores. At the first step ``x`` is
+    copied into the result's buffer and gathered into ``x_vmem`` in the
+    order's rows (its rows past ``m`` then zeroed); at the last
+    the result is gathered back into ``x_vmem`` by the inverse and copied
+    out from there (``_permute_rows``), so no permuted copy of ``x`` or of
+    the result passes through HBM.
     """
-    _sell.load_resident(x_hbm, x_vmem, o_vmem, sem)
+    if permuted:
+        (n_real_ref, table_ref, vals_ref, x_hbm, perm_hbm, inv_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem, idx_smem,
+         idx_sems) = refs
+        m = o_hbm.shape[0]
+
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            copy = pltpu.make_async_copy(x_hbm, o_vmem.at[pl.ds(0, m)], sem)
+            copy.start()
+            copy.wait()
+            _permute_rows(perm_hbm, idx_smem, idx_sems, o_vmem, x_vmem, x_vmem.shape[0])
+            for start in range(m // 128 * 128, x_vmem.shape[0], 128):  # rows past m: zeros (static chunks)
+                chunk = x_vmem[pl.ds(start, 128), :]
+                row = jax.lax.broadcasted_iota(jnp.int32, chunk.shape, 0) + np.int32(start)
+                x_vmem[pl.ds(start, 128), :] = jnp.where(row < np.int32(m), chunk, jnp.zeros_like(chunk))
+            o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
+    else:
+        n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem = refs
+        _sell.load_resident(x_hbm, x_vmem, o_vmem, sem)
 
     rows, subs, sub_rows = GROUP * BLOCK_ROWS, GROUP // SUBGROUP, SUBGROUP * BLOCK_ROWS
 
@@ -357,7 +419,13 @@ def _kernel(n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vme
     @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
     def _():
         ok_ref[...] = _finite_lanes(o_vmem, o_hbm.shape[0])
-    _sell.store_resident(o_vmem, o_hbm, sem)
+    if permuted:  # the result's rows put back (into x_vmem, free now), then copied out
+        @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
+        def _():
+            _permute_rows(inv_hbm, idx_smem, idx_sems, o_vmem, x_vmem, _round_up(m, BLOCK_ROWS))
+        _sell.store_resident(x_vmem, o_hbm, sem)
+    else:
+        _sell.store_resident(o_vmem, o_hbm, sem)
 
 
 def _group_product(blocks, x, transpose: bool):
@@ -410,12 +478,15 @@ def _check_part(values, table, offset: int, who: str) -> None:
 
 
 def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int = 0,
-               interpret: bool | None = None):
+               interpret: bool | None = None, perm=None, inverse=None):
     """``A @ x`` (or ``A.T @ x``) for float32 ``x`` of shape ``(k, n)`` (``(m, n)``): the Pallas kernel
     (interpret mode off a TPU), 128 columns per call.
 
     ``values``: a flat float32 buffer holding the blocks (``block_tables``)
     from ``offset``, a multiple of ``STEP_VALUES``; read in place.
+    ``perm``/``inverse`` (int32, length ``m``; a square matrix): the
+    blocks are those of ``A[perm][:, perm]``; the kernel permutes ``x``'s
+    rows and puts the result's back itself, in VMEM.
 
     Returns ``(y, finite)``: ``y`` of shape ``(m, n)`` (``(k, n)``), and
     whether ``y`` is finite (a bool scalar; where it is not, ``y`` may
@@ -432,9 +503,13 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
         raise ValueError(f"mxu_kernel: x must have {m if transpose else k} rows for "
                          f"{'A.T @ x' if transpose else 'A @ x'} with A of shape {tuple(shape)} (got x of shape "
                          f"{tuple(x.shape)})")
+    permuted = perm is not None
+    if permuted and (m != k or perm.shape != (m,) or inverse is None or inverse.shape != (m,)):
+        raise ValueError(f"mxu_kernel: perm and inverse go together, each of length m, for a square matrix "
+                         f"(shape {tuple(shape)})")
     if n > LANES:
         parts = [mxu_kernel(values, table, x[:, i:i + LANES], shape=shape, transpose=transpose, offset=offset,
-                            interpret=interpret)
+                            interpret=interpret, perm=perm, inverse=inverse)
                  for i in range(0, n, LANES)]
         return jnp.concatenate([p[0] for p in parts], axis=1), jnp.all(jnp.stack([p[1] for p in parts]))
     xr, orows = padded_rows(shape, transpose)
@@ -446,24 +521,32 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     steps, width = table.shape
     first, spare = offset // STEP_VALUES, -(-m // BLOCK_ROWS)
     n_real = jnp.maximum(jnp.sum(table[:, GROUP // SUBGROUP] != spare), 1).astype(jnp.int32).reshape(1)  # (real steps lead)
+    in_specs = [pl.BlockSpec((1, 1, width), lambda i, r: (i, 0, 0), memory_space=pltpu.SMEM),
+                pl.BlockSpec((STEP_VALUES,), lambda i, r: (first + jnp.minimum(i, r[0] - 1),)),
+                pl.BlockSpec(memory_space=pl.ANY)]
+    scratch = [pltpu.VMEM((xr, LANES), jnp.float32), pltpu.VMEM((orows, LANES), jnp.float32),
+               pltpu.SemaphoreType.DMA(())]
+    extra = ()
+    if permuted:  # the order and its inverse, padded with zeros (the rows they fill are zeroed or not read)
+        length = _round_up(max(xr, orows), PERM_CHUNK)
+        extra = tuple(jnp.pad(a.astype(jnp.int32), (0, length - m)) for a in (perm, inverse))
+        in_specs += [pl.BlockSpec(memory_space=pl.ANY)] * 2
+        scratch += [pltpu.SMEM((2, PERM_CHUNK), jnp.int32), pltpu.SemaphoreType.DMA((2,))]
     call = pl.pallas_call(
         # (interpret mode runs the loop rolled: the same arithmetic, traced once)
-        functools.partial(_kernel, transpose=transpose, unroll=1 if interpret else GROUP_UNROLL),
+        functools.partial(_kernel, transpose=transpose, unroll=1 if interpret else GROUP_UNROLL,
+                          permuted=permuted),
         out_shape=(jax.ShapeDtypeStruct((out, LANES), jnp.float32),
                    jax.ShapeDtypeStruct((8, LANES), jnp.float32)),
         grid_spec=pltpu.PrefetchScalarGridSpec(
-            num_scalar_prefetch=1, grid=(steps,),
-            in_specs=[pl.BlockSpec((1, 1, width), lambda i, r: (i, 0, 0), memory_space=pltpu.SMEM),
-                      pl.BlockSpec((STEP_VALUES,), lambda i, r: (first + jnp.minimum(i, r[0] - 1),)),
-                      pl.BlockSpec(memory_space=pl.ANY)],
+            num_scalar_prefetch=1, grid=(steps,), in_specs=in_specs,
             out_specs=(pl.BlockSpec(memory_space=pl.ANY), pl.BlockSpec((8, LANES), lambda i, r: (0, 0))),
-            scratch_shapes=[pltpu.VMEM((xr, LANES), jnp.float32), pltpu.VMEM((orows, LANES), jnp.float32),
-                            pltpu.SemaphoreType.DMA(())]),
+            scratch_shapes=scratch),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
                                              vmem_limit_bytes=_sell.vmem_limit_bytes()),
         interpret=interpret,
     )
-    y, ok = call(n_real, table.reshape(steps, 1, width), values.astype(jnp.float32), xs)
+    y, ok = call(n_real, table.reshape(steps, 1, width), values.astype(jnp.float32), xs, *extra)
     return (y if n == LANES else y[:, :n]), jnp.all(ok[:, :n] > 0)
 
 
@@ -518,11 +601,8 @@ def _impl(values, table, s_values, s_rows, s_cols, x, perm, inverse, *, shape, t
     if 0 in out_shape or 0 in shape:
         return jnp.zeros(out_shape, dtype)
     if use_kernel and np.dtype(dtype) == np.float32 and _on_tpu() and fits(shape):
-        permuted = perm.shape[0] > 0
-        xk = jnp.take(x, perm, axis=0, mode="clip") if permuted else x
-        y, finite = mxu_kernel(values, table, xk, shape=shape, transpose=transpose, offset=offset)
-        if permuted:
-            y = jnp.take(y, inverse, axis=0, mode="clip")
+        perms = dict(perm=perm, inverse=inverse) if perm.shape[0] > 0 else {}
+        y, finite = mxu_kernel(values, table, x, shape=shape, transpose=transpose, offset=offset, **perms)
         return jax.lax.cond(finite, lambda: y, lambda: _coo(s_values, s_rows, s_cols, x, shape, transpose))
     return _coo(s_values, s_rows, s_cols, x, shape, transpose)
 
