@@ -105,6 +105,28 @@ def test_kernel_with_smaller_subgroups_matches_scipy(monkeypatch, subgroup):
         np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("n, n_rhs", [(700, 5), (256, 130), (1, 3), (129, 16)])
+def test_kernel_permutes_rows_itself(n, n_rhs):
+    # Blocks of a reordered matrix, A[perm][:, perm]: the kernel permutes x's rows and puts the result's back
+    # in VMEM (both orientations; 256 rows leave A.T's result buffer no spare row; more than 128 columns take
+    # two calls); bad permutations are refused.
+    rng = np.random.default_rng(n)
+    S = sp.csr_array(sp.random_array((n, n), density=min(1.0, 6 / n), rng=rng, format="csr", dtype=np.float32)
+                     + sp.eye(n, dtype=np.float32))
+    order = rng.permutation(n)
+    inverse = np.argsort(order)
+    values, table = _blocks(sp.csr_array(S[order][:, order]))
+    X = rng.standard_normal((n, n_rhs)).astype(np.float32)
+    perms = dict(perm=jnp.asarray(order, jnp.int32), inverse=jnp.asarray(inverse, jnp.int32))
+    S64 = S.astype(np.float64)
+    for transpose, ref in ((False, S64 @ X), (True, S64.T @ X)):
+        y, finite = mxu.mxu_kernel(values, table, X, shape=S.shape, transpose=transpose, interpret=True, **perms)
+        assert bool(finite)
+        np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="perm and inverse go together"):
+        mxu.mxu_kernel(values, table, X, shape=S.shape, interpret=True, perm=perms["perm"])
+
+
 def test_block_tables_group_blocks_by_panel_and_reject_bad_indices():
     # Each block lands in a group of its own panel; each group's row blocks are distinct but for the spare
     # one; every entry's slot holds its row and column (block b, element (i, j) at (b * 8 + i) * 128 + j).
