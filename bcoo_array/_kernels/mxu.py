@@ -520,7 +520,8 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     xs = x.astype(jnp.float32) if n == LANES else jnp.pad(x.astype(jnp.float32), ((0, 0), (0, LANES - n)))
     steps, width = table.shape
     first, spare = offset // STEP_VALUES, -(-m // BLOCK_ROWS)
-    n_real = jnp.maximum(jnp.sum(table[:, GROUP // SUBGROUP] != spare), 1).astype(jnp.int32).reshape(1)  # (real steps lead)
+    first_blocks = table[:, GROUP // SUBGROUP]  # (each step's first block: real steps lead)
+    n_real = jnp.maximum(jnp.sum(first_blocks != spare), 1).astype(jnp.int32).reshape(1)
     in_specs = [pl.BlockSpec((1, 1, width), lambda i, r: (i, 0, 0), memory_space=pltpu.SMEM),
                 pl.BlockSpec((STEP_VALUES,), lambda i, r: (first + jnp.minimum(i, r[0] - 1),)),
                 pl.BlockSpec(memory_space=pl.ANY)]
