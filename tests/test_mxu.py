@@ -387,6 +387,66 @@ def test_non_finite_x_with_reordered_blocks_takes_the_sell_slots(kernel_on):
     assert len(kernel_on) == 2
 
 
+@pytest.mark.parametrize("scrambled", (False, True))
+def test_gradient_in_x_on_the_coo_formula(tpu_prices, scrambled):
+    # The transpose in x binds the other orientation with this one's SELL slots ("flipped"): where the COO
+    # formula serves it (off a TPU here; a non-finite result on the chip), it is the transpose of theirs, not
+    # their product again (which gave A @ ct for A.T @ ct). Both orientations, jax.linear_transpose too.
+    n, width = (2000, 20) if scrambled else (900, 60)
+    rng, A, op, S64, _, _ = _clustered(n, width, 21, "sell", scrambled)
+    X = rng.standard_normal((n, 16)).astype(np.float32)
+    W = rng.standard_normal((n, 16)).astype(np.float32)
+    for f, M in ((lambda o, z: o @ z, S64), (lambda o, z: o.T @ z, S64.T)):
+        gx = jax.grad(lambda z: jnp.sum(W * f(op, z)))(jnp.asarray(X))
+        np.testing.assert_allclose(np.asarray(gx), M.T @ W, rtol=1e-5, atol=1e-4)
+        (lt,) = jax.linear_transpose(lambda z: f(op, z), jnp.asarray(X))(jnp.asarray(W))
+        np.testing.assert_allclose(np.asarray(lt), M.T @ W, rtol=1e-5, atol=1e-4)
+
+
+def test_gradient_in_x_with_a_non_finite_value_takes_the_transposed_formula(kernel_on):
+    # An inf value: the kernel reports the transposed product non-finite and its COO fallback (the forward
+    # slots, transposed) gives scipy's A.T @ ct, inf and NaN where scipy has them.
+    n = 900
+    rng, A, op, S64, _, _ = _clustered(n, 60, 22, "panels")
+    d = np.asarray(A.data).copy()
+    d[17] = np.inf
+    S = sp.csr_array((d, (np.asarray(A.indices)[:, 0], np.asarray(A.indices)[:, 1])), shape=(n, n))
+    X = rng.standard_normal((n, 128)).astype(np.float32)  # (128 columns: the blocks' price wins)
+    W = np.abs(rng.standard_normal((n, 128))).astype(np.float32) + 1
+    _, vjp = jax.vjp(lambda z: op.with_data(jnp.asarray(d)) @ z, jnp.asarray(X))
+    (got,) = vjp(jnp.asarray(W))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ref = S.T.astype(np.float64) @ W.astype(np.float64)
+    got = np.asarray(got)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    finite = np.isfinite(ref)
+    assert finite.sum() > n  # most of the result is finite, and right
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+    assert kernel_on
+
+
+def test_bad_arguments_are_refused():
+    S = _banded(300, 10, np.random.default_rng(23)).astype(np.float32)
+    values, table = _blocks(S)
+    X = np.ones((300, 4), np.float32)
+    order = np.arange(300, dtype=np.int32)
+    with pytest.raises(ValueError, match="perm and inverse go together"):
+        mxu.mxu_kernel(values, table, X, shape=(300, 300), interpret=True, inverse=order)
+    with pytest.raises(ValueError, match="perm and inverse go together"):
+        mxu.mxu_kernel(values, table, X, shape=(300, 300), interpret=True, perm=order[:299], inverse=order[:299])
+    with pytest.raises(ValueError, match="x must be 2-D with 300 rows"):
+        mxu.mxu_kernel(values, table, X[:, 0], shape=(300, 300), interpret=True)
+    slots = (jnp.zeros(8, jnp.float32), jnp.zeros(8, jnp.int32), jnp.zeros(8, jnp.int32))
+    with pytest.raises(ValueError, match="x must be 2-D with 300 rows"):
+        mxu.mxu_matmat(values, table, *slots, X[:299], shape=(300, 300))
+    with pytest.raises(ValueError, match="perm and inverse go together"):
+        mxu.mxu_matmat(values, table, *slots, X, perm=[0] * 300, shape=(300, 300))
+    y = mxu.mxu_kernel(values, table, X, shape=(300, 300), interpret=True, perm=list(order), inverse=list(order))[0]
+    np.testing.assert_allclose(np.asarray(y), S.astype(np.float64) @ X, rtol=1e-5, atol=1e-5)  # lists read
+
+
 def _chip_product(blocks, x, transpose):
     """The group product as a TPU computes ``Precision.HIGHEST``: each operand split into three bfloat16
     parts, six one-pass products (an inf value's parts are inf and inf - inf = NaN)."""

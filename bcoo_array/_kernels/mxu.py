@@ -477,6 +477,28 @@ def _check_part(values, table, offset: int, who: str) -> None:
                          f"{tuple(values.shape)}); place the part with part_start")
 
 
+def _check_x(x, shape, transpose: bool, who: str) -> None:
+    """Raise ``ValueError`` unless ``x`` is 2-D with the rows of ``A @ x`` (``A.T @ x``) for ``shape``."""
+    rows = shape[0] if transpose else shape[1]
+    if getattr(x, "ndim", None) != 2 or x.shape[0] != rows:
+        raise ValueError(f"{who}: x must be 2-D with {rows} rows for {'A.T @ x' if transpose else 'A @ x'} with A "
+                         f"of shape {tuple(shape)} (got x of shape {tuple(getattr(x, 'shape', ()))})")
+
+
+def _check_perms(perm, inverse, shape, who: str):
+    """``(perm, inverse)`` as int32 arrays, or ``(None, None)``; raise ``ValueError`` unless both or
+    neither are given, each of length ``m``, for a square ``shape``. (Whether ``perm`` is a permutation
+    and ``inverse`` its inverse is not checked: the layouts build them.)"""
+    if perm is None and inverse is None:
+        return None, None
+    if perm is not None and inverse is not None:
+        perm, inverse = jnp.asarray(perm, jnp.int32), jnp.asarray(inverse, jnp.int32)
+        if shape[0] == shape[1] and perm.shape == inverse.shape == (shape[0],):
+            return perm, inverse
+    raise ValueError(f"{who}: perm and inverse go together, each of length m, for a square matrix "
+                     f"(shape {tuple(shape)}); pass both or neither")
+
+
 def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int = 0,
                interpret: bool | None = None, perm=None, inverse=None):
     """``A @ x`` (or ``A.T @ x``) for float32 ``x`` of shape ``(k, n)`` (``(m, n)``): the Pallas kernel
@@ -497,16 +519,11 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     before the blocks do, or ``x`` has the wrong number of rows.
     """
     m, k = shape
-    n = x.shape[1]
     _check_part(values, table, offset, "mxu_kernel")
-    if x.ndim != 2 or x.shape[0] != (m if transpose else k):
-        raise ValueError(f"mxu_kernel: x must have {m if transpose else k} rows for "
-                         f"{'A.T @ x' if transpose else 'A @ x'} with A of shape {tuple(shape)} (got x of shape "
-                         f"{tuple(x.shape)})")
+    _check_x(x, shape, transpose, "mxu_kernel")
+    perm, inverse = _check_perms(perm, inverse, shape, "mxu_kernel")
     permuted = perm is not None
-    if permuted and (m != k or perm.shape != (m,) or inverse is None or inverse.shape != (m,)):
-        raise ValueError(f"mxu_kernel: perm and inverse go together, each of length m, for a square matrix "
-                         f"(shape {tuple(shape)})")
+    n = x.shape[1]
     if n > LANES:
         parts = [mxu_kernel(values, table, x[:, i:i + LANES], shape=shape, transpose=transpose, offset=offset,
                             interpret=interpret, perm=perm, inverse=inverse)
@@ -557,7 +574,7 @@ mxu_matmat_p = Primitive("bcoo_array_mxu_matmat")
 
 
 def mxu_matmat(values, table, s_values, s_rows, s_cols, x, perm=None, inverse=None, *, shape,
-               transpose: bool = False, offset: int = 0, use_kernel: bool = True):
+               transpose: bool = False, offset: int = 0, use_kernel: bool = True, flipped: bool = False):
     """``A @ x`` (``transpose``: ``A.T @ x``) from the dense blocks, ``x`` of shape ``(k, n)`` (``(m, n)``).
 
     ``values``/``table``: a flat buffer holding the blocks from ``offset``
@@ -571,32 +588,42 @@ def mxu_matmat(values, table, s_values, s_rows, s_cols, x, perm=None, inverse=No
     ``s_rows``, ``s_cols``: the layout's SELL-8 slots of the product's
     orientation (``.sell``), holding the same entries, whose COO formula
     (``.sell.sell_reference``) serves a non-finite result of the kernel, values other than
-    float32, and backends other than a TPU (``use_kernel=False``: always).
+    float32, and backends other than a TPU (``use_kernel=False``: always);
+    ``flipped``: the slots are those of the other orientation (what the
+    transpose in ``x`` binds: its COO formula is then the transpose of
+    theirs). Raises ``ValueError`` where ``x`` is not 2-D with the
+    product's rows, or ``perm``/``inverse`` do not fit.
     Differentiable in ``x`` and in the two value copies together (the
     values' cotangent lands on ``s_values``; a transpose in ``values``
     alone raises ``ValueError``), batchable over ``x`` and the values.
     """
     _check_part(values, table, offset, "mxu_matmat")
-    if (perm is None) != (inverse is None) or (perm is not None and (
-            shape[0] != shape[1] or perm.shape != (shape[0],) or inverse.shape != (shape[0],))):
-        raise ValueError(f"mxu_matmat: perm and inverse go together, each of length m, for a square matrix "
-                         f"(shape {tuple(shape)})")
+    _check_x(x, shape, transpose, "mxu_matmat")
+    perm, inverse = _check_perms(perm, inverse, shape, "mxu_matmat")
     none = jnp.zeros(0, jnp.int32)
     return mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, x, none if perm is None else perm,
                              none if inverse is None else inverse, shape=tuple(shape), transpose=bool(transpose),
-                             offset=int(offset), use_kernel=bool(use_kernel))
+                             offset=int(offset), use_kernel=bool(use_kernel), flipped=bool(flipped))
 
 
 def _out_shape(shape, transpose, x):
     return (shape[1] if transpose else shape[0], x.shape[1])
 
 
-def _coo(s_values, s_rows, s_cols, x, shape, transpose):
-    out_shape = (shape[1], shape[0]) if transpose else tuple(shape)
-    return _sell.sell_reference(s_values, s_rows, s_cols, x, shape=out_shape)
+def _coo(s_values, s_rows, s_cols, x, shape, transpose, flipped):
+    """The COO formula of the SELL slots (``.sell.sell_reference``): their product, or with ``flipped``
+    (slots of the other orientation) its transpose, applied to ``x``."""
+    slot_shape = (shape[1], shape[0]) if transpose != flipped else tuple(shape)
+    f = lambda z: _sell.sell_reference(s_values, s_rows, s_cols, z, shape=slot_shape)  # noqa: E731
+    if not flipped:
+        return f(x)
+    dtype = jnp.result_type(s_values, x)
+    (y,) = jax.linear_transpose(f, jax.ShapeDtypeStruct((slot_shape[1],) + x.shape[1:], dtype))(x.astype(dtype))
+    return y
 
 
-def _impl(values, table, s_values, s_rows, s_cols, x, perm, inverse, *, shape, transpose, offset, use_kernel):
+def _impl(values, table, s_values, s_rows, s_cols, x, perm, inverse, *, shape, transpose, offset, use_kernel,
+          flipped):
     dtype = jnp.result_type(values, x)
     out_shape = _out_shape(shape, transpose, x)
     if 0 in out_shape or 0 in shape:
@@ -604,25 +631,26 @@ def _impl(values, table, s_values, s_rows, s_cols, x, perm, inverse, *, shape, t
     if use_kernel and np.dtype(dtype) == np.float32 and _on_tpu() and fits(shape):
         perms = dict(perm=perm, inverse=inverse) if perm.shape[0] > 0 else {}
         y, finite = mxu_kernel(values, table, x, shape=shape, transpose=transpose, offset=offset, **perms)
-        return jax.lax.cond(finite, lambda: y, lambda: _coo(s_values, s_rows, s_cols, x, shape, transpose))
-    return _coo(s_values, s_rows, s_cols, x, shape, transpose)
+        return jax.lax.cond(finite, lambda: y, lambda: _coo(s_values, s_rows, s_cols, x, shape, transpose, flipped))
+    return _coo(s_values, s_rows, s_cols, x, shape, transpose, flipped)
 
 
 mxu_matmat_p.def_impl(_impl)
 
 
 @mxu_matmat_p.def_abstract_eval
-def _abstract(values, table, s_values, s_rows, s_cols, x, perm, inverse, *, shape, transpose, offset, use_kernel):
+def _abstract(values, table, s_values, s_rows, s_cols, x, perm, inverse, *, shape, transpose, offset, use_kernel,
+              flipped):
     return jax.core.ShapedArray(_out_shape(shape, transpose, x), jnp.result_type(values.dtype, x.dtype))
 
 
 mlir.register_lowering(mxu_matmat_p, mlir.lower_fun(_impl, multiple_results=False))
 
 
-def _jvp(primals, tangents, *, shape, transpose, offset, use_kernel):
+def _jvp(primals, tangents, *, shape, transpose, offset, use_kernel, flipped):
     values, table, s_values, s_rows, s_cols, x, perm, inverse = primals
     dv, _, dsv, _, _, dx, _, _ = tangents
-    params = dict(shape=shape, transpose=transpose, offset=offset, use_kernel=use_kernel)
+    params = dict(shape=shape, transpose=transpose, offset=offset, use_kernel=use_kernel, flipped=flipped)
     y = mxu_matmat_p.bind(*primals, **params)
     dy = None
     if type(dv) is not ad.Zero or type(dsv) is not ad.Zero:  # linear in the two value copies together
@@ -638,7 +666,7 @@ ad.primitive_jvps[mxu_matmat_p] = _jvp
 
 
 def _transpose(ct, values, table, s_values, s_rows, s_cols, x, perm, inverse, *, shape, transpose, offset,
-               use_kernel):
+               use_kernel, flipped):
     none = [None] * 8
     if type(ct) is ad.Zero:
         return none
@@ -647,9 +675,10 @@ def _transpose(ct, values, table, s_values, s_rows, s_cols, x, perm, inverse, *,
                          "slots, one buffer's parts in the layouts): transpose it in both, or in x")
     if ad.is_undefined_primal(s_values) and ad.is_undefined_primal(x):
         raise ValueError("the MXU product is bilinear: transpose it in the values or in x, not both")
-    if ad.is_undefined_primal(x):  # the product of the other orientation (a symmetric reordering: the same)
+    if ad.is_undefined_primal(x):  # the product of the other orientation (a symmetric reordering: the same),
+        # its slots those of this one (flipped: their COO formula transposed)
         dx = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, ct, perm, inverse, shape=shape,
-                               transpose=not transpose, offset=offset, use_kernel=use_kernel)
+                               transpose=not transpose, offset=offset, use_kernel=use_kernel, flipped=not flipped)
         none[5] = dx.astype(x.aval.dtype)
         return none
     # The values' cotangent lands on the SELL slots' copy, from its COO formula: each stored entry's slot gets
@@ -657,7 +686,7 @@ def _transpose(ct, values, table, s_values, s_rows, s_cols, x, perm, inverse, *,
     # store entries the matrix does not have). The blocks' copy gets zeros, so an entry's cotangent (the sum
     # over its copies) is counted once.
     aval = s_values.aval
-    f = lambda v: _coo(v, s_rows, s_cols, x, shape, transpose)  # noqa: E731
+    f = lambda v: _coo(v, s_rows, s_cols, x, shape, transpose, flipped)  # noqa: E731
     (dv,) = jax.linear_transpose(f, jax.ShapeDtypeStruct(aval.shape, ct.dtype))(ct)
     if not jnp.issubdtype(aval.dtype, jnp.complexfloating) and jnp.iscomplexobj(dv):
         dv = jnp.real(dv)
@@ -670,10 +699,10 @@ def _transpose(ct, values, table, s_values, s_rows, s_cols, x, perm, inverse, *,
 ad.primitive_transposes[mxu_matmat_p] = _transpose
 
 
-def _batch(args, dims, *, shape, transpose, offset, use_kernel):
+def _batch(args, dims, *, shape, transpose, offset, use_kernel, flipped):
     values, table, s_values, s_rows, s_cols, x, perm, inverse = args
     dv, dt, dsv, dr, dc, dx, dp, di = dims
-    params = dict(shape=shape, transpose=transpose, offset=offset, use_kernel=use_kernel)
+    params = dict(shape=shape, transpose=transpose, offset=offset, use_kernel=use_kernel, flipped=flipped)
     perms = {} if perm.shape[0] == 0 else dict(perm=perm, inverse=inverse)
     if dt is not None or dr is not None or dc is not None or dp is not None or di is not None:
         raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
