@@ -554,7 +554,7 @@ def test_kernel_reads_the_blocks_in_place_at_an_offset():
     for offset, what in ((128, "multiple of"), (2 * mxu.STEP_VALUES, "multiple of")):
         with pytest.raises(ValueError, match=what):
             mxu.mxu_kernel(buffer, table, X, shape=(400, 400), offset=offset, interpret=True)
-    with pytest.raises(ValueError, match="x must have 400 rows"):
+    with pytest.raises(ValueError, match="x must be 2-D with 400 rows"):
         mxu.mxu_kernel(buffer, table, X[:399], shape=(400, 400), offset=mxu.STEP_VALUES, interpret=True)
     with pytest.raises(ValueError, match="offset"):
         mxu.mxu_matmat(buffer, table, buffer[:10], np.zeros((1, 8), np.int32), np.zeros(10, np.int32), X,
