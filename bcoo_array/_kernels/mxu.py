@@ -88,7 +88,10 @@ The product is the primitive ``mxu_matmat_p``, linear in ``x`` and in its
 two value copies *together* (the blocks' values and the SELL slots', parts
 of one value buffer in the layouts, so that they always carry the same
 values and tangents): its JVP binds it again; its transpose in ``x`` is
-the product of the other orientation, in the values JAX's transpose of
+the product of the other orientation (the same blocks; its COO formula
+the transpose of this orientation's slots' formula, ``flipped``: until
+2026-12-07 it was their product again, ``A @ ct`` for ``A.T @ ct``
+wherever the formula served a gradient), in the values JAX's transpose of
 the SELL slots' COO formula (the stored entries' cotangents, none on the
 blocks' stored zeros), the blocks getting zeros. A mapped ``x`` becomes
 more right-hand sides (a ``vmap`` of a product with a matrix ``x``; a
