@@ -51,6 +51,14 @@ def _dense(values, table, shape):
     return out[:m, :k]
 
 
+def _assert_matches_non_finite(got, ref):
+    """``got`` has ``ref``'s NaN and inf positions (scipy's, a sparse product's) and its finite values."""
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+
+
 def _banded(n, width, rng, density=0.3):
     """A random banded pattern (entries within ``width`` of the diagonal): blocks with several entries each."""
     r = rng.integers(0, n, int(n * width * density))
@@ -362,10 +370,7 @@ def test_non_finite_x_takes_the_sell_slots(kernel_on):
         ref = sp.csr_array(S.astype(np.float32)).astype(np.float64) @ X.astype(np.float64)
     got = np.asarray(jax.jit(lambda o, z: o @ z)(op, jnp.asarray(X)))
     assert kernel_on
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
-    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
-    finite = np.isfinite(ref)
-    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+    _assert_matches_non_finite(got, ref)
 
 
 def test_non_finite_x_with_reordered_blocks_takes_the_sell_slots(kernel_on):
@@ -380,10 +385,7 @@ def test_non_finite_x_with_reordered_blocks_takes_the_sell_slots(kernel_on):
             warnings.simplefilter("ignore", RuntimeWarning)
             ref = m @ X.astype(np.float64)
         got = np.asarray(jax.jit(f)(op, jnp.asarray(X)))
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
-        np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
-        finite = np.isfinite(ref)
-        np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+        _assert_matches_non_finite(got, ref)
     assert len(kernel_on) == 2
 
 
@@ -419,11 +421,8 @@ def test_gradient_in_x_with_a_non_finite_value_takes_the_transposed_formula(kern
         warnings.simplefilter("ignore", RuntimeWarning)
         ref = S.T.astype(np.float64) @ W.astype(np.float64)
     got = np.asarray(got)
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
-    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
-    finite = np.isfinite(ref)
-    assert finite.sum() > n  # most of the result is finite, and right
-    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+    assert np.isfinite(ref).sum() > n  # most of the result is finite, and right
+    _assert_matches_non_finite(got, ref)
     assert kernel_on
 
 
@@ -486,10 +485,7 @@ def test_non_finite_values_take_the_sell_slots(kernel_on, monkeypatch):
     S64 = S.astype(np.float64)
     for f, ref in ((lambda o, z: o @ z, S64 @ X), (lambda o, z: o.T @ z, S64.T @ X)):
         got = np.asarray(jax.jit(f)(op, jnp.asarray(X)))
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
-        np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
-        finite = np.isfinite(ref)
-        np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-4)
+        _assert_matches_non_finite(got, ref)
     assert len(kernel_on) == 2
 
 
