@@ -385,10 +385,7 @@ def _kernel(*refs, transpose: bool, unroll: int, permuted: bool):
             copy.start()
             copy.wait()
             _permute_rows(perm_hbm, idx_smem, idx_sems, o_vmem, x_vmem, x_vmem.shape[0])
-            for start in range(m // 128 * 128, x_vmem.shape[0], 128):  # rows past m: zeros (static chunks)
-                chunk = x_vmem[pl.ds(start, 128), :]
-                row = jax.lax.broadcasted_iota(jnp.int32, chunk.shape, 0) + np.int32(start)
-                x_vmem[pl.ds(start, 128), :] = jnp.where(row < np.int32(m), chunk, jnp.zeros_like(chunk))
+            _sell.zero_rows_from(x_vmem, m)  # (rows past m: zeros)
             o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
     else:
         n_real_ref, table_ref, vals_ref, x_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem = refs

@@ -260,11 +260,18 @@ def load_resident(x_hbm, x_vmem, o_vmem, sem) -> None:
         copy.start()
         o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
         copy.wait()
-        if rows < total:
-            for start in range(rows // 128 * 128, total, 128):  # (static: the tail's chunks)
-                chunk = x_vmem[pl.ds(start, 128), :]
-                row = jax.lax.broadcasted_iota(jnp.int32, chunk.shape, 0) + np.int32(start)
-                x_vmem[pl.ds(start, 128), :] = jnp.where(row < np.int32(rows), chunk, jnp.zeros_like(chunk))
+        zero_rows_from(x_vmem, rows)
+
+
+def zero_rows_from(ref, rows: int) -> None:
+    """Zero the rows of a VMEM ``ref`` (a multiple of 128 rows, or exactly ``rows``) from ``rows`` on, in
+    aligned chunks of 128 rows, masked (static: the tail's chunks)."""
+    if rows >= ref.shape[0]:
+        return
+    for start in range(rows // 128 * 128, ref.shape[0], 128):
+        chunk = ref[pl.ds(start, 128), :]
+        row = jax.lax.broadcasted_iota(jnp.int32, chunk.shape, 0) + np.int32(start)
+        ref[pl.ds(start, 128), :] = jnp.where(row < np.int32(rows), chunk, jnp.zeros_like(chunk))
 
 
 def store_resident(o_vmem, o_hbm, sem) -> None:
