@@ -424,14 +424,12 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         dtype."""
         if not isinstance(value, (jax.Array, jax.core.Tracer)):
             value = np.asarray(value)
-            if value.dtype.kind not in "iu":
-                raise TypeError(f"indices has dtype {value.dtype}; indices must be integers")
+        if not jnp.issubdtype(value.dtype, jnp.integer):
+            raise TypeError(f"indices has dtype {value.dtype}; indices must be integers")
         old = self._indices if self._indices is not None else self._hindices
         if tuple(value.shape) != tuple(old.shape):
             raise ValueError(f"indices has shape {tuple(old.shape)}; the new indices have shape "
                              f"{tuple(value.shape)}: assign indices of the same shape")
-        if not jnp.issubdtype(value.dtype, jnp.integer):
-            raise TypeError(f"indices has dtype {value.dtype}; indices must be integers")
         if is_concrete(value):
             check_index_values(np.asarray(value), self.shape, self.n_batch)
             value = jnp.asarray(np.asarray(value).astype(old.dtype))  # (a copy: never a user's buffer)
