@@ -135,6 +135,27 @@ def test_kernel_permutes_rows_itself(n, n_rhs):
         mxu.mxu_kernel(values, table, X, shape=S.shape, interpret=True, perm=perms["perm"])
 
 
+@pytest.mark.parametrize("n, chunk, copies", [(700, 16, 2), (129, 8, 3), (61, 8, 4)])
+def test_kernel_permutes_rows_in_chunks(monkeypatch, n, chunk, copies):
+    # x comes in and the result goes out PERM_CHUNK rows per DMA, PERM_COPIES in flight, each chunk's rows
+    # moved while the next arrive: many chunks, a last chunk short of 8 rows or of a whole group of 8, and
+    # more chunks than copies in flight, against scipy in both orientations.
+    monkeypatch.setattr(mxu, "PERM_CHUNK", chunk)
+    monkeypatch.setattr(mxu, "PERM_COPIES", copies)
+    rng = np.random.default_rng(n + chunk)
+    S = sp.csr_array(sp.random_array((n, n), density=min(1.0, 5 / n), rng=rng, format="csr", dtype=np.float32)
+                     + sp.eye(n, dtype=np.float32))
+    order = rng.permutation(n)
+    values, table = _blocks(sp.csr_array(S[order][:, order]))
+    X = rng.standard_normal((n, 4)).astype(np.float32)
+    S64 = S.astype(np.float64)
+    for transpose, ref in ((False, S64 @ X), (True, S64.T @ X)):
+        y, finite = mxu.mxu_kernel(values, table, X, shape=S.shape, transpose=transpose, interpret=True,
+                                   perm=order, inverse=np.argsort(order))
+        assert bool(finite)
+        np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
+
+
 def test_block_tables_group_blocks_by_panel_and_reject_bad_indices():
     # Each block lands in a group of its own panel; each group's row blocks are distinct but for the spare
     # one; every entry's slot holds its row and column (block b, element (i, j) at (b * 8 + i) * 128 + j).

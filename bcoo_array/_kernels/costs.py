@@ -98,7 +98,13 @@ def vmem_share(tuned_bytes: int) -> int:
 #: the kernel (``.device_data/probe_kperm.py``), 0.32 of 0.68 (0.44 through the operator's product, 0.80 in
 #: that probe's loop): 1,400 per row of each (``mxu_permute_row``), whatever the columns up to 128. This prices nh2010's 16 columns on the panels
 #: kernel (measured 0.608 ms there, 0.753-0.773 on the reordered blocks) and its 128 on the blocks (0.726-0.768
-#: against 1.048 on the SELL-8 slots).
+#: against 1.048 on the SELL-8 slots). Fourteenth session (``.device_data/probe_p16.py``): with the rows
+#: moved while ``x`` comes in and the result goes out by chunks, the permutations take 0.239 ms of 0.602
+#: (2.45 ns a row, about 900), but the price stays 1,400: with 16 columns the blocks cost more than this
+#: model says (the kernel alone 0.423 ms against 0.363 with 128, ``x`` padded to 128 lanes; 0.640 with
+#: the permutations against 0.535 on the panels kernel), and a per-row padding term fitted to that
+#: would also move bayer10's and bcsstk16's 16 columns off the blocks, where they run fastest
+#: (0.077-0.081 against 0.087-0.090 ms, 0.046-0.052 against 0.067-0.071).
 #: CPUs and GPUs gather at
 #: a few times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {

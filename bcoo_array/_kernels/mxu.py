@@ -26,10 +26,15 @@ blocks, mostly zeros, are cheaper than per-entry work:
   a layout may keep the blocks of that order (``.layouts._mxu_blocks``)
   beside its own: ``x`` goes in permuted and the result comes out put
   back (``mxu_matmat``'s ``perm`` and ``inverse``), by the kernel itself
-  in VMEM, a row at a time (``_permute_rows``): on a TPU v5e (nh2010, 128
-  columns, in a loop, ``.device_data/probe_kperm.py``) 0.684 ms against
-  0.725 with two XLA row gathers around the kernel and 0.361 for the
-  kernel alone, so 3.3 ns per row moved.
+  in VMEM, a row at a time: ``x`` comes in by chunks whose rows are
+  scattered to their places while the next chunks arrive
+  (``_load_permuted``), and the result's rows are gathered back a chunk at
+  a time, each chunk copied out while the next is gathered
+  (``_store_permuted``). On a TPU v5e (nh2010, 128 columns, in a loop):
+  0.602 ms against 0.363 for the kernel alone, so 2.45 ns per row moved
+  (``.device_data/probe_p16.py``, fourteenth session; 0.684 with the whole
+  copies in and out before and after the moves, not unrolled, and 0.725
+  with two XLA row gathers around the kernel, ``probe_kperm.py``).
 - A grid step brings ``GROUPS_PER_STEP`` groups' blocks into VMEM (the
   pipeline overlaps the next step's copy) and a small table of their
   panels and row blocks into SMEM.
@@ -313,36 +318,99 @@ def block_tables(rows, cols, shape, pad=None):
 
 # --- the kernel -----------------------------------------------------------------------------------------
 
-#: Entries of a permutation one DMA brings into SMEM (two such buffers: the next chunk's copy overlaps the
-#: rows the current one moves). Moving a row costs about 3.3 ns on a TPU v5e (a dynamic single-row load and
-#: store; nh2010's two permutations 0.32 ms, thirteenth session).
+#: Entries of the inverse order one DMA brings into SMEM (two such buffers: the next chunk's copy overlaps
+#: the rows the current one moves), and rows of ``x`` or of the result per DMA in or out.
 PERM_CHUNK = 1024
+#: Row copies (DMAs of ``PERM_CHUNK`` rows of ``x`` in, or of the result out) in flight at once.
+PERM_COPIES = 4
+#: Groups of 8 row moves per iteration of the move loop. On a TPU v5e (nh2010's RCM blocks, 128 columns,
+#: in a loop, ``.device_data/probe_ptile.py``, fourteenth session; ``A @ X`` ms, the whole of ``x`` copied
+#: in before the moves): one row load and store each, not unrolled 0.686, unrolled by 4 0.625; 8 rows
+#: loaded and stored as one aligned 8-row tile, built by a concatenation 0.712 (unrolled by 2: 0.664) or
+#: by selects 0.693 (0.652).
+PERM_UNROLL = 4
 
 
-def _permute_rows(idx_hbm, idx_smem, idx_sems, src, dst, n_rows: int) -> None:
-    """``dst[r] = src[idx[r]]`` for the first ``n_rows`` rows (a multiple of 8), VMEM to VMEM, one row
-    load and store each; ``idx_hbm`` (padded to whole ``PERM_CHUNK``s) comes into SMEM a chunk at a time."""
-    n_chunks = -(-n_rows // PERM_CHUNK)
+def _fetch_order(idx_hbm, idx_smem, idx_sems, c: int):
+    """The DMA of chunk ``c`` of the order (``PERM_CHUNK`` entries) into SMEM buffer ``c % 2``."""
+    # (int32 offsets: under jax_enable_x64 a Python int would lower as i64, which Mosaic's slices refuse)
+    return pltpu.make_async_copy(idx_hbm.at[pl.ds(np.int32(c * PERM_CHUNK), PERM_CHUNK)],
+                                 idx_smem.at[np.int32(c % 2)], idx_sems.at[np.int32(c % 2)])
 
-    def fetch(c):
-        # (int32 offsets: under jax_enable_x64 a Python int would lower as i64, which Mosaic's slices refuse)
-        return pltpu.make_async_copy(idx_hbm.at[pl.ds(np.int32(c * PERM_CHUNK), PERM_CHUNK)],
-                                     idx_smem.at[np.int32(c % 2)], idx_sems.at[np.int32(c % 2)])
 
-    fetch(0).start()
+def _move_rows(n_rows: int, move) -> None:
+    """``move(i)`` for ``i`` in ``range(n_rows)`` (static ``n_rows``): groups of 8 in a loop unrolled by
+    ``PERM_UNROLL`` (``i`` an int32, as in ``_kernel``), the remainder after it."""
+    def rows8(_, g):
+        for j in range(8):
+            move(g * np.int32(8) + np.int32(j))
+        return g + np.int32(1)
+
+    if n_rows // 8:
+        jax.lax.fori_loop(0, n_rows // 8, rows8, np.int32(0), unroll=min(PERM_UNROLL, n_rows // 8))
+    for i in range(n_rows // 8 * 8, n_rows):
+        move(jnp.int32(i))  # (a traced int32, as in the loop: Mosaic lowers no NumPy scalar as an index)
+
+
+def _load_permuted(x_hbm, inv_hbm, staging, x_vmem, idx_smem, idx_sems, copy_sems) -> None:
+    """``x_vmem[inv[j]] = x[j]`` for the ``m`` rows of ``x_hbm`` (so ``x_vmem[i] = x[perm[i]]``): ``x``
+    comes into ``staging`` (VMEM, at least ``m`` rows) ``PERM_CHUNK`` rows per DMA, ``PERM_COPIES`` in
+    flight, and each chunk's rows are moved one row load and store each while the next chunks arrive."""
+    m = x_hbm.shape[0]
+    n_chunks = -(-m // PERM_CHUNK)
+
+    def rows_of(c):
+        return pl.ds(np.int32(c * PERM_CHUNK), min(PERM_CHUNK, m - c * PERM_CHUNK))
+
+    def copy(c):
+        return pltpu.make_async_copy(x_hbm.at[rows_of(c)], staging.at[rows_of(c)],
+                                     copy_sems.at[np.int32(c % PERM_COPIES)])
+
+    for c in range(min(PERM_COPIES, n_chunks)):
+        copy(c).start()
+    _fetch_order(inv_hbm, idx_smem, idx_sems, 0).start()
     for c in range(n_chunks):  # (static: a matrix's rows)
         if c + 1 < n_chunks:
-            fetch(c + 1).start()
-        fetch(c).wait()
-        first, slot = c * PERM_CHUNK, c % 2
+            _fetch_order(inv_hbm, idx_smem, idx_sems, c + 1).start()
+        _fetch_order(inv_hbm, idx_smem, idx_sems, c).wait()
+        copy(c).wait()
+        first, slot = np.int32(c * PERM_CHUNK), np.int32(c % 2)
 
-        def rows8(_, g, first=first, slot=slot):  # g: 8 rows' group, an int32 carry (as in _kernel)
-            for j in range(8):
-                i = g * np.int32(8) + np.int32(j)
-                dst[pl.ds(i + np.int32(first), 1), :] = src[pl.ds(idx_smem[np.int32(slot), i], 1), :]
-            return g + np.int32(1)
+        def move(i, first=first, slot=slot):
+            x_vmem[pl.ds(idx_smem[slot, i], 1), :] = staging[pl.ds(first + i, 1), :]
 
-        jax.lax.fori_loop(0, min(PERM_CHUNK, n_rows - first) // 8, rows8, np.int32(0))
+        _move_rows(min(PERM_CHUNK, m - c * PERM_CHUNK), move)
+        if c + PERM_COPIES < n_chunks:  # (its semaphore is free: chunk c's copy is done)
+            copy(c + PERM_COPIES).start()
+
+
+def _store_permuted(o_vmem, inv_hbm, buf, o_hbm, idx_smem, idx_sems, copy_sems) -> None:
+    """``o_hbm[r] = o_vmem[inv[r]]`` for the ``m`` rows of ``o_hbm``: gathered into ``buf`` (VMEM, at
+    least ``m`` rows rounded up to 8) a chunk of ``PERM_CHUNK`` rows at a time, each chunk's DMA out
+    overlapping the next chunks' rows (``PERM_COPIES`` in flight)."""
+    m = o_hbm.shape[0]
+    n_chunks = -(-m // PERM_CHUNK)
+
+    def copy(c):
+        rows = pl.ds(np.int32(c * PERM_CHUNK), min(PERM_CHUNK, m - c * PERM_CHUNK))
+        return pltpu.make_async_copy(buf.at[rows], o_hbm.at[rows], copy_sems.at[np.int32(c % PERM_COPIES)])
+
+    _fetch_order(inv_hbm, idx_smem, idx_sems, 0).start()
+    for c in range(n_chunks):
+        if c + 1 < n_chunks:
+            _fetch_order(inv_hbm, idx_smem, idx_sems, c + 1).start()
+        _fetch_order(inv_hbm, idx_smem, idx_sems, c).wait()
+        first, slot = np.int32(c * PERM_CHUNK), np.int32(c % 2)
+
+        def move(i, first=first, slot=slot):
+            buf[pl.ds(first + i, 1), :] = o_vmem[pl.ds(idx_smem[slot, i], 1), :]
+
+        _move_rows(min(PERM_CHUNK, m - c * PERM_CHUNK), move)
+        if c >= PERM_COPIES:  # (chunk c - PERM_COPIES's semaphore is needed again)
+            copy(c - PERM_COPIES).wait()
+        copy(c).start()
+    for c in range(max(0, n_chunks - PERM_COPIES), n_chunks):
+        copy(c).wait()
 
 
 def _kernel(*refs, transpose: bool, unroll: int, permuted: bool):
@@ -364,27 +432,26 @@ def _kernel(*refs, transpose: bool, unroll: int, permuted: bool):
     past the result's rows, its panel 0) adds zeros (or, times an ``inf`` of
     ``x``, NaN) to rows that are neither copied out nor checked.
 
-    ``permuted`` (blocks of a square matrix's reordering): two more inputs,
-    ``perm_hbm`` and ``inv_hbm`` (the order and its inverse, padded to whole
-    ``PERM_CHUNK``s with zeros), and two more scratch buffers, ``idx_smem``
-    (2, PERM_CHUNK) and its DMA semaphores. At the first step ``x`` is
-    copied into the result's buffer and gathered into ``x_vmem`` in the
-    order's rows (its rows past ``m`` then zeroed); at the last
-    the result is gathered back into ``x_vmem`` by the inverse and copied
-    out from there (``_permute_rows``), so no permuted copy of ``x`` or of
-    the result passes through HBM.
+    ``permuted`` (blocks of a square matrix's reordering): one more input,
+    ``inv_hbm`` (the inverse of the order, padded to whole ``PERM_CHUNK``s
+    with zeros), and, in place of ``sem``, three scratch buffers:
+    ``idx_smem`` (2, PERM_CHUNK), its DMA semaphores, and ``PERM_COPIES``
+    semaphores for the chunks of rows in flight. At the first step ``x``
+    comes by chunks into the result's buffer and each row is stored in
+    ``x_vmem`` at its place in the order (``_load_permuted``; the rows past
+    ``m`` then zeroed); at the last the result's rows are gathered back into
+    ``x_vmem`` by the inverse and copied out from there a chunk at a time
+    (``_store_permuted``), so no permuted copy of ``x`` or of the result
+    passes through HBM.
     """
     if permuted:
-        (n_real_ref, table_ref, vals_ref, x_hbm, perm_hbm, inv_hbm, o_hbm, ok_ref, x_vmem, o_vmem, sem, idx_smem,
-         idx_sems) = refs
+        (n_real_ref, table_ref, vals_ref, x_hbm, inv_hbm, o_hbm, ok_ref, x_vmem, o_vmem, idx_smem, idx_sems,
+         copy_sems) = refs
         m = o_hbm.shape[0]
 
         @pl.when(pl.program_id(0) == 0)
         def _():
-            copy = pltpu.make_async_copy(x_hbm, o_vmem.at[pl.ds(0, m)], sem)
-            copy.start()
-            copy.wait()
-            _permute_rows(perm_hbm, idx_smem, idx_sems, o_vmem, x_vmem, x_vmem.shape[0])
+            _load_permuted(x_hbm, inv_hbm, o_vmem, x_vmem, idx_smem, idx_sems, copy_sems)  # (o_vmem: staging)
             _sell.zero_rows_from(x_vmem, m)  # (rows past m: zeros)
             o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
     else:
@@ -419,11 +486,10 @@ def _kernel(*refs, transpose: bool, unroll: int, permuted: bool):
     @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
     def _():
         ok_ref[...] = _finite_lanes(o_vmem, o_hbm.shape[0])
-    if permuted:  # the result's rows put back (into x_vmem, free now), then copied out
+    if permuted:  # the result's rows put back (into x_vmem, free now) and copied out, a chunk at a time
         @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
         def _():
-            _permute_rows(inv_hbm, idx_smem, idx_sems, o_vmem, x_vmem, _round_up(m, BLOCK_ROWS))
-        _sell.store_resident(x_vmem, o_hbm, sem)
+            _store_permuted(o_vmem, inv_hbm, x_vmem, o_hbm, idx_smem, idx_sems, copy_sems)
     else:
         _sell.store_resident(o_vmem, o_hbm, sem)
 
@@ -508,7 +574,9 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     from ``offset``, a multiple of ``STEP_VALUES``; read in place.
     ``perm``/``inverse`` (int32, length ``m``; a square matrix): the
     blocks are those of ``A[perm][:, perm]``; the kernel permutes ``x``'s
-    rows and puts the result's back itself, in VMEM.
+    rows and puts the result's back itself, in VMEM (it reads the
+    ``inverse`` only: ``x``'s row ``j`` goes to row ``inverse[j]``, and the
+    result's row ``r`` comes from row ``inverse[r]``).
 
     Returns ``(y, finite)``: ``y`` of shape ``(m, n)`` (``(k, n)``), and
     whether ``y`` is finite (a bool scalar; where it is not, ``y`` may
@@ -545,11 +613,12 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     scratch = [pltpu.VMEM((xr, LANES), jnp.float32), pltpu.VMEM((orows, LANES), jnp.float32),
                pltpu.SemaphoreType.DMA(())]
     extra = ()
-    if permuted:  # the order and its inverse, padded with zeros (the rows they fill are zeroed or not read)
+    if permuted:  # the inverse order, padded with zeros to whole chunks of SMEM (the padding is not read)
         length = _round_up(max(xr, orows), PERM_CHUNK)
-        extra = tuple(jnp.pad(a.astype(jnp.int32), (0, length - m)) for a in (perm, inverse))
-        in_specs += [pl.BlockSpec(memory_space=pl.ANY)] * 2
-        scratch += [pltpu.SMEM((2, PERM_CHUNK), jnp.int32), pltpu.SemaphoreType.DMA((2,))]
+        extra = (jnp.pad(inverse.astype(jnp.int32), (0, length - m)),)
+        in_specs += [pl.BlockSpec(memory_space=pl.ANY)]
+        scratch = scratch[:2] + [pltpu.SMEM((2, PERM_CHUNK), jnp.int32), pltpu.SemaphoreType.DMA((2,)),
+                                 pltpu.SemaphoreType.DMA((PERM_COPIES,))]
     call = pl.pallas_call(
         # (interpret mode runs the loop rolled: the same arithmetic, traced once)
         functools.partial(_kernel, transpose=transpose, unroll=1 if interpret else GROUP_UNROLL,
