@@ -174,11 +174,14 @@ def _floor_divide(x1, x2):
     for a negative finite x1 over +infinity; the standard asks for the
     true quotient there (a signed infinity or zero), and for signed zeros
     from a zero x1: where x1 is zero or either operand infinite, the result
-    is ``x1 / x2``.
+    is ``x1 / x2``. An integer divided by zero gives 0, NumPy's answer and
+    the host kernels' (XLA gives -1, -2 or the dtype's largest value; the
+    standard leaves it unspecified, but one input gets one answer eagerly
+    and under ``jit``).
     """
     q = jnp.floor_divide(x1, x2)
     if not jnp.issubdtype(q.dtype, jnp.floating):
-        return q
+        return jnp.where(x2 == 0, jnp.zeros((), q.dtype), q)
     special = (x1 == 0) | jnp.isinf(x1) | jnp.isinf(x2)
     return jnp.where(special, jnp.true_divide(x1, x2), q)
 
@@ -325,8 +328,8 @@ def _sign_np(x):
 
 
 def _floor_divide_np(x1, x2):
-    # (An integer divided by zero gives NumPy's 0 here, which NumPy's own floor_divide through
-    # __array_ufunc__ must give, and XLA's -1 or -2 under jit: the standard leaves it unspecified.)
+    # (An integer divided by zero gives NumPy's 0, which NumPy's own floor_divide through
+    # __array_ufunc__ must give; the XLA twin, _floor_divide, gives it too.)
     q = np.floor_divide(x1, x2)
     if q.dtype.kind != "f":
         return q

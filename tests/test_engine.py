@@ -296,14 +296,18 @@ def _spy(fn, log, name):
 def test_engines_agree_where_the_standard_leaves_results_unspecified(dtype, monkeypatch):
     """Casts of NaN, infinities and out-of-range floats to integers: the standard leaves them unspecified,
     but one input must give one answer whether the host twin (NumPy), a forced XLA engine or ``jax.jit``
-    computes it (NumPy's C casts differed from XLA's saturating ones; found by a review). (Integer division
-    by zero keeps NumPy's 0 on the host: NumPy's floor_divide through ``__array_ufunc__`` must give it.)"""
+    computes it (NumPy's C casts differed from XLA's saturating ones; found by a review). Integer division
+    by zero gives NumPy's 0 everywhere (XLA gave -1, -2 or the dtype's largest value under ``jit``), on
+    stored entries and on the fill value (``0 // 0``)."""
     f = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 3.7, -1.5, 300.0, -300.0, 0.0], np.float32)
     vals = np.concatenate([f, f]).reshape(4, 5)
     vals[1, :] = 0.0  # unstored entries: the fill value is cast too
+    ints = np.array([[5, 0, 7, 1, 3], [0, 0, 0, 0, 0], [2, 9, 0, 4, 6], [1, 1, 0, 8, 0]], dtype)
     cases = {
         "astype": (lambda a: xp.astype(a, dtype), (vals,)),
         "astype NaN fill": (lambda a: xp.astype(a / 0.0, dtype), (vals,)),
+        "floor_divide by zero": (lambda a, b: a // b, (ints, ints * (np.arange(5) % 2).astype(dtype))),
+        "floor_divide by a zero scalar": (lambda a: a // 0, (ints,)),
     }
     for name, (fn, args) in cases.items():
         ops = [xp.asarray(a) for a in args]
