@@ -348,6 +348,24 @@ def _pow_np(x1, x2):
     return np.power(x1, x2)
 
 
+def _signed_zero_extreme(np_fn, take_negative: bool):
+    """NumPy's ``maximum``/``minimum`` with signed zeros ordered as IEEE 754-2019 and XLA order them
+    (``-0 < +0``: ``maximum(+0, -0)`` is +0 and ``minimum`` -0 whatever the argument order; NumPy's SIMD
+    loops return either operand), so that the host kernels agree with ``jit``."""
+    def fn(x1, x2):
+        r = np_fn(x1, x2)
+        if r.dtype.kind != "f":
+            return r
+        both = (x1 == 0) & (x2 == 0)
+        if not np.any(both):
+            return r
+        # of two zeros, the negative one for minimum, the positive one for maximum
+        zero = np.where(np.signbit(x1) == take_negative, x1, x2)
+        return np.where(both, zero, r).astype(r.dtype, copy=False)
+    fn.__name__ = np_fn.__name__
+    return fn
+
+
 #: name -> the NumPy twin of ``TABLE[name].fn``.
 _NUMPY: dict[str, Callable] = {
     "abs": np.abs, "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh,
@@ -363,7 +381,8 @@ _NUMPY: dict[str, Callable] = {
     "floor_divide": _floor_divide_np, "greater": np.greater, "greater_equal": np.greater_equal,
     "hypot": np.hypot, "less": np.less, "less_equal": np.less_equal, "logaddexp": np.logaddexp,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
-    "maximum": np.maximum, "minimum": np.minimum, "multiply": np.multiply, "nextafter": np.nextafter,
+    "maximum": _signed_zero_extreme(np.maximum, False), "minimum": _signed_zero_extreme(np.minimum, True),
+    "multiply": np.multiply, "nextafter": np.nextafter,
     "not_equal": np.not_equal, "pow": _pow_np, "remainder": _remainder_np, "subtract": np.subtract,
 }
 

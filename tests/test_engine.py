@@ -310,12 +310,44 @@ def test_engines_agree_where_the_standard_leaves_results_unspecified(dtype, monk
         "floor_divide by a zero scalar": (lambda a: a // 0, (ints,)),
     }
     for name, (fn, args) in cases.items():
-        ops = [xp.asarray(a) for a in args]
-        eager = fn(*ops)
-        jitted = jax.jit(fn)(*ops)
-        monkeypatch.setenv(HOST_ENV, "0")
-        forced = fn(*[xp.asarray(a) for a in args])
-        monkeypatch.delenv(HOST_ENV)
-        for other, label in ((jitted, "jit"), (forced, "XLA engine")):
+        eager, others = _three_engines(fn, args, monkeypatch)
+        for other, label in others:
             np.testing.assert_array_equal(eager.toarray(), other.toarray(), err_msg=f"{name}: eager vs {label}")
+            assert np.asarray(eager.fill_value).tobytes() == np.asarray(other.fill_value).tobytes(), (name, label)
+
+
+def _three_engines(fn, args, monkeypatch):
+    """``fn`` of NumPy ``args`` as bcoo arrays: eagerly (the host twin), and ``[(result, label)]`` under
+    ``jax.jit`` and on a forced XLA engine."""
+    ops = [xp.asarray(a) for a in args]
+    eager = fn(*ops)
+    jitted = jax.jit(fn)(*ops)
+    monkeypatch.setenv(HOST_ENV, "0")
+    forced = fn(*[xp.asarray(a) for a in args])
+    monkeypatch.delenv(HOST_ENV)
+    return eager, [(jitted, "jit"), (forced, "XLA engine")]
+
+
+def test_engines_order_signed_zeros_alike(monkeypatch):
+    """maximum(+0, -0) is +0 and minimum(+0, -0) is -0 in either argument order (IEEE 754-2019, XLA),
+    eagerly as under ``jit``: NumPy's loops returned either operand, so the host twin gave -0 for
+    ``maximum(+0, -0)`` where ``jit`` gave +0. Stored entries and fill values (-0 and +0), and ``clip``."""
+    z = np.array([[0.0, -0.0, 0.0, 1.0], [-0.0, 0.0, -0.0, -2.0]], np.float32)
+    w = np.array([[-0.0, 0.0, 0.0, -0.0], [-0.0, -0.0, 0.0, 3.0]], np.float32)
+    cases = {
+        "maximum": (xp.maximum, (z, w)), "minimum": (xp.minimum, (z, w)),
+        "maximum, swapped": (xp.maximum, (w, z)), "minimum, swapped": (xp.minimum, (w, z)),
+        "maximum of -0 fills": (lambda a, b: xp.maximum(a * -1.0, b), (z, w)),
+        "clip": (lambda a: xp.clip(a, -0.0, 0.5), (z,)),
+    }
+    for name, (fn, args) in cases.items():
+        eager, others = _three_engines(fn, args, monkeypatch)
+        if name in ("maximum", "minimum", "maximum, swapped", "minimum, swapped"):  # the oracle, elementwise
+            a, b = args
+            negative = (np.signbit(a) | np.signbit(b)) if name.startswith("min") else (np.signbit(a) & np.signbit(b))
+            zeros = np.where(negative, np.float32(-0.0), np.float32(0.0))
+            want = np.where((a == 0) & (b == 0), zeros, getattr(np, name.split(",")[0])(a, b))
+            assert eager.toarray().tobytes() == want.tobytes(), name
+        for other, label in others:
+            assert eager.toarray().tobytes() == other.toarray().tobytes(), f"{name}: eager vs {label}"
             assert np.asarray(eager.fill_value).tobytes() == np.asarray(other.fill_value).tobytes(), (name, label)
