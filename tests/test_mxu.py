@@ -135,11 +135,11 @@ def test_kernel_permutes_rows_itself(n, n_rhs):
         mxu.mxu_kernel(values, table, X, shape=S.shape, interpret=True, perm=perms["perm"])
 
 
-@pytest.mark.parametrize("n, chunk, copies", [(700, 16, 2), (129, 8, 3), (61, 8, 4)])
+@pytest.mark.parametrize("n, chunk, copies", [(700, 16, 2), (129, 8, 3), (61, 8, 4), (96, 16, 4), (32, 16, 4)])
 def test_kernel_permutes_rows_in_chunks(monkeypatch, n, chunk, copies):
     # x comes in and the result goes out PERM_CHUNK rows per DMA, PERM_COPIES in flight, each chunk's rows
     # moved while the next arrive: many chunks, a last chunk short of 8 rows or of a whole group of 8, and
-    # more chunks than copies in flight, against scipy in both orientations.
+    # more chunks than copies in flight, or no short last chunk, against scipy in both orientations.
     monkeypatch.setattr(mxu, "PERM_CHUNK", chunk)
     monkeypatch.setattr(mxu, "PERM_COPIES", copies)
     rng = np.random.default_rng(n + chunk)
