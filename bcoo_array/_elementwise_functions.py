@@ -182,6 +182,9 @@ def _floor_divide(x1, x2):
     q = jnp.floor_divide(x1, x2)
     if not jnp.issubdtype(q.dtype, jnp.floating):
         return jnp.where(x2 == 0, jnp.zeros((), q.dtype), q)
+    # A zero quotient of a nonzero finite x1 is the floor of a positive fraction: +0 (XLA gives -0 for two
+    # negative operands, NumPy and the host kernels +0); a zero x1 keeps its signed zero below.
+    q = jnp.where(q == 0, jnp.zeros((), q.dtype), q)
     special = (x1 == 0) | jnp.isinf(x1) | jnp.isinf(x2)
     return jnp.where(special, jnp.true_divide(x1, x2), q)
 

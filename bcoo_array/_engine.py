@@ -116,9 +116,10 @@ HOST_MAX_ENV = "BCOO_ARRAY_HOST_MAX"
 #: 1.4 million entries 112 ms first, 1.1 ms warm) would pay that for a saving of a fraction of a millisecond; a
 #: loop over new arrays pays it on its third iteration, after which every such call takes the faster engine.
 #: Off (1: XLA from the first large call, as before tiering) until the engines agree bit for bit on every
-#: input: a review found integer ``floor_divide`` by zero giving NumPy's 0 on the host and XLA's -1/-2 (kept:
-#: NumPy's ``floor_divide`` through ``__array_ufunc__`` must give NumPy's; casts of NaN and out-of-range floats
-#: to integers now follow XLA on the host), and last-bit differences of ``exp``/``sum`` for fresh operands of a
+#: input: a review found integer ``floor_divide`` by zero giving NumPy's 0 on the host and XLA's -1/-2 (XLA's
+#: path now gives NumPy's 0 too, as do its float quotients' signed zeros and ``maximum``/``minimum`` of signed
+#: zeros on the host; casts of NaN and out-of-range floats to integers now follow XLA on the host), and
+#: last-bit differences of ``exp``/``sum`` for fresh operands of a
 #: hot signature. 3 turns tiering on.
 HOT_CALLS = 1
 

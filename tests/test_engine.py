@@ -331,7 +331,8 @@ def _three_engines(fn, args, monkeypatch):
 def test_engines_order_signed_zeros_alike(monkeypatch):
     """maximum(+0, -0) is +0 and minimum(+0, -0) is -0 in either argument order (IEEE 754-2019, XLA),
     eagerly as under ``jit``: NumPy's loops returned either operand, so the host twin gave -0 for
-    ``maximum(+0, -0)`` where ``jit`` gave +0. Stored entries and fill values (-0 and +0), and ``clip``."""
+    ``maximum(+0, -0)`` where ``jit`` gave +0. Stored entries and fill values (-0 and +0), and ``clip``; and
+    the zero quotients of float floor division (XLA gave -0 for two negative operands, NumPy +0; a review)."""
     z = np.array([[0.0, -0.0, 0.0, 1.0], [-0.0, 0.0, -0.0, -2.0]], np.float32)
     w = np.array([[-0.0, 0.0, 0.0, -0.0], [-0.0, -0.0, 0.0, 3.0]], np.float32)
     cases = {
@@ -339,6 +340,8 @@ def test_engines_order_signed_zeros_alike(monkeypatch):
         "maximum, swapped": (xp.maximum, (w, z)), "minimum, swapped": (xp.minimum, (w, z)),
         "maximum of -0 fills": (lambda a, b: xp.maximum(a * -1.0, b), (z, w)),
         "clip": (lambda a: xp.clip(a, -0.0, 0.5), (z,)),
+        "floor_divide, zero quotients": (lambda a, b: a // b, (np.array([[-1.0, -0.5, 1.0, -0.0]], np.float32),
+                                                                np.array([[-2.5, -4.0, 3.0, -2.0]], np.float32))),
     }
     for name, (fn, args) in cases.items():
         eager, others = _three_engines(fn, args, monkeypatch)
