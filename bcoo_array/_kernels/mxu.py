@@ -352,36 +352,48 @@ def _move_rows(n_rows: int, move) -> None:
         move(jnp.int32(i))  # (a traced int32, as in the loop: Mosaic lowers no NumPy scalar as an index)
 
 
+def _row_copy(src, dst, sems, c: int, m: int):
+    """The DMA of chunk ``c`` of ``m`` rows (``PERM_CHUNK`` rows from ``c * PERM_CHUNK``, fewer for the
+    last) from ``src`` to ``dst`` at the same rows, on semaphore ``c % PERM_COPIES``."""
+    rows = pl.ds(np.int32(c * PERM_CHUNK), min(PERM_CHUNK, m - c * PERM_CHUNK))
+    return pltpu.make_async_copy(src.at[rows], dst.at[rows], sems.at[np.int32(c % PERM_COPIES)])
+
+
+def _by_chunks(m: int, inv_hbm, idx_smem, idx_sems, chunk) -> None:
+    """``chunk(c, rows, order)`` for the chunks of ``m`` rows in turn (static: a matrix's rows), ``rows``
+    of them in chunk ``c``, once its slice of the inverse order is in SMEM (``order(i)``: its entry ``i``,
+    an int32); the next chunk's slice comes meanwhile."""
+    n_chunks = -(-m // PERM_CHUNK)
+    _fetch_order(inv_hbm, idx_smem, idx_sems, 0).start()
+    for c in range(n_chunks):
+        if c + 1 < n_chunks:
+            _fetch_order(inv_hbm, idx_smem, idx_sems, c + 1).start()
+        _fetch_order(inv_hbm, idx_smem, idx_sems, c).wait()
+        slot = np.int32(c % 2)
+        chunk(c, min(PERM_CHUNK, m - c * PERM_CHUNK), lambda i, slot=slot: idx_smem[slot, i])
+
+
 def _load_permuted(x_hbm, inv_hbm, staging, x_vmem, idx_smem, idx_sems, copy_sems) -> None:
     """``x_vmem[inv[j]] = x[j]`` for the ``m`` rows of ``x_hbm`` (so ``x_vmem[i] = x[perm[i]]``): ``x``
     comes into ``staging`` (VMEM, at least ``m`` rows) ``PERM_CHUNK`` rows per DMA, ``PERM_COPIES`` in
     flight, and each chunk's rows are moved one row load and store each while the next chunks arrive."""
     m = x_hbm.shape[0]
     n_chunks = -(-m // PERM_CHUNK)
-
-    def rows_of(c):
-        return pl.ds(np.int32(c * PERM_CHUNK), min(PERM_CHUNK, m - c * PERM_CHUNK))
-
-    def copy(c):
-        return pltpu.make_async_copy(x_hbm.at[rows_of(c)], staging.at[rows_of(c)],
-                                     copy_sems.at[np.int32(c % PERM_COPIES)])
-
     for c in range(min(PERM_COPIES, n_chunks)):
-        copy(c).start()
-    _fetch_order(inv_hbm, idx_smem, idx_sems, 0).start()
-    for c in range(n_chunks):  # (static: a matrix's rows)
-        if c + 1 < n_chunks:
-            _fetch_order(inv_hbm, idx_smem, idx_sems, c + 1).start()
-        _fetch_order(inv_hbm, idx_smem, idx_sems, c).wait()
-        copy(c).wait()
-        first, slot = np.int32(c * PERM_CHUNK), np.int32(c % 2)
+        _row_copy(x_hbm, staging, copy_sems, c, m).start()
 
-        def move(i, first=first, slot=slot):
-            x_vmem[pl.ds(idx_smem[slot, i], 1), :] = staging[pl.ds(first + i, 1), :]
+    def chunk(c, rows, order):
+        _row_copy(x_hbm, staging, copy_sems, c, m).wait()
+        first = np.int32(c * PERM_CHUNK)
 
-        _move_rows(min(PERM_CHUNK, m - c * PERM_CHUNK), move)
+        def move(i):
+            x_vmem[pl.ds(order(i), 1), :] = staging[pl.ds(first + i, 1), :]
+
+        _move_rows(rows, move)
         if c + PERM_COPIES < n_chunks:  # (its semaphore is free: chunk c's copy is done)
-            copy(c + PERM_COPIES).start()
+            _row_copy(x_hbm, staging, copy_sems, c + PERM_COPIES, m).start()
+
+    _by_chunks(m, inv_hbm, idx_smem, idx_sems, chunk)
 
 
 def _store_permuted(o_vmem, inv_hbm, buf, o_hbm, idx_smem, idx_sems, copy_sems) -> None:
@@ -391,26 +403,20 @@ def _store_permuted(o_vmem, inv_hbm, buf, o_hbm, idx_smem, idx_sems, copy_sems) 
     m = o_hbm.shape[0]
     n_chunks = -(-m // PERM_CHUNK)
 
-    def copy(c):
-        rows = pl.ds(np.int32(c * PERM_CHUNK), min(PERM_CHUNK, m - c * PERM_CHUNK))
-        return pltpu.make_async_copy(buf.at[rows], o_hbm.at[rows], copy_sems.at[np.int32(c % PERM_COPIES)])
+    def chunk(c, rows, order):
+        first = np.int32(c * PERM_CHUNK)
 
-    _fetch_order(inv_hbm, idx_smem, idx_sems, 0).start()
-    for c in range(n_chunks):
-        if c + 1 < n_chunks:
-            _fetch_order(inv_hbm, idx_smem, idx_sems, c + 1).start()
-        _fetch_order(inv_hbm, idx_smem, idx_sems, c).wait()
-        first, slot = np.int32(c * PERM_CHUNK), np.int32(c % 2)
+        def move(i):
+            buf[pl.ds(first + i, 1), :] = o_vmem[pl.ds(order(i), 1), :]
 
-        def move(i, first=first, slot=slot):
-            buf[pl.ds(first + i, 1), :] = o_vmem[pl.ds(idx_smem[slot, i], 1), :]
-
-        _move_rows(min(PERM_CHUNK, m - c * PERM_CHUNK), move)
+        _move_rows(rows, move)
         if c >= PERM_COPIES:  # (chunk c - PERM_COPIES's semaphore is needed again)
-            copy(c - PERM_COPIES).wait()
-        copy(c).start()
+            _row_copy(buf, o_hbm, copy_sems, c - PERM_COPIES, m).wait()
+        _row_copy(buf, o_hbm, copy_sems, c, m).start()
+
+    _by_chunks(m, inv_hbm, idx_smem, idx_sems, chunk)
     for c in range(max(0, n_chunks - PERM_COPIES), n_chunks):
-        copy(c).wait()
+        _row_copy(buf, o_hbm, copy_sems, c, m).wait()
 
 
 def _kernel(*refs, transpose: bool, unroll: int, permuted: bool):
