@@ -357,11 +357,9 @@ def _signed_zero_extreme(np_fn, take_negative: bool):
     loops return either operand), so that the host kernels agree with ``jit``."""
     def fn(x1, x2):
         r = np_fn(x1, x2)
-        if r.dtype.kind != "f":
+        if r.dtype.kind != "f" or not np.any(r == 0):  # (one pass: only a zero result can have two zeros)
             return r
         both = (x1 == 0) & (x2 == 0)
-        if not np.any(both):
-            return r
         # of two zeros, the negative one for minimum, the positive one for maximum
         zero = np.where(np.signbit(x1) == take_negative, x1, x2)
         return np.where(both, zero, r).astype(r.dtype, copy=False)
