@@ -331,11 +331,11 @@ PERM_COPIES = 4
 PERM_UNROLL = 4
 
 
-def _fetch_order(idx_hbm, idx_smem, idx_sems, c: int):
-    """The DMA of chunk ``c`` of the order (``PERM_CHUNK`` entries) into SMEM buffer ``c % 2``."""
+def _fetch_order(idx_hbm, idx_smem, idx_sems, c):
+    """The DMA of chunk ``c`` (an int32) of the order (``PERM_CHUNK`` entries) into SMEM buffer ``c % 2``."""
     # (int32 offsets: under jax_enable_x64 a Python int would lower as i64, which Mosaic's slices refuse)
-    return pltpu.make_async_copy(idx_hbm.at[pl.ds(np.int32(c * PERM_CHUNK), PERM_CHUNK)],
-                                 idx_smem.at[np.int32(c % 2)], idx_sems.at[np.int32(c % 2)])
+    return pltpu.make_async_copy(idx_hbm.at[pl.ds(pl.multiple_of(c * np.int32(PERM_CHUNK), PERM_CHUNK), PERM_CHUNK)],
+                                 idx_smem.at[c % np.int32(2)], idx_sems.at[c % np.int32(2)])
 
 
 def _move_rows(n_rows: int, move) -> None:
@@ -352,25 +352,46 @@ def _move_rows(n_rows: int, move) -> None:
         move(jnp.int32(i))  # (a traced int32, as in the loop: Mosaic lowers no NumPy scalar as an index)
 
 
-def _row_copy(src, dst, sems, c: int, m: int):
-    """The DMA of chunk ``c`` of ``m`` rows (``PERM_CHUNK`` rows from ``c * PERM_CHUNK``, fewer for the
-    last) from ``src`` to ``dst`` at the same rows, on semaphore ``c % PERM_COPIES``."""
-    rows = pl.ds(np.int32(c * PERM_CHUNK), min(PERM_CHUNK, m - c * PERM_CHUNK))
-    return pltpu.make_async_copy(src.at[rows], dst.at[rows], sems.at[np.int32(c % PERM_COPIES)])
+def _row_copy(src, dst, sems, c, m: int, last: bool):
+    """The DMA of chunk ``c`` (an int32) of ``m`` rows from ``src`` to ``dst`` at the same rows, on
+    semaphore ``c % PERM_COPIES``: ``PERM_CHUNK`` rows from ``c * PERM_CHUNK``, or (``last``) the rows
+    past the whole chunks."""
+    if last:
+        rows = pl.ds(np.int32(m // PERM_CHUNK * PERM_CHUNK), m % PERM_CHUNK)
+    else:
+        rows = pl.ds(pl.multiple_of(c * np.int32(PERM_CHUNK), PERM_CHUNK), PERM_CHUNK)
+    return pltpu.make_async_copy(src.at[rows], dst.at[rows], sems.at[c % np.int32(PERM_COPIES)])
 
 
 def _by_chunks(m: int, inv_hbm, idx_smem, idx_sems, chunk) -> None:
-    """``chunk(c, rows, order)`` for the chunks of ``m`` rows in turn (static: a matrix's rows), ``rows``
-    of them in chunk ``c``, once its slice of the inverse order is in SMEM (``order(i)``: its entry ``i``,
-    an int32); the next chunk's slice comes meanwhile."""
-    n_chunks = -(-m // PERM_CHUNK)
-    _fetch_order(inv_hbm, idx_smem, idx_sems, 0).start()
-    for c in range(n_chunks):
-        if c + 1 < n_chunks:
-            _fetch_order(inv_hbm, idx_smem, idx_sems, c + 1).start()
+    """``chunk(c, rows, last, order)`` for the chunks of ``m`` rows in turn, once chunk ``c``'s slice of
+    the inverse order is in SMEM (``order(i)``: its entry ``i``, an int32), the next chunk's slice coming
+    meanwhile: the whole chunks (``rows == PERM_CHUNK``) two per iteration of a loop, ``c`` an int32
+    carry, so the kernel holds a few copies of the code whatever ``m`` and each knows its SMEM buffer
+    (``c % 2``) statically; then an odd whole chunk and the shorter one past them (``last``), if any."""
+    n_chunks, full, tail = -(-m // PERM_CHUNK), m // PERM_CHUNK, m % PERM_CHUNK
+    _fetch_order(inv_hbm, idx_smem, idx_sems, jnp.int32(0)).start()
+
+    def step(c, slot: int, rows, last):
+        if not last:
+            @pl.when(c + np.int32(1) < np.int32(n_chunks))
+            def _():
+                _fetch_order(inv_hbm, idx_smem, idx_sems, c + np.int32(1)).start()
+
         _fetch_order(inv_hbm, idx_smem, idx_sems, c).wait()
-        slot = np.int32(c % 2)
-        chunk(c, min(PERM_CHUNK, m - c * PERM_CHUNK), lambda i, slot=slot: idx_smem[slot, i])
+        chunk(c, rows, last, lambda i: idx_smem[slot, i])
+
+    def pair(_, c):
+        step(c, 0, PERM_CHUNK, False)
+        step(c + np.int32(1), 1, PERM_CHUNK, False)
+        return c + np.int32(2)
+
+    if full // 2:
+        jax.lax.fori_loop(0, full // 2, pair, np.int32(0))
+    if full % 2:
+        step(jnp.int32(full - 1), (full - 1) % 2, PERM_CHUNK, False)
+    if tail:
+        step(jnp.int32(full), full % 2, tail, True)
 
 
 def _load_permuted(x_hbm, inv_hbm, staging, x_vmem, idx_smem, idx_sems, copy_sems) -> None:
@@ -378,20 +399,31 @@ def _load_permuted(x_hbm, inv_hbm, staging, x_vmem, idx_smem, idx_sems, copy_sem
     comes into ``staging`` (VMEM, at least ``m`` rows) ``PERM_CHUNK`` rows per DMA, ``PERM_COPIES`` in
     flight, and each chunk's rows are moved one row load and store each while the next chunks arrive."""
     m = x_hbm.shape[0]
-    n_chunks = -(-m // PERM_CHUNK)
-    for c in range(min(PERM_COPIES, n_chunks)):
-        _row_copy(x_hbm, staging, copy_sems, c, m).start()
+    n_chunks, full = -(-m // PERM_CHUNK), m // PERM_CHUNK
 
-    def chunk(c, rows, order):
-        _row_copy(x_hbm, staging, copy_sems, c, m).wait()
-        first = np.int32(c * PERM_CHUNK)
+    def start_copy(c):  # (c an int32: a whole chunk, or the last, shorter one)
+        if full:
+            @pl.when(c < np.int32(full))
+            def _():
+                _row_copy(x_hbm, staging, copy_sems, c, m, False).start()
+        if full < n_chunks:
+            @pl.when(c == np.int32(full))
+            def _():
+                _row_copy(x_hbm, staging, copy_sems, c, m, True).start()
+
+    for c in range(min(PERM_COPIES, n_chunks)):
+        start_copy(jnp.int32(c))
+
+    def chunk(c, rows, last, order):
+        _row_copy(x_hbm, staging, copy_sems, c, m, last).wait()
+        first = c * np.int32(PERM_CHUNK)
 
         def move(i):
             x_vmem[pl.ds(order(i), 1), :] = staging[pl.ds(first + i, 1), :]
 
         _move_rows(rows, move)
-        if c + PERM_COPIES < n_chunks:  # (its semaphore is free: chunk c's copy is done)
-            _row_copy(x_hbm, staging, copy_sems, c + PERM_COPIES, m).start()
+        if not last:
+            start_copy(c + np.int32(PERM_COPIES))  # (its semaphore is free: chunk c's copy is done)
 
     _by_chunks(m, inv_hbm, idx_smem, idx_sems, chunk)
 
@@ -401,22 +433,25 @@ def _store_permuted(o_vmem, inv_hbm, buf, o_hbm, idx_smem, idx_sems, copy_sems) 
     least ``m`` rows rounded up to 8) a chunk of ``PERM_CHUNK`` rows at a time, each chunk's DMA out
     overlapping the next chunks' rows (``PERM_COPIES`` in flight)."""
     m = o_hbm.shape[0]
-    n_chunks = -(-m // PERM_CHUNK)
+    n_chunks, full = -(-m // PERM_CHUNK), m // PERM_CHUNK
 
-    def chunk(c, rows, order):
-        first = np.int32(c * PERM_CHUNK)
+    def chunk(c, rows, last, order):
+        first = c * np.int32(PERM_CHUNK)
 
         def move(i):
             buf[pl.ds(first + i, 1), :] = o_vmem[pl.ds(order(i), 1), :]
 
         _move_rows(rows, move)
-        if c >= PERM_COPIES:  # (chunk c - PERM_COPIES's semaphore is needed again)
-            _row_copy(buf, o_hbm, copy_sems, c - PERM_COPIES, m).wait()
-        _row_copy(buf, o_hbm, copy_sems, c, m).start()
+        if n_chunks > PERM_COPIES:
+            @pl.when(c >= np.int32(PERM_COPIES))  # (chunk c - PERM_COPIES, a whole one, holds the semaphore)
+            def _():
+                _row_copy(buf, o_hbm, copy_sems, c - np.int32(PERM_COPIES), m, False).wait()
+
+        _row_copy(buf, o_hbm, copy_sems, c, m, last).start()
 
     _by_chunks(m, inv_hbm, idx_smem, idx_sems, chunk)
     for c in range(max(0, n_chunks - PERM_COPIES), n_chunks):
-        _row_copy(buf, o_hbm, copy_sems, c, m).wait()
+        _row_copy(buf, o_hbm, copy_sems, jnp.int32(c), m, c == full).wait()
 
 
 def _kernel(*refs, transpose: bool, unroll: int, permuted: bool):
