@@ -511,15 +511,19 @@ def test_values_placed_on_the_host_equal_the_device_scatter(layout, dtype):
 
 
 @pytest.mark.parametrize(("n", "densities", "kind"), [(512, (0.02, 0.0205), "blocks"), (60, (0.3, 0.31), "dense"),
-                                                      (1500, (0.01, 0.0101), "panels")])
+                                                      (1500, (0.01, 0.0101), "panels"),
+                                                      (2000, (0.005, 0.0052), "panels"), (300, (0.02, 0.021), "coo")])
 def test_eager_products_compile_once_per_layout_not_per_nse(monkeypatch, n, densities, kind):
     # Eager products on an accelerator: two matrices of one shape and layout parameters but different nse
     # run one compiled program: the values are placed on the host, and the product takes no nse-sized
-    # array (blocks, a vector; panels, its tiles padded to whole grid steps) or the stored entries padded
-    # to a size bucket (dense: its non-finite check).
+    # array (blocks, a vector; panels, its tiles padded to whole grid steps, the value buffer to a size
+    # bucket, whatever its SELL parts hold: 2000 x 2000 made two programs before) or the stored entries
+    # padded to a size bucket (dense: its non-finite check; coo: its entries).
     monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
     if kind == "blocks":  # the cheapest layout but dense and panels here
         monkeypatch.setattr(layouts, "AUTO_KINDS", ("blocks", "coo"))
+    if kind == "coo":
+        monkeypatch.setattr(layouts, "AUTO_KINDS", ("coo",))
     x = jnp.asarray(np.random.default_rng(6).standard_normal(n).astype(np.float32))
     mats = [sp.random_array((n, n), density=d, rng=s, format="csr").astype(np.float32)
             for s, d in zip((20, 21), densities)]

@@ -609,6 +609,66 @@ def test_values_cotangent_lands_on_the_stored_entries(transpose):
         jax.grad(lambda v: jnp.sum(w * f(v, s_values)))(values)
 
 
+@pytest.mark.parametrize("transpose", (False, True))
+def test_slots_in_row_order_give_the_same_products_with_a_sorted_sum(transpose):
+    # ``s_order`` (the layouts' row order of the SELL slots) changes only how the COO formula sums: its
+    # segment sum is sorted (what a TPU compiles in 0.6 s, not 8), and the product, its transpose in x
+    # (the flipped formula) and the values' cotangent are those of the slots' own order. x holds an inf, so
+    # the formula is what answers.
+    from bcoo_array._kernels import layouts, sell
+
+    rng = np.random.default_rng(12)
+    S = sp.csr_array(_banded(300, 20, rng).astype(np.float32))
+    S.sum_duplicates()
+    values, table = _blocks(S)
+    c = S.tocoo()
+    order = np.lexsort((c.row, c.col)) if transpose else np.arange(len(c.row))
+    r, q = (c.col[order], c.row[order]) if transpose else (c.row, c.col)
+    slot, _, s_rows, s_cols = sell.sell_tables(r, q, S.shape[::-1] if transpose else S.shape)
+    assert np.any(np.diff(s_rows) < 0)  # (the slots' own order is not the rows')
+    s_order = layouts._slot_orders({"s_rows": s_rows, "s_rows_t": s_rows})["s_order"]
+    assert np.all(np.diff(s_rows[s_order]) >= 0)
+    s_values = np.zeros(s_cols.size, np.float32)
+    s_values[slot] = c.data[order]
+    x = rng.standard_normal((300, 4)).astype(np.float32)
+    x[7, 1] = np.inf
+    w = rng.standard_normal((300, 4)).astype(np.float32)
+
+    def f(sv, z, o):
+        return mxu.mxu_matmat(values, table, sv, s_rows, s_cols, z, shape=S.shape, transpose=transpose,
+                              use_kernel=False, s_order=o)
+
+    expected = (S.T if transpose else S).astype(np.float64) @ x.astype(np.float64)
+    for o in (None, s_order):
+        _assert_matches_non_finite(np.asarray(f(s_values, x, o)), expected)
+    finite = np.where(np.isfinite(x), x, 0)
+    g_plain = jax.grad(lambda sv, z: jnp.sum(w * f(sv, z, None)), argnums=(0, 1))(s_values, finite)
+    g_order = jax.grad(lambda sv, z: jnp.sum(w * f(sv, z, s_order)), argnums=(0, 1))(s_values, finite)
+    for a, b in zip(g_plain, g_order):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-5)
+
+    def scatters(o):
+        text = jax.jit(lambda z: f(s_values, z, o)).lower(x).as_text()
+        return [line for line in text.splitlines() if '"stablehlo.scatter"' in line]
+
+    assert all("indices_are_sorted = true" in line for line in scatters(s_order))
+    assert not any("indices_are_sorted = true" in line for line in scatters(None))
+    with pytest.raises(ValueError, match="s_order"):
+        f(s_values, x, s_order[:-1])
+
+
+@pytest.mark.parametrize("layout, scrambled", [("panels", False), ("sell", True)])
+def test_layouts_with_blocks_keep_their_slots_row_orders(tpu_prices, layout, scrambled):
+    # A layout that keeps dense blocks keeps the row order of its SELL slots, both orientations (what the
+    # blocks' non-finite fallback sums in).
+    n, width = (2000, 20) if scrambled else (900, 60)
+    op = _clustered(n, width, 5, layout, scrambled)[2]
+    for sfx in ("", "_t"):
+        o = np.asarray(op.arrays["s_order" + sfx])
+        assert o.dtype == np.int32 and np.array_equal(np.sort(o), np.arange(len(o)))
+        assert np.all(np.diff(np.asarray(op.arrays["s_rows" + sfx])[o]) >= 0)
+
+
 def test_operator_values_gradient_has_the_matrix_pattern(kernel_on):
     # The gradient with respect to a prepared operator's own value buffer (a pytree leaf) is non-zero only at
     # the slots of stored entries: a step along it keeps the pattern, so products of one vector and of many
