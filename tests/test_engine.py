@@ -328,6 +328,27 @@ def _three_engines(fn, args, monkeypatch):
     return eager, [(jitted, "jit"), (forced, "XLA engine")]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_engines_keep_a_stored_negative_zero_through_sum_duplicates(monkeypatch, dtype):
+    """A stored -0 keeps its sign when its duplicates are summed (sum_duplicates, and a sparse operand
+    broadcast against another), eagerly as under ``jit``: the traced plans added into +0
+    (``jax.ops.segment_sum``), which turned a lone -0 into +0; they now add into -0, the additive identity
+    (a review: ``jit(maximum)(full((2, 2), -1.), asarray([[1., -0.]]))`` gave +0)."""
+    neg = np.array([[-0.0, 2.0, 0.0], [0.0, -0.0, -1.0]], dtype)
+    row = np.array([[-0.0, -0.0, -0.0]], dtype)
+    real = (np.full((2, 2), -1, np.float32), np.array([[1.0, -0.0]], np.float32))
+    cases = {  # name: (function, operands, NumPy's answer)
+        "sum_duplicates": (lambda a: a.sum_duplicates(), (neg,), neg),
+        "maximum, broadcast": (xp.maximum, real, np.maximum(*real)),
+        "add, broadcast": (xp.add, (neg, row), neg + row),
+    }
+    for name, (fn, args, want) in cases.items():
+        eager, others = _three_engines(fn, args, monkeypatch)
+        assert eager.toarray().tobytes() == np.asarray(want, eager.dtype).tobytes(), name
+        for other, label in others:
+            assert eager.toarray().tobytes() == other.toarray().tobytes(), f"{name}: eager vs {label}"
+
+
 def test_engines_order_signed_zeros_alike(monkeypatch):
     """maximum(+0, -0) is +0 and minimum(+0, -0) is -0 in either argument order (IEEE 754-2019, XLA),
     eagerly as under ``jit``: NumPy's loops returned either operand, so the host twin gave -0 for

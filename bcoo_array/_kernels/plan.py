@@ -298,6 +298,14 @@ def segment_reduce(values, segment, n_out: int, op: str = "sum"):
         op = "max"
     if op == "prod" and jnp.issubdtype(values.dtype, jnp.inexact):
         return segment_prod(values, segment, n_out)  # (differentiable)
+    if op == "sum" and jnp.issubdtype(values.dtype, jnp.inexact):
+        # Added into -0, the IEEE 754 additive identity (x + -0 is x for every x, -0 included), not into
+        # +0 as jax.ops.segment_sum does: a duplicate-free entry of -0 stays -0, as on the host. (A segment
+        # that gets no entry, padding past the last position, holds -0.)
+        neg_zero = jnp.asarray(complex(-0.0, -0.0) if jnp.issubdtype(values.dtype, jnp.complexfloating)
+                               else -0.0, values.dtype)
+        base = jnp.full((n_out,) + values.shape[1:], neg_zero)
+        return base.at[segment].add(values, mode="drop", indices_are_sorted=True)
     fn = {
         "sum": jax.ops.segment_sum,
         "max": jax.ops.segment_max,
