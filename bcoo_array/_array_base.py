@@ -170,6 +170,21 @@ class ArrayBase:
     def __rmod__(self, other):
         return _binary("remainder", other, self)
 
+    def __divmod__(self, other):
+        """``(self // other, self % other)``: Python's ``divmod``, as NumPy arrays and ``jax.Array`` answer it
+        (``floor_divide`` and ``remainder``, with their fill values)."""
+        quotient = self.__floordiv__(other)
+        if quotient is NotImplemented:
+            return NotImplemented
+        return quotient, self.__mod__(other)
+
+    def __rdivmod__(self, other):
+        """``(other // self, other % self)``: Python's ``divmod`` with this array second."""
+        quotient = self.__rfloordiv__(other)
+        if quotient is NotImplemented:
+            return NotImplemented
+        return quotient, self.__rmod__(other)
+
     def __pow__(self, other):
         return _binary("pow", self, other)
 

@@ -188,6 +188,20 @@ def test_operators(c):
     _check(a, d, True, d.dtype)  # the in-place update did not touch ``a``
 
 
+def test_divmod_is_floor_divide_and_remainder():
+    # Python's divmod answers as NumPy's: (x1 // x2, x1 % x2), with this array first or second, under jit
+    # too; an operand the operators refuse is refused alike.
+    d = np.array([[7.0, 0.0, -3.5], [0.0, 2.0, 0.0]])
+    e = np.array([[2.0, 3.0, 1.5], [-4.0, 0.75, 5.0]])
+    a, b = xp.asarray(d), xp.asarray(e)
+    for (q, r), (wq, wr) in ((divmod(a, b), np.divmod(d, e)), (divmod(a, 3.0), np.divmod(d, 3.0)),
+                             (divmod(10.0, b), np.divmod(10.0, e)), (jax.jit(divmod)(a, b), np.divmod(d, e))):
+        np.testing.assert_array_equal(to_np(q), wq)
+        np.testing.assert_array_equal(to_np(r), wr)
+    with pytest.raises(TypeError):
+        divmod(a, "2")
+
+
 def test_exp_of_zero_filled_has_fill_one():
     a = BCOOArray.fromdense(np.array([0.0, 2.0, 0.0]))
     e = xp.exp(a)
