@@ -578,15 +578,12 @@ def test_kernel_reads_the_blocks_in_place_at_an_offset():
                        shape=(400, 400), offset=3)
 
 
-@pytest.mark.parametrize("transpose", (False, True))
-def test_values_cotangent_lands_on_the_stored_entries(transpose):
-    # The product is linear in its two value copies together; their cotangent is the stored entries' (on
-    # the SELL slots' copy, from its COO formula) and zeros on the blocks (whose stored zeros must get none).
-    # A transpose in the blocks' copy alone is refused.
+def _slots_of(S, transpose: bool):
+    """``S``'s MXU blocks and its SELL-8 slots of one orientation (the transpose's with ``transpose``), duplicates
+    summed: ``(values, table, slot, s_rows, s_cols, s_values, r, q)``, ``slot`` each stored entry's slot and
+    ``(r, q)`` its row and column in that orientation."""
     from bcoo_array._kernels import sell
 
-    rng = np.random.default_rng(9)
-    S = sp.csr_array(_banded(300, 20, rng).astype(np.float32))
     S.sum_duplicates()
     values, table = _blocks(S)
     c = S.tocoo()
@@ -595,6 +592,17 @@ def test_values_cotangent_lands_on_the_stored_entries(transpose):
     slot, _, s_rows, s_cols = sell.sell_tables(r, q, S.shape[::-1] if transpose else S.shape)
     s_values = np.zeros(s_cols.size, np.float32)
     s_values[slot] = c.data[order]
+    return values, table, slot, s_rows, s_cols, s_values, r, q
+
+
+@pytest.mark.parametrize("transpose", (False, True))
+def test_values_cotangent_lands_on_the_stored_entries(transpose):
+    # The product is linear in its two value copies together; their cotangent is the stored entries' (on
+    # the SELL slots' copy, from its COO formula) and zeros on the blocks (whose stored zeros must get none).
+    # A transpose in the blocks' copy alone is refused.
+    rng = np.random.default_rng(9)
+    S = sp.csr_array(_banded(300, 20, rng).astype(np.float32))
+    values, table, slot, s_rows, s_cols, s_values, r, q = _slots_of(S, transpose)
     x = rng.standard_normal((300, 4)).astype(np.float32)
     w = rng.standard_normal((300, 4)).astype(np.float32)
     f = lambda v, sv: mxu.mxu_matmat(v, table, sv, s_rows, s_cols, x, shape=S.shape, transpose=transpose)  # noqa
@@ -615,21 +623,14 @@ def test_slots_in_row_order_give_the_same_products_with_a_sorted_sum(transpose):
     # segment sum is sorted (what a TPU compiles in 0.6 s, not 8), and the product, its transpose in x
     # (the flipped formula) and the values' cotangent are those of the slots' own order. x holds an inf, so
     # the formula is what answers.
-    from bcoo_array._kernels import layouts, sell
+    from bcoo_array._kernels import layouts
 
     rng = np.random.default_rng(12)
     S = sp.csr_array(_banded(300, 20, rng).astype(np.float32))
-    S.sum_duplicates()
-    values, table = _blocks(S)
-    c = S.tocoo()
-    order = np.lexsort((c.row, c.col)) if transpose else np.arange(len(c.row))
-    r, q = (c.col[order], c.row[order]) if transpose else (c.row, c.col)
-    slot, _, s_rows, s_cols = sell.sell_tables(r, q, S.shape[::-1] if transpose else S.shape)
+    values, table, slot, s_rows, s_cols, s_values, _, _ = _slots_of(S, transpose)
     assert np.any(np.diff(s_rows) < 0)  # (the slots' own order is not the rows')
     s_order = layouts._slot_orders({"s_rows": s_rows, "s_rows_t": s_rows})["s_order"]
     assert np.all(np.diff(s_rows[s_order]) >= 0)
-    s_values = np.zeros(s_cols.size, np.float32)
-    s_values[slot] = c.data[order]
     x = rng.standard_normal((300, 4)).astype(np.float32)
     x[7, 1] = np.inf
     w = rng.standard_normal((300, 4)).astype(np.float32)
