@@ -160,7 +160,7 @@ def _sparse_dense_host(fn, a: BCOOArray, d: np.ndarray, out_shape, *, or_none: b
     values = _host_values(fn, np.broadcast_to(hd, vals.shape), vals)
     if values is None:
         return None if or_none else NotImplemented
-    return src._replace(data=values, fill_value=_plus_zero(g[0]))
+    return src._replace(data=values, fill_value=_common_fill(g[0], bool(np.all(_same_signs(g, g[0], np)))))
 
 
 #: The public name of each element-wise function of the namespace (``bcoo_array.<name>``), by its kernel
@@ -384,18 +384,19 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool 
     fill = None
     if is_concrete(d) and d.size and on_one_device((d,)):
         with jax.ensure_compile_time_eval():  # concrete even inside an outer trace (shard_map, jit)
-            constant, g0 = _constant_probe(fn)(np.asarray(fa), d)  # one compiled program
+            constant, g0, signs = _constant_probe(fn)(np.asarray(fa), d)  # one compiled program
         if bool(constant):
             keep_sparse = True
-            fill = _plus_zero(g0)
+            fill = _common_fill(g0, bool(signs))
     elif is_concrete(d):
         with jax.ensure_compile_time_eval():
             g = fn(jnp.asarray(fa), d)
             g0 = replicated_on_mesh(lambda v: v.reshape(-1)[0], g) if g.size else None
             constant = g0 is None or bool(jnp.all(_one_value(g, g0)))
+            signs = g0 is not None and bool(jnp.all(_same_signs(g, g0, jnp)))
         if constant:
             keep_sparse = True
-            fill = _plus_zero(g0) if g0 is not None else eval_fill(fn, fa, np.zeros((), d.dtype))
+            fill = _common_fill(g0, signs) if g0 is not None else eval_fill(fn, fa, np.zeros((), d.dtype))
     elif annihilator is not None and same_value_np(fa, np.asarray(annihilator, a.dtype)):
         keep_sparse = True
         fill = eval_fill(fn, fa, np.zeros((), d.dtype))
@@ -411,8 +412,8 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool 
 
 # The sparse-dense rule compares values, not bits: ``0 * d`` is one value (zero) over a ``d`` of mixed
 # signs, so ``A * v`` keeps ``A``'s pattern as in scipy.sparse and pydata-sparse (whose ``equivalent``
-# compares with ``==``); the unstored entries are then +0 (NumPy would give -0.0 where ``d < 0``). NaN
-# matches NaN.
+# compares with ``==``); the unstored entries are then +0 (NumPy would give -0.0 where ``d < 0``), or -0
+# where every one of them is -0 (``d`` all negative), as in NumPy. NaN matches NaN.
 
 def _one_value(g, g0):
     """Elementwise: ``g`` holds the value ``g0`` (``==``, or both NaN), traceable."""
@@ -428,20 +429,34 @@ def _one_value_np(g: np.ndarray, g0) -> np.ndarray:
     return g == g0
 
 
-def _plus_zero(value):
-    """``value`` with a zero's sign bit cleared (+0 for -0.0, +0+0j for complex zeros); others unchanged."""
-    v = np.asarray(value)
-    if v.dtype.kind in "fc" and v == 0:
+def _same_signs(g, g0, xnp):
+    """Elementwise: ``g`` has ``g0``'s sign bits (of both parts where complex; True for other dtypes), with
+    ``xnp`` NumPy or ``jax.numpy``: what tells an all -0 ``g`` from a ``g`` of zeros of both signs."""
+    kind = np.dtype(g.dtype).kind
+    if kind == "c":
+        return ((xnp.signbit(g.real) == xnp.signbit(g0.real)) & (xnp.signbit(g.imag) == xnp.signbit(g0.imag)))
+    if kind == "f":
+        return xnp.signbit(g) == xnp.signbit(g0)
+    return xnp.ones(g.shape, bool)
+
+
+def _common_fill(g0, same_signs: bool):
+    """The fill of a result whose unstored entries all hold ``g0``'s value (``==``): ``g0`` where they
+    all have its sign bits too (-0.0 where ``fn(fill, d)`` is -0 everywhere), else ``g0`` with a zero's
+    sign bit cleared (+0: zeros of both signs); non-zero values unchanged."""
+    v = np.asarray(g0)
+    if v.dtype.kind in "fc" and v == 0 and not same_signs:
         return np.zeros((), v.dtype)[()]
     return v[()]
 
 
 @functools.lru_cache(maxsize=None)
 def _constant_probe(fn: Callable):
-    """``fn(fill, d)`` for every dense entry ``d``: whether it is one value, and that value (one program)."""
+    """``fn(fill, d)`` for every dense entry ``d``: whether it is one value, that value, and whether they all
+    have its sign bits (one program)."""
     def run(fill, d):
         g = fn(fill, d).reshape(-1)
-        return jnp.all(_one_value(g, g[0])), g[0]
+        return jnp.all(_one_value(g, g[0])), g[0], jnp.all(_same_signs(g, g[0], jnp))
 
     return jax.jit(run)
 

@@ -349,6 +349,25 @@ def test_engines_keep_a_stored_negative_zero_through_sum_duplicates(monkeypatch,
             assert eager.toarray().tobytes() == other.toarray().tobytes(), f"{name}: eager vs {label}"
 
 
+def test_sparse_times_dense_keeps_a_negative_zero_fill_where_every_product_is_one(monkeypatch):
+    """``A * D`` with ``0 * d`` the same value everywhere keeps ``A``'s pattern; its fill is -0 where every
+    unstored product is -0 (``D`` all negative), as in NumPy, and +0 where they are zeros of both signs (the
+    rule compares values: documented). Host twin, forced XLA engine, and ``jit`` with ``D`` a constant (a
+    traced ``D`` cannot be read: its fill is ``fill * 0``)."""
+    a = np.array([[1.0, 0.0, 0.0], [0.0, -2.0, 0.0]], np.float32)
+    for d, fill in ((np.full((2, 3), -1.5, np.float32), -0.0), (np.array([[-1.0, 1.0, -1.0], [1.0, 2.0, 3.0]],
+                                                                          np.float32), 0.0)):
+        A = xp.asarray(a)
+        got = [A * d, jax.jit(lambda m: m * d)(A)]
+        monkeypatch.setenv(HOST_ENV, "0")
+        got.append(xp.asarray(a) * d)
+        monkeypatch.delenv(HOST_ENV)
+        want = a * d if np.signbit(fill) else np.where(a * d == 0, np.float32(0), a * d)
+        for out in got:
+            assert out.nse == 2 and np.asarray(out.fill_value).tobytes() == np.float32(fill).tobytes()
+            assert out.toarray().tobytes() == want.tobytes()
+
+
 def test_engines_order_signed_zeros_alike(monkeypatch):
     """maximum(+0, -0) is +0 and minimum(+0, -0) is -0 in either argument order (IEEE 754-2019, XLA),
     eagerly as under ``jit``: NumPy's loops returned either operand, so the host twin gave -0 for
