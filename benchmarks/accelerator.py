@@ -331,6 +331,7 @@ elif which.startswith("sparse-unroll:"):  # the Pallas kernel's tile loop unroll
     from bcoo_array._kernels import layouts, panels
     _, unroll, *tiles = which.split(":")  # sparse-unroll:U[:mixed|:uniform]
     panels.TILE_UNROLL = panels.EAGER_TILE_UNROLL = int(unroll)
+    panels.EAGER_SMALL_TILES = 0  # (every matrix takes EAGER_TILE_UNROLL: panels.eager_tile_unroll)
     if tiles:
         layouts.PANELS_MIXED = tiles[0] == "mixed"
     which = "sparse"

@@ -10,7 +10,10 @@ iteration processes (``panels.TILE_UNROLL``). For each unroll this runs
 device, its first ``A @ v``, then ``A @ v`` of a matrix with another
 ``nse``. On a TPU v5e the first call took 553, 680, 793 and 1,174 ms for
 1, 2, 4 and 8 (dense ``jax.numpy``'s first call: 334 ms), which is why eager
-products run ``panels.EAGER_TILE_UNROLL`` = 4 and prepared operators 8.
+products run ``panels.EAGER_TILE_UNROLL`` = 4 (once up to
+``panels.EAGER_SMALL_TILES`` tiles, where dispatch dominates a call:
+``panels.eager_tile_unroll``; the sweep here forces the unroll on every
+matrix) and prepared operators 8.
 ``--tiles mixed,uniform`` forces the layout's tiles: unrolled 4 times, the
 first call took 1,221 ms with mixed tiles and 691 ms with uniform ones,
 which is why eager products take uniform tiles. Off a TPU the eager hook

@@ -695,8 +695,9 @@ def test_grad_of_the_values_with_non_finite_x_at_unstored_columns(layout, ncols)
 
 def test_eager_products_take_the_faster_compiling_panels_kernel(monkeypatch):
     # An eager product's first call compiles its kernel: the hook's panels layout has uniform tiles and
-    # unrolls its tile loop EAGER_TILE_UNROLL times; a prepared operator (a solver's loop) takes the
-    # cheaper tiles per product (mixed, for this scattered pattern) and TILE_UNROLL.
+    # unrolls its tile loop once for a small matrix (EAGER_TILE_UNROLL times past EAGER_SMALL_TILES tiles);
+    # a prepared operator (a solver's loop) takes the cheaper tiles per product (mixed, for this scattered
+    # pattern) and TILE_UNROLL.
     from bcoo_array._kernels import panels
 
     monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
@@ -713,7 +714,9 @@ def test_eager_products_take_the_faster_compiling_panels_kernel(monkeypatch):
     A = _bcoo(S)
     y = matmul.spmm_dense(A.data, A.indices, A.shape, jnp.asarray(x))
     np.testing.assert_allclose(np.asarray(y), S.astype(np.float64) @ x, atol=1e-4)
-    assert seen == [(panels.EAGER_TILE_UNROLL, "uniform")]
+    assert seen == [(1, "uniform")]
+    assert [panels.eager_tile_unroll(t) for t in (0, 256, panels.EAGER_SMALL_TILES, panels.EAGER_SMALL_TILES + 1)] \
+        == [1, 1, 1, panels.EAGER_TILE_UNROLL]
     op = accelerator.prepare(A, layout="panels", reorder=False)
     np.testing.assert_allclose(np.asarray(op @ x), S.astype(np.float64) @ x, atol=1e-4)
     assert seen[1:] == [(None, "mixed")]  # panels_kernel reads TILE_UNROLL

@@ -297,10 +297,11 @@ def _accelerator_product(data, indices, shape, x):
         # 691 ms with uniform tiles, 1,221 ms with mixed ones; a call runs in the 0.65 ms of dispatch either way)
         lay = layouts.choose(np.asarray(indices).reshape(-1, 2), (m, k), itemsize, platform, mixed_tiles=False,
                              dtype=data.dtype)
-        if lay.kind == "panels":
-            from .panels import EAGER_TILE_UNROLL
+        if lay.kind == "panels":  # (unrolled once for a small matrix: panels.eager_tile_unroll)
+            from .panels import eager_tile_unroll
 
-            lay.static["unroll"] = EAGER_TILE_UNROLL
+            lay.static["unroll"] = eager_tile_unroll(max(lay.arrays["lcols"].shape[0],
+                                                         lay.arrays.get("lcols_t", lay.arrays["lcols"]).shape[0]))
         elif lay.kind == "sell":  # the same for the segmented kernel's lane loop (1.5 s to compile unrolled)
             from .segmented import EAGER_LANE_UNROLL
 

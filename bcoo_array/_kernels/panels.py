@@ -84,6 +84,19 @@ TILE_UNROLL = 8
 #: times unrolled product took the same time (0.6 ms of dispatch dominate it).
 EAGER_TILE_UNROLL = 4
 
+#: Tiles (of the matrix or of its transpose, whichever has more) up to which an eager product unrolls its
+#: tile loop once (``eager_tile_unroll``): its first call compiled 240 ms faster unrolled once than 4 times
+#: (553 against 793 ms above), while its kernel, at most about 4x slower unrolled once (8 is 2.7-4x faster
+#: than 1), costs about 40 ns a tile: 0.04 ms for 1,024 tiles, within the 0.6 ms of a call's dispatch.
+EAGER_SMALL_TILES = 1024
+
+
+def eager_tile_unroll(n_tiles: int) -> int:
+    """The tile-loop unroll of an eager product (``.matmul``'s accelerator hook) whose layout has
+    ``n_tiles`` tiles in its larger orientation: 1 up to ``EAGER_SMALL_TILES`` (the first call compiles
+    fastest; dispatch dominates the calls), else ``EAGER_TILE_UNROLL``."""
+    return 1 if n_tiles <= EAGER_SMALL_TILES else EAGER_TILE_UNROLL
+
 #: VMEM the kernel may use on a 128 MiB chip (bytes; ``vmem_limit_bytes`` scales it to the chip in use):
 #: ``x`` and the result stay resident, twice (the pipeline's buffers).
 VMEM_LIMIT_BYTES = 96 << 20
