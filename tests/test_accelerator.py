@@ -558,6 +558,31 @@ def test_stored_entries_padded_to_a_size_bucket_give_the_same_fallback():
     np.testing.assert_allclose(np.asarray(op.T @ y), S.T @ y.astype(np.float64), rtol=1e-5)
 
 
+@pytest.mark.parametrize("layout", ("dense", "tiles", "blocks"))
+def test_transposed_fallback_sums_sorted_rows(layout):
+    # The non-finite fallback of A.T @ X takes the stored entries in column order (u_order_t): with the
+    # dense layout's closed-form transpose every segment sum of the lowered program is sorted (a TPU compiles
+    # an unsorted one of rows of X in about 8 s; tiles and blocks transpose their kernel's row gathers into
+    # scatter-adds of their own), and with an inf in X the result is the stored entries' product, as scipy's.
+    S = sp.csr_array(MATRICES["rect"])
+    lay = layouts.choose(np.asarray(_bcoo(S).indices), S.shape, 4, "tpu", kind=layout)
+    order = lay.arrays["u_order_t"]
+    assert np.array_equal(np.sort(order), np.arange(len(order)))
+    assert np.all(np.diff(lay.arrays["u_cols"][order]) >= 0)
+    op = accelerator.prepare(_bcoo(S), layout=layout)
+    Y = np.random.default_rng(3).standard_normal((S.shape[0], 5)).astype(np.float32)
+    Y[1, 2] = np.inf
+    text = jax.jit(lambda o, y: o.T @ y).lower(op, jnp.asarray(Y)).as_text()
+    scatters = [line for line in text.splitlines() if '"stablehlo.scatter"' in line]
+    assert scatters and (layout != "dense" or all("indices_are_sorted = true" in line for line in scatters))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = S.T.astype(np.float64) @ Y.astype(np.float64)
+    got = np.asarray(op.T @ Y)
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+    np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], rtol=1e-5, atol=1e-5)
+
+
 _EDGE_CASES = {
     "no rows": (sp.csr_array((0, 40), dtype=np.float32), np.float32),
     "no columns": (sp.csr_array((5, 0), dtype=np.float32), np.float32),

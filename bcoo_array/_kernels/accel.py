@@ -510,16 +510,21 @@ def _checked_product(values, x, *index_arrays, kind, static, shape, lanes, trans
 def stored_product(values, arrays, shape, x, transpose: bool):
     """``A @ x`` (or ``A.T @ x``) from a layout's stored entries, ``arrays["u_rows"]``, ``["u_cols"]`` and
     ``["u_slot"]`` (unique positions sorted by row; padding at row m, column k, slot n_slots reads 0 and is
-    dropped): a COO product, exact, where no zero of an unstored position meets ``x``."""
+    dropped): a COO product, exact, where no zero of an unstored position meets ``x``. The transpose takes
+    them in column order (``arrays["u_order_t"]``, where the layout has it): both sum sorted rows."""
     from .coo import coo_matmat
 
     m, k = shape
     dtype = jnp.result_type(values, x)
-    rows, cols = arrays["u_rows"], arrays["u_cols"]
+    rows, cols, slots = arrays["u_rows"], arrays["u_cols"], arrays["u_slot"]
+    in_order = not transpose
     if transpose:
         rows, cols, m = cols, rows, k
-    vals = jnp.take(values, arrays["u_slot"], axis=0, mode="fill", fill_value=0).astype(dtype)
-    return coo_matmat(vals, rows, cols, x.astype(dtype), m, not transpose)
+        if "u_order_t" in arrays:
+            rows, cols, slots = (jnp.take(a, arrays["u_order_t"], axis=0) for a in (rows, cols, slots))
+            in_order = True
+    vals = jnp.take(values, slots, axis=0, mode="fill", fill_value=0).astype(dtype)
+    return coo_matmat(vals, rows, cols, x.astype(dtype), m, in_order)
 
 
 checked_product_p = Primitive("bcoo_array_checked_product")

@@ -1124,6 +1124,9 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         lay.arrays["u_cols"] = np.concatenate([ucols[by_row], np.full(pad, k)]).astype(np.int32)
         lay.arrays["u_slot"] = np.concatenate([uslot[by_row], np.full(pad, lay.n_slots)]).astype(
             np.int32 if lay.n_slots < 2**31 - 1 else np.int64)
+        # and their order by column (padding, column k, last), for the transpose's segment sum: XLA on a TPU
+        # compiles an unsorted segment sum of rows of x in about 8 s, a sorted one in 0.6 (``_slot_orders``)
+        lay.arrays["u_order_t"] = np.lexsort((lay.arrays["u_rows"], lay.arrays["u_cols"])).astype(np.int32)
     lay.perm = perm
     lay.estimate = {n: v for n, v in est.items() if n in LAYOUT_KINDS}
     return lay
