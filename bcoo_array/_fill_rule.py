@@ -160,7 +160,8 @@ def _sparse_dense_host(fn, a: BCOOArray, d: np.ndarray, out_shape, *, or_none: b
     values = _host_values(fn, np.broadcast_to(hd, vals.shape), vals)
     if values is None:
         return None if or_none else NotImplemented
-    return src._replace(data=values, fill_value=_common_fill(g[0], bool(np.all(_same_signs(g, g[0], np)))))
+    zero = g.dtype.kind in "fc" and g[0] == 0  # (only a zero's sign can differ among equal values)
+    return src._replace(data=values, fill_value=_common_fill(g[0], zero and bool(np.all(_same_signs(g, g[0], np)))))
 
 
 #: The public name of each element-wise function of the namespace (``bcoo_array.<name>``), by its kernel

@@ -97,6 +97,7 @@ def eager_tile_unroll(n_tiles: int) -> int:
     fastest; dispatch dominates the calls), else ``EAGER_TILE_UNROLL``."""
     return 1 if n_tiles <= EAGER_SMALL_TILES else EAGER_TILE_UNROLL
 
+
 #: VMEM the kernel may use on a 128 MiB chip (bytes; ``vmem_limit_bytes`` scales it to the chip in use):
 #: ``x`` and the result stay resident, twice (the pipeline's buffers).
 VMEM_LIMIT_BYTES = 96 << 20

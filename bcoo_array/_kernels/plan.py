@@ -292,7 +292,8 @@ def segment_reduce(values, segment, n_out: int, op: str = "sum"):
     """Reduce ``values`` (already in plan order) into ``n_out`` segments.
 
     ``op`` is one of ``"sum"``, ``"max"``, ``"min"``, ``"prod"``; bool sums are
-    logical or. Segment ids of ``n_out`` or more are dropped.
+    logical or; float and complex sums add into -0 (a segment without entries
+    holds -0). Segment ids of ``n_out`` or more are dropped.
     """
     if op == "sum" and values.dtype == jnp.bool_:
         op = "max"
