@@ -611,6 +611,17 @@ def test_eager_accelerator_product_edge_cases(monkeypatch, case, ncols):
     np.testing.assert_allclose(np.asarray(y), ref, atol=1e-5)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_integer_matrix_without_entries_transposes_to_integer_zeros(layout):
+    # op.T @ x of an integer matrix without stored entries: int32 zeros of the transpose's shape, one
+    # vector or several columns (JAX's transpose of a product that reads nothing gave a float0 array; a review).
+    A = xp.BCOOArray((jnp.zeros(0, jnp.int32), jnp.zeros((0, 2), jnp.int32)), shape=(10, 7))
+    op = accelerator.prepare(A, layout=layout)
+    for x, shape in ((np.ones(10, np.int32), (7,)), (np.ones((10, 3), np.int32), (7, 3))):
+        y = op.T @ x
+        assert y.dtype == np.int32 and y.shape == shape and not np.any(np.asarray(y))
+
+
 _TRIDIAGONAL = sp.diags_array([-np.ones(39), 2 * np.ones(40), -np.ones(39)], offsets=[-1, 0, 1], format="csr")
 
 

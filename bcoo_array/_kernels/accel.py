@@ -436,6 +436,8 @@ def _kernel(kind, static, shape, values, arrays, x, lanes, transpose):
         fwd = lambda v: _kernel(kind, static, shape, values, arrays, v, lanes, False)  # noqa: E731
         probe = jax.ShapeDtypeStruct((k,) + tuple(x.shape[1:]), dtype)
         (z,) = jax.linear_transpose(fwd, probe)(x.astype(dtype))
+        if z.dtype == jax.dtypes.float0:  # (an integer product that reads nothing of x, no stored entry: zeros)
+            return jnp.zeros(probe.shape, dtype)
         return z
     if kind == "dense":
         return dense_product(values, shape, x)
