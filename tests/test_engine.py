@@ -7,6 +7,7 @@ by the host engine (NumPy on host buffers) and by the XLA engine
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import jax
@@ -335,6 +336,8 @@ def test_engines_keep_a_stored_negative_zero_through_sum_duplicates(monkeypatch,
     (``jax.ops.segment_sum``), which turned a lone -0 into +0; they now add into -0, the additive identity
     (a review: ``jit(maximum)(full((2, 2), -1.), asarray([[1., -0.]]))`` gave +0)."""
     neg = np.array([[-0.0, 2.0, 0.0], [0.0, -0.0, -1.0]], dtype)
+    if np.dtype(dtype).kind == "c":  # an imaginary -0 too (todense under jit added it onto +0j; a review)
+        neg[0, 2] = complex(0.0, -0.0)
     row = np.array([[-0.0, -0.0, -0.0]], dtype)
     real = (np.full((2, 2), -1, np.float32), np.array([[1.0, -0.0]], np.float32))
     cases = {  # name: (function, operands, NumPy's answer)
@@ -347,6 +350,15 @@ def test_engines_keep_a_stored_negative_zero_through_sum_duplicates(monkeypatch,
         assert eager.toarray().tobytes() == np.asarray(want, eager.dtype).tobytes(), name
         for other, label in others:
             assert eager.toarray().tobytes() == other.toarray().tobytes(), f"{name}: eager vs {label}"
+    # todense under jit (stored entries added onto -0, or -0-0j: both parts keep their signs)
+    assert np.asarray(jax.jit(lambda a: a.todense())(xp.asarray(neg))).tobytes() == neg.tobytes()
+    # no sparse dimension (n_dense = 1): the stored rows add onto -0 as well
+    for nse in (0, 1, 2):
+        rows = np.stack([neg[0], np.where(neg[0] == 0, neg[0], -neg[0])])[:nse]  # (-0 + -0 stays -0)
+        A = BCOOArray((jnp.asarray(rows), jnp.zeros((nse, 0), jnp.int32)), shape=(3,))
+        want = functools.reduce(np.add, rows) if nse else np.zeros(3, dtype)  # (np.sum starts from +0)
+        for got in (A.todense(), jax.jit(lambda a: a.todense())(A)):
+            assert np.asarray(got).tobytes() == want.astype(dtype).tobytes(), nse
 
 
 def test_sparse_times_dense_keeps_a_negative_zero_fill_where_every_product_is_one(monkeypatch):

@@ -322,8 +322,8 @@ def todense_np(data: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_den
     if not keep.all():
         flat, d = flat[keep], d[keep]
     out = np.zeros((B * S,) + dense_shape, dtype)
-    if dtype.kind in "fc":
-        out[...] = -0.0  # the identity of IEEE addition: a stored -0.0 stays -0.0
+    if dtype.kind in "fc":  # the identity of IEEE addition: a stored -0.0 stays -0.0 (both parts of a complex)
+        out[...] = complex(-0.0, -0.0) if dtype.kind == "c" else -0.0
     stored = np.zeros(B * S, bool)
     stored[flat] = True
     n_stored = int(np.count_nonzero(stored))
@@ -354,12 +354,14 @@ def _todense(data, indices, fill, shape, n_batch: int, n_dense: int, fill_is_zer
     dense_shape = tuple(shape[len(shape) - n_dense:])
 
     inexact = jnp.issubdtype(data.dtype, jnp.inexact)
+    # Floats accumulate onto -0.0 (complex: -0.0 - 0.0j), the identity of IEEE addition, so a stored -0.0
+    # keeps its sign (both parts' signs); the unstored positions then get the fill value.
+    zero = (complex(-0.0, -0.0) if jnp.issubdtype(data.dtype, jnp.complexfloating) else -0.0) if inexact else 0
+    zero = jnp.asarray(zero, data.dtype)
 
     def one(d, i):
         where = tuple(i[:, j] for j in range(i.shape[1]))
-        # Floats accumulate onto -0.0, the identity of IEEE addition, so a stored
-        # -0.0 stays -0.0; the unstored positions then get the fill value.
-        out = jnp.full(sizes + dense_shape, -0.0 if inexact else 0, d.dtype)
+        out = jnp.full(sizes + dense_shape, zero)
         if d.dtype == jnp.bool_:
             out = out.at[where].max(d, mode="drop")
         else:
@@ -373,13 +375,13 @@ def _todense(data, indices, fill, shape, n_batch: int, n_dense: int, fill_is_zer
     if len(sizes) == 0:
         # every stored entry sits at the single position (); nse == 0 means unstored.
         def one(d, i):  # noqa: F811 - a simpler kernel for n_sparse == 0
+            if not d.shape[0]:
+                return jnp.broadcast_to(fill, dense_shape)
             if d.dtype == jnp.bool_:
-                out = jnp.any(d, axis=0)
-            else:
-                out = jnp.sum(d, axis=0, dtype=d.dtype)  # no promotion of small ints
-            if fill_is_zero:
-                return out
-            return out if d.shape[0] else jnp.broadcast_to(fill, dense_shape)
+                return jnp.any(d, axis=0)
+            # (onto -0.0 for floats, as above; no promotion of small ints; a scatter-add, differentiable)
+            at = jnp.zeros(d.shape[0], jnp.int32)
+            return jnp.full((1,) + dense_shape, zero).at[at].add(d, indices_are_sorted=True)[0]
 
     out = jax.vmap(one)(db, ib)
     return out.reshape(shape)
