@@ -380,6 +380,23 @@ def test_sparse_times_dense_keeps_a_negative_zero_fill_where_every_product_is_on
             assert out.toarray().tobytes() == want.tobytes()
 
 
+def test_engines_order_the_signed_zeros_of_max_and_min_reductions(monkeypatch):
+    """``max``/``min`` over axes of arrays holding zeros of both signs (stored, and unstored with a +0 or -0
+    fill) give XLA's and IEEE 754-2019's zeros (``-0 < +0``) on every engine: NumPy's reductions returned
+    either zero, so the host gave +0 for ``min([3, 0, -0.0])`` where ``jit`` gave -0 (a review)."""
+    arr = np.array([[3.0, 0.0, -0.0, 0.0], [-0.0, 0.0, 0.0, -0.0], [-0.0, -0.0, 2.0, -0.0]], np.float32)
+    for sign in (1.0, -1.0):  # (-1: every zero flips, the fill too)
+        for name in ("max", "min"):
+            for axis in (0, 1, None):
+                fn = lambda a, name=name, axis=axis, sign=sign: getattr(xp, name)(a * sign, axis=axis)  # noqa
+                want = np.asarray(getattr(jnp, name)(jnp.asarray(arr) * sign, axis=axis))
+                eager, others = _three_engines(fn, (arr,), monkeypatch)
+                got = [eager] + [o for o, _ in others]
+                for out in got:
+                    dense = out.toarray() if hasattr(out, "toarray") else np.asarray(out)
+                    assert dense.tobytes() == want.tobytes(), (name, axis, sign)
+
+
 def test_engines_order_signed_zeros_alike(monkeypatch):
     """maximum(+0, -0) is +0 and minimum(+0, -0) is -0 in either argument order (IEEE 754-2019, XLA),
     eagerly as under ``jit``: NumPy's loops returned either operand, so the host twin gave -0 for

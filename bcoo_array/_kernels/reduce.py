@@ -139,6 +139,32 @@ def repeat_reduce_big(value: np.ndarray, n: int, op: str) -> np.ndarray:
 
 @reduce_coo.host
 def _reduce_coo_host(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: str, fill):
+    vals, out_idx, out_shape, n_dense_out, out_fill = _reduce_coo_np(data, indices, shape, n_dense, axes, op, fill)
+    if op in ("max", "min") and np.dtype(data.dtype).kind == "f" and (
+            not np.all(vals) or not out_fill):  # (a zero result: its sign as XLA's, IEEE 754-2019's)
+        vals, out_fill = _order_zeros(vals, out_fill, data, indices, shape, n_dense, axes, op, fill)
+    return vals, out_idx, out_shape, n_dense_out, out_fill
+
+
+def _order_zeros(vals, out_fill, data, indices, shape, n_dense: int, axes, op: str, fill):
+    """The zeros of a host ``max``/``min`` (``vals`` per output position, ``out_fill``) with the sign that
+    IEEE 754-2019 and XLA give them (``-0 < +0``: a minimum is -0 where any zero it reduces is -0, a
+    maximum +0 where any is +0), where NumPy's reductions return either zero: a second reduction, of
+    whether each entry (and the fill) is such a zero, over the same positions (logical or)."""
+    negative = op == "min"
+    data, f = host_view(data), np.asarray(fill, data.dtype)
+    flags = (data == 0) & (np.signbit(data) == negative)
+    flag_fill = bool(f == 0 and np.signbit(f) == negative)
+    got, _, _, _, got_fill = _reduce_coo_np(flags, indices, shape, n_dense, axes, "max", flag_fill)
+    zero, other = (np.asarray(-0.0, vals.dtype), np.asarray(0.0, vals.dtype))[::1 if negative else -1]
+    vals = np.where(vals == 0, np.where(got, zero, other), vals).astype(vals.dtype)
+    if out_fill == 0:
+        out_fill = (zero if got_fill else other)[()]
+    return vals, out_fill
+
+
+def _reduce_coo_np(data, indices, shape, n_dense: int, axes: tuple[int, ...], op: str, fill):
+    """``_reduce_coo_host`` before its zeros are ordered: NumPy's ``maximum``/``minimum`` reductions."""
     buffer = indices  # plans are cached on the buffer object itself (a view is new at every call)
     data, indices = host_view(data), host_view(indices)
     shape = tuple(shape)
