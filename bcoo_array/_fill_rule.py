@@ -417,10 +417,23 @@ def _sparse_dense(fn, a: BCOOArray, d, out_shape, annihilator, *, or_none: bool 
 # where every one of them is -0 (``d`` all negative), as in NumPy. NaN matches NaN.
 
 def _one_value(g, g0):
-    """Elementwise: ``g`` holds the value ``g0`` (``==``, or both NaN), traceable."""
+    """Elementwise: ``g`` holds the value ``g0`` (``==``, or both NaN), traceable. Floats compare by their
+    bits (equal, or both zeros): XLA on a CPU compares subnormals as zeros (``nextafter(0, +-1)``, +-1.4e-45
+    in float32, would be one value), where ``==`` in NumPy and IEEE 754 tells them apart."""
+    if jnp.issubdtype(g.dtype, jnp.complexfloating):
+        same = _same_float(g.real, g0.real) & _same_float(g.imag, g0.imag)
+        return same | (jnp.isnan(g) & jnp.isnan(g0))
     if jnp.issubdtype(g.dtype, jnp.inexact):
-        return (g == g0) | (jnp.isnan(g) & jnp.isnan(g0))
+        return _same_float(g, g0) | (jnp.isnan(g) & jnp.isnan(g0))
     return g == g0
+
+
+def _same_float(x, y):
+    """Elementwise ``x == y`` of real floats (NaN aside) from their bits: equal bits, or two zeros."""
+    uint = jnp.dtype(f"uint{8 * jnp.dtype(x.dtype).itemsize}")
+    ux, uy = jax.lax.bitcast_convert_type(x, uint), jax.lax.bitcast_convert_type(jnp.asarray(y, x.dtype), uint)
+    magnitude = jnp.asarray(np.iinfo(uint).max >> 1, uint)  # every bit but the sign's
+    return (ux == uy) | (((ux | uy) & magnitude) == 0)
 
 
 def _one_value_np(g: np.ndarray, g0) -> np.ndarray:

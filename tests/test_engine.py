@@ -397,6 +397,16 @@ def test_engines_order_the_signed_zeros_of_max_and_min_reductions(monkeypatch):
                     assert dense.tobytes() == want.tobytes(), (name, axis, sign)
 
 
+def test_sparse_dense_rule_tells_subnormals_apart_under_jit():
+    """``nextafter(A, D)`` with a constant ``D`` of mixed signs under ``jit``: ``nextafter(0, +-1)`` is
+    +-1.4e-45, two values, so the result is NumPy's (XLA on a CPU compared the subnormals as zeros: the
+    rule kept ``A``'s pattern with one of them as the fill; a review)."""
+    a = np.array([[1.5, 0.0, 0.0, -2.0], [0.0, 0.0, 3.0, 0.0]], np.float32)
+    d = np.array([[-1.0, 1.0, -1.0, 2.0], [1.0, -2.0, 3.0, -4.0]], np.float32)
+    for out in (xp.nextafter(xp.asarray(a), d), jax.jit(lambda m: xp.nextafter(m, d))(xp.asarray(a))):
+        assert out.toarray().tobytes() == np.nextafter(a, d).tobytes()
+
+
 def test_engines_order_signed_zeros_alike(monkeypatch):
     """maximum(+0, -0) is +0 and minimum(+0, -0) is -0 in either argument order (IEEE 754-2019, XLA),
     eagerly as under ``jit``: NumPy's loops returned either operand, so the host twin gave -0 for
