@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from . import _fill_rule
-from ._fill import Twin
+from ._fill import Twin, exact_zero
 from ._array_object import BCOOArray
 from ._shapes import is_tracer
 from ._operands import (
@@ -73,7 +72,7 @@ def _complex_fix(fn, cases):
         return out
 
     # Eagerly these run primitive by primitive on complex input: fused into one XLA program, the
-    # bit tests of ``_exact_zero`` take a subnormal for zero on the CPU (flush-to-zero), as under jit.
+    # bit tests of ``exact_zero`` take a subnormal for zero on the CPU (flush-to-zero), as under jit.
     wrapped.fuse_complex = False
     return wrapped
 
@@ -105,21 +104,14 @@ _sqrt = _complex_fix(jnp.sqrt, [
 _PI_2 = float(np.pi / 2)
 
 
-def _exact_zero(v):
-    """``v == +-0`` by its bits: XLA on CPU flushes subnormals, so ``v == 0`` holds for them too."""
-    itype = jnp.int64 if v.dtype == jnp.float64 else jnp.int32
-    bits = jax.lax.bitcast_convert_type(v, itype)
-    return (bits & jnp.asarray(np.iinfo(np.dtype(itype)).max, itype)) == 0  # all but the sign bit
-
-
 def _zero(v, negative: bool):
-    return _exact_zero(v) & (jnp.signbit(v) == negative)
+    return exact_zero(v) & (jnp.signbit(v) == negative)
 
 
 # More special cases of the standard's complex pages (finite/infinite/NaN
 # combinations where XLA returns NaN + NaN j or another value).
 _cosh = _complex_fix(jnp.cosh, [
-    (lambda re, im: _exact_zero(re) & ~jnp.isfinite(im), complex(_NAN, 0.0)),
+    (lambda re, im: exact_zero(re) & ~jnp.isfinite(im), complex(_NAN, 0.0)),
     (lambda re, im: jnp.isinf(re) & ~jnp.isfinite(im), complex(_INF, _NAN)),
 ])
 _sinh = _complex_fix(jnp.sinh, [
@@ -145,21 +137,21 @@ _log1p = _complex_fix(jnp.log1p, [
 _asinh = _complex_fix(jnp.arcsinh, [
     (lambda re, im: jnp.isnan(re) & _zero(im, False), complex(_NAN, 0.0)),
     (lambda re, im: jnp.isnan(re) & _zero(im, True), complex(_NAN, -0.0)),
-    (lambda re, im: jnp.isnan(re) & jnp.isfinite(im) & ~_exact_zero(im), complex(_NAN, _NAN)),
+    (lambda re, im: jnp.isnan(re) & jnp.isfinite(im) & ~exact_zero(im), complex(_NAN, _NAN)),
 ])
 _acosh = _complex_fix(jnp.arccosh, [
-    (lambda re, im: _exact_zero(re) & jnp.isnan(im), complex(_NAN, _PI_2)),
-    (lambda re, im: jnp.isfinite(re) & ~_exact_zero(re) & jnp.isnan(im), complex(_NAN, _NAN)),
+    (lambda re, im: exact_zero(re) & jnp.isnan(im), complex(_NAN, _PI_2)),
+    (lambda re, im: jnp.isfinite(re) & ~exact_zero(re) & jnp.isnan(im), complex(_NAN, _NAN)),
     (lambda re, im: jnp.isnan(re) & jnp.isfinite(im), complex(_NAN, _NAN)),
 ])
 _acos = _complex_fix(jnp.arccos, [
-    (lambda re, im: _exact_zero(re) & jnp.isnan(im), complex(_PI_2, _NAN)),
-    (lambda re, im: jnp.isfinite(re) & ~_exact_zero(re) & jnp.isnan(im), complex(_NAN, _NAN)),
+    (lambda re, im: exact_zero(re) & jnp.isnan(im), complex(_PI_2, _NAN)),
+    (lambda re, im: jnp.isfinite(re) & ~exact_zero(re) & jnp.isnan(im), complex(_NAN, _NAN)),
     (lambda re, im: jnp.isnan(re) & jnp.isfinite(im), complex(_NAN, _NAN)),
 ])
 _atanh = _complex_fix(jnp.arctanh, [
     (lambda re, im: jnp.isnan(re) & ~jnp.isinf(im), complex(_NAN, _NAN)),
-    (lambda re, im: jnp.isfinite(re) & ~_exact_zero(re) & jnp.isnan(im), complex(_NAN, _NAN)),
+    (lambda re, im: jnp.isfinite(re) & ~exact_zero(re) & jnp.isnan(im), complex(_NAN, _NAN)),
     (lambda re, im: _zero(re, False) & jnp.isnan(im), complex(0.0, _NAN)),
     (lambda re, im: _zero(re, True) & jnp.isnan(im), complex(-0.0, _NAN)),
     (lambda re, im: _pos_inf(re) & jnp.isnan(im), complex(0.0, _NAN)),

@@ -117,6 +117,23 @@ def same_value(x, fill):
     return x == fill
 
 
+def exact_zero(v):
+    """Elementwise, traceable: whether ``v`` (real floats) is +0 or -0 by its bits. XLA on a CPU compares
+    subnormals as zeros (``v == 0`` holds for them there), where NumPy and IEEE 754 do not."""
+    uint = jnp.dtype(f"uint{8 * jnp.dtype(v.dtype).itemsize}")
+    magnitude = jnp.asarray(np.iinfo(uint).max >> 1, uint)  # every bit but the sign's
+    return (jax.lax.bitcast_convert_type(v, uint) & magnitude) == 0
+
+
+def same_float(x, y):
+    """Elementwise, traceable: ``x == y`` of real floats (NaN aside) from their bits, equal bits or two
+    zeros, so that subnormals compare as IEEE 754 says on every backend (``exact_zero``)."""
+    y = jnp.asarray(y, x.dtype)
+    uint = jnp.dtype(f"uint{8 * jnp.dtype(x.dtype).itemsize}")
+    same_bits = jax.lax.bitcast_convert_type(x, uint) == jax.lax.bitcast_convert_type(y, uint)
+    return same_bits | (exact_zero(x) & exact_zero(y))
+
+
 def fill_key(fill: np.generic) -> tuple[str, bytes]:
     """A hashable key that identifies a fill value exactly (NaN included)."""
     arr = np.asarray(fill)

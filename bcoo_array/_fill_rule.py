@@ -27,7 +27,8 @@ import numpy as np
 
 from ._array_object import BCOOArray
 from ._engine import Operation, host_max_entries, host_view, operand_entries
-from ._fill import Twin, apply_with_fill, eval_fill, host_apply, on_one_device, result_dtype, same_value_np
+from ._fill import (Twin, apply_with_fill, eval_fill, host_apply, on_one_device, result_dtype, same_float,
+                    same_value_np)
 from ._kernels.fromdense import gather_np
 from ._kernels.cache import has_padding
 from ._kernels.host import aligned_empty
@@ -421,19 +422,11 @@ def _one_value(g, g0):
     bits (equal, or both zeros): XLA on a CPU compares subnormals as zeros (``nextafter(0, +-1)``, +-1.4e-45
     in float32, would be one value), where ``==`` in NumPy and IEEE 754 tells them apart."""
     if jnp.issubdtype(g.dtype, jnp.complexfloating):
-        same = _same_float(g.real, g0.real) & _same_float(g.imag, g0.imag)
+        same = same_float(g.real, g0.real) & same_float(g.imag, g0.imag)
         return same | (jnp.isnan(g) & jnp.isnan(g0))
     if jnp.issubdtype(g.dtype, jnp.inexact):
-        return _same_float(g, g0) | (jnp.isnan(g) & jnp.isnan(g0))
+        return same_float(g, g0) | (jnp.isnan(g) & jnp.isnan(g0))
     return g == g0
-
-
-def _same_float(x, y):
-    """Elementwise ``x == y`` of real floats (NaN aside) from their bits: equal bits, or two zeros."""
-    uint = jnp.dtype(f"uint{8 * jnp.dtype(x.dtype).itemsize}")
-    ux, uy = jax.lax.bitcast_convert_type(x, uint), jax.lax.bitcast_convert_type(jnp.asarray(y, x.dtype), uint)
-    magnitude = jnp.asarray(np.iinfo(uint).max >> 1, uint)  # every bit but the sign's
-    return (ux == uy) | (((ux | uy) & magnitude) == 0)
 
 
 def _one_value_np(g: np.ndarray, g0) -> np.ndarray:
