@@ -16,7 +16,7 @@ from .._engine import Operation, host_view
 from .._shapes import is_concrete, prod, valid_rows
 from .cache import has_padding
 from .host import adopt
-from .plan import group_batched, group_numpy, segment_reduce
+from .plan import additive_identity, group_batched, group_numpy, segment_reduce
 
 
 def broadcast_batch(data, indices, shape, n_batch: int):
@@ -321,9 +321,7 @@ def todense_np(data: np.ndarray, indices: np.ndarray, shape, n_batch: int, n_den
     keep = valid.reshape(-1)
     if not keep.all():
         flat, d = flat[keep], d[keep]
-    out = np.zeros((B * S,) + dense_shape, dtype)
-    if dtype.kind in "fc":  # the identity of IEEE addition: a stored -0.0 stays -0.0 (both parts of a complex)
-        out[...] = complex(-0.0, -0.0) if dtype.kind == "c" else -0.0
+    out = np.full((B * S,) + dense_shape, additive_identity(dtype))  # (a stored -0.0 stays -0.0)
     stored = np.zeros(B * S, bool)
     stored[flat] = True
     n_stored = int(np.count_nonzero(stored))
@@ -354,10 +352,9 @@ def _todense(data, indices, fill, shape, n_batch: int, n_dense: int, fill_is_zer
     dense_shape = tuple(shape[len(shape) - n_dense:])
 
     inexact = jnp.issubdtype(data.dtype, jnp.inexact)
-    # Floats accumulate onto -0.0 (complex: -0.0 - 0.0j), the identity of IEEE addition, so a stored -0.0
-    # keeps its sign (both parts' signs); the unstored positions then get the fill value.
-    zero = (complex(-0.0, -0.0) if jnp.issubdtype(data.dtype, jnp.complexfloating) else -0.0) if inexact else 0
-    zero = jnp.asarray(zero, data.dtype)
+    # Entries accumulate onto the identity of IEEE addition (``additive_identity``: -0.0, -0.0 - 0.0j), so a
+    # stored -0.0 keeps its sign (both parts' signs); the unstored positions then get the fill value.
+    zero = additive_identity(data.dtype)
 
     def one(d, i):
         where = tuple(i[:, j] for j in range(i.shape[1]))

@@ -288,6 +288,16 @@ def _segment_prod_jvp(n_out, primals, tangents):
     return out, jax.ops.segment_sum(others * dv, segment, num_segments=n_out)
 
 
+def additive_identity(dtype) -> np.generic:
+    """The value sums of ``dtype`` start from: -0.0 for floats and -0.0 - 0.0j for complex numbers (IEEE 754:
+    ``x + -0`` is ``x`` for every ``x``, -0 included, where ``+0`` turns a lone -0 into +0), 0 (False) for
+    the others."""
+    dtype = np.dtype(dtype)
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        return dtype.type(complex(-0.0, -0.0))
+    return dtype.type(-0.0 if jnp.issubdtype(dtype, jnp.inexact) else 0)  # (bfloat16's NumPy kind is "V")
+
+
 def segment_reduce(values, segment, n_out: int, op: str = "sum"):
     """Reduce ``values`` (already in plan order) into ``n_out`` segments.
 
@@ -300,12 +310,9 @@ def segment_reduce(values, segment, n_out: int, op: str = "sum"):
     if op == "prod" and jnp.issubdtype(values.dtype, jnp.inexact):
         return segment_prod(values, segment, n_out)  # (differentiable)
     if op == "sum" and jnp.issubdtype(values.dtype, jnp.inexact):
-        # Added into -0, the IEEE 754 additive identity (x + -0 is x for every x, -0 included), not into
-        # +0 as jax.ops.segment_sum does: a duplicate-free entry of -0 stays -0, as on the host. (A segment
-        # that gets no entry, padding past the last position, holds -0.)
-        neg_zero = jnp.asarray(complex(-0.0, -0.0) if jnp.issubdtype(values.dtype, jnp.complexfloating)
-                               else -0.0, values.dtype)
-        base = jnp.full((n_out,) + values.shape[1:], neg_zero)
+        # Added into -0 (``additive_identity``), not into +0 as jax.ops.segment_sum does: a duplicate-free
+        # entry of -0 stays -0, as on the host. (A segment that gets no entry, padding, holds -0.)
+        base = jnp.full((n_out,) + values.shape[1:], additive_identity(values.dtype))
         return base.at[segment].add(values, mode="drop", indices_are_sorted=True)
     fn = {
         "sum": jax.ops.segment_sum,
