@@ -111,9 +111,9 @@ def same_value(x, fill):
     fill = jnp.asarray(fill, dtype=x.dtype)
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         return same_value(x.real, fill.real) & same_value(x.imag, fill.imag)
-    if jnp.issubdtype(x.dtype, jnp.floating):
+    if jnp.issubdtype(x.dtype, jnp.floating):  # (by bits: XLA on a CPU compares a subnormal equal to 0)
         both_nan = jnp.isnan(x) & jnp.isnan(fill)
-        return both_nan | ((x == fill) & (jnp.signbit(x) == jnp.signbit(fill)))
+        return both_nan | (same_float(x, fill) & (jnp.signbit(x) == jnp.signbit(fill)))
     return x == fill
 
 

@@ -407,6 +407,14 @@ def test_sparse_dense_rule_tells_subnormals_apart_under_jit():
         assert out.toarray().tobytes() == np.nextafter(a, d).tobytes()
 
 
+def test_fromdense_under_jit_keeps_subnormals():
+    """``fromdense`` under ``jit`` stores a subnormal as NumPy tells it from zero (XLA on a CPU compared
+    1e-45 equal to a zero fill and dropped it; found in the re-read)."""
+    d = np.array([1e-45, 0.0, -1e-45, 2.0], np.float32)
+    j = jax.jit(lambda v: BCOOArray.fromdense(v, nse=4))(jnp.asarray(d))
+    assert np.asarray(j.todense()).tobytes() == d.tobytes() == xp.asarray(d).toarray().tobytes()
+
+
 def test_engines_order_signed_zeros_alike(monkeypatch):
     """maximum(+0, -0) is +0 and minimum(+0, -0) is -0 in either argument order (IEEE 754-2019, XLA),
     eagerly as under ``jit``: NumPy's loops returned either operand, so the host twin gave -0 for
