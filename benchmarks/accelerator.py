@@ -327,6 +327,11 @@ if which == "sparse-no-panels":  # the first call without the Pallas layout: wha
     from bcoo_array._kernels import layouts
     layouts.AUTO_KINDS = tuple(k for k in layouts.AUTO_KINDS if k != "panels")
     which = "sparse"
+elif which.startswith("sparse-kind:"):  # one layout forced on the eager product (the COO fallback beside it)
+    from bcoo_array._kernels import layouts
+    kind = which.split(":", 1)[1]
+    layouts.AUTO_KINDS = tuple(dict.fromkeys((kind, "coo")))
+    which = "sparse"
 elif which.startswith("sparse-unroll:"):  # the Pallas kernel's tile loop unrolled U times (its compile)
     from bcoo_array._kernels import layouts, panels
     _, unroll, *tiles = which.split(":")  # sparse-unroll:U[:mixed|:uniform]
@@ -361,7 +366,12 @@ first = call(A)
 # the same shape with another number of stored entries: a second program only if nse is not bucketed
 S2 = sp.random(n, n, density=0.0051, random_state=1, format="csr", dtype=np.float32)
 A2 = xp.from_scipy(S2).to_device(dev) if which == "sparse" else jax.device_put(jnp.asarray(S2.toarray()), dev)
-print(json.dumps({"first": first, "new_nse": call(A2), "warm": min(call(A2) for _ in range(5))}))
+res = {"first": first, "new_nse": call(A2), "warm": min(call(A2) for _ in range(5))}
+if "layouts" in globals() and jax.default_backend() != "cpu":  # the layout the eager product took (untimed)
+    C = S.tocoo()
+    res["layout"] = layouts.choose(np.stack([C.row, C.col], 1), S.shape, 4, jax.default_backend(),
+                                   mixed_tiles=False, dtype=np.float32).kind
+print(json.dumps(res))
 """
 
 

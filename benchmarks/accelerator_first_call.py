@@ -16,8 +16,16 @@ products run ``panels.EAGER_TILE_UNROLL`` = 4 (once up to
 matrix) and prepared operators 8.
 ``--tiles mixed,uniform`` forces the layout's tiles: unrolled 4 times, the
 first call took 1,221 ms with mixed tiles and 691 ms with uniform ones,
-which is why eager products take uniform tiles. Off a TPU the eager hook
-does not apply and the times say nothing about a chip.
+which is why eager products take uniform tiles.
+
+    python benchmarks/accelerator_first_call.py --layouts dense,blocks,ell,panels,sell,coo --unrolls '' [--ops matmul,matmat]
+
+forces each layout on the eager product instead (``layouts.AUTO_KINDS``
+set to it and ``coo``; a layout the cost model does not price for the
+matrix gives way to ``coo``, and the line names the layout taken), beside
+dense ``jax.numpy``'s first call of the same operation. ``matmat`` is
+``A @ V`` with 128 columns. Off a TPU the eager hook does not apply and
+the times say nothing about a chip.
 """
 
 from __future__ import annotations
@@ -35,18 +43,31 @@ def main(argv=None) -> None:
     p.add_argument("--unrolls", default="1,2,4,8", help="tile-loop unrolls to time, one fresh process each")
     p.add_argument("--tiles", default="", help="'mixed,uniform': force the panels tiles (default: the cost "
                                                 "model's choice)")
+    p.add_argument("--layouts", default="", help="layouts to force on the eager product, one fresh process each "
+                                                  "(before the unroll sweep; --unrolls '' skips that)")
+    p.add_argument("--ops", default="matmul", help="with --layouts: 'matmul' (A @ v), 'matmat' (A @ V, 128 columns)")
     args = p.parse_args(argv)
+    if args.layouts:
+        for op in args.ops.split(","):
+            for which in ("dense",) + tuple(f"sparse-kind:{k}" for k in args.layouts.split(",") if k):
+                _report(which, op, which.split(":")[-1] if which != "dense" else "dense jax.numpy")
     for tiles in args.tiles.split(","):
         for u in (int(v) for v in args.unrolls.split(",") if v):
             which = f"sparse-unroll:{u}" + (f":{tiles}" if tiles else "")
-            label = f"unroll {u}" + (f", {tiles} tiles" if tiles else "")
-            out = subprocess.run([sys.executable, "-c", _FIRST_CALL, which, "matmul"], capture_output=True, text=True)
-            if out.returncode:
-                print(f"{label}: failed: {out.stderr[-600:]}", flush=True)
-                continue
-            res = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"{label}: first eager A @ v {res['first'] * 1e3:.0f} ms, next with a new nse "
-                  f"{res['new_nse'] * 1e3:.1f} ms, warm {res['warm'] * 1e3:.2f} ms", flush=True)
+            _report(which, "matmul", f"unroll {u}" + (f", {tiles} tiles" if tiles else ""))
+
+
+def _report(which: str, op: str, label: str) -> None:
+    """Run ``_FIRST_CALL`` for ``which`` and ``op`` in a fresh process and print its three times."""
+    out = subprocess.run([sys.executable, "-c", _FIRST_CALL, which, op], capture_output=True, text=True)
+    if out.returncode:
+        print(f"{label}: failed: {out.stderr[-600:]}", flush=True)
+        return
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    took = f" (took {res['layout']})" if "layout" in res else ""
+    sym = "A @ v" if op == "matmul" else "A @ V (128 columns)" if op == "matmat" else op
+    print(f"{label}{took}: first eager {sym} {res['first'] * 1e3:.0f} ms, next with a new nse "
+          f"{res['new_nse'] * 1e3:.1f} ms, warm {res['warm'] * 1e3:.2f} ms", flush=True)
 
 
 if __name__ == "__main__":

@@ -78,8 +78,10 @@ RECIPES: dict[str, Recipe] = {
                                           "--repeat", "1", "--spmm", "4", "--cg", "8", "--cg-iters", "10",
                                           "--layouts", "panels,ell,panels+rcm+nomxu,auto+nomxu"],
                              "bcoo_array[panels+rcm+nomxu]"),
-    # one unroll (one fresh process; the eager accelerator hook does not apply on a CPU)
-    "accelerator_first_call.py": Recipe(lambda tmp: ["--unrolls", "2"], "unroll 2: first eager A @ v"),
+    # one forced layout beside dense jax.numpy, then one unroll (three fresh processes; the eager accelerator
+    # hook does not apply on a CPU)
+    "accelerator_first_call.py": Recipe(lambda tmp: ["--layouts", "coo", "--unrolls", "2"],
+                                        "coo: first eager A @ v"),
     # one probe, one warm call (two fresh processes)
     "eager_first_call.py": Recipe(lambda tmp: ["exp", "--repeat", "1"], "| `xp.exp(A)` |"),
     # a 256 x 256 Poisson matrix, one round of one call
