@@ -524,10 +524,13 @@ def test_eager_products_compile_once_per_layout_not_per_nse(monkeypatch, n, dens
         monkeypatch.setattr(layouts, "AUTO_KINDS", ("blocks", "coo"))
     if kind == "coo":
         monkeypatch.setattr(layouts, "AUTO_KINDS", ("coo",))
+    if kind in ("blocks", "dense"):  # taken where no layout of EAGER_KINDS is cheap (a larger matrix)
+        monkeypatch.setattr(layouts, "EAGER_SHARE", 0.0)
     x = jnp.asarray(np.random.default_rng(6).standard_normal(n).astype(np.float32))
     mats = [sp.random_array((n, n), density=d, rng=s, format="csr").astype(np.float32)
             for s, d in zip((20, 21), densities)]
-    plans = [layouts.choose(np.asarray(_bcoo(S).indices), S.shape, 4, "tpu") for S in mats]
+    plans = [layouts.choose(np.asarray(_bcoo(S).indices), S.shape, 4, "tpu", mixed_tiles=False, eager=True)
+             for S in mats]
     assert plans[0].kind == plans[1].kind == kind and plans[0].static == plans[1].static
     assert mats[0].nnz != mats[1].nnz
     before = accel._compiled_product._cache_size()
@@ -581,6 +584,76 @@ def test_transposed_fallback_sums_sorted_rows(layout):
     got = np.asarray(op.T @ Y)
     np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
     np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], rtol=1e-5, atol=1e-5)
+
+
+def _pattern_pair(n: int, density: float, seed: int):
+    """Indices of two random n x n patterns with about ``density * n * n`` entries each (a few apart)."""
+    out = []
+    for s, d in ((seed, density), (seed + 1, density * 1.02)):
+        S = sp.random_array((n, n), density=d, rng=s, format="coo")
+        out.append(np.stack([S.row, S.col], 1))
+    assert len(out[0]) != len(out[1])
+    return out
+
+
+def _compile_key(lay):
+    """What an eager product's compiled program depends on: the layout's kind, static parameters and the
+    shapes of the arrays it reads (``accel.compiled_product`` passes no ``slot_t``)."""
+    return (lay.kind, accel.freeze_static(lay.static),
+            tuple(sorted((k, a.shape) for k, a in lay.arrays.items() if k != "slot_t")), lay.perm is None)
+
+
+@pytest.mark.parametrize(("n", "density", "itemsize", "dtype", "prepared", "two_programs"), [
+    (494, 0.007, 8, np.complex64, "blocks", True),  # 494_bus's size: blocks (two programs) for an operator
+    (500, 0.006, 8, np.float64, "blocks", False),  # (every block of this one holds entries: one program)
+    (60, 0.3, 4, np.float32, "dense", False),
+    (300, 0.05, 8, np.complex64, "dense", False),
+])
+def test_eager_choice_takes_a_layout_compiled_once_per_size_bucket(n, density, itemsize, dtype, prepared,
+                                                                   two_programs):
+    # A prepared operator takes the cheapest layout per product, here one whose program follows the pattern
+    # (blocks: its row-length buckets and chunk size) or compiles slowly (dense); an eager product, where a
+    # layout of EAGER_KINDS costs under half a call's dispatch, takes that one: another matrix of the same
+    # shape and about the same nse then runs the same compiled program.
+    pair = _pattern_pair(n, density, 40)
+    lays = [layouts.choose(idx, (n, n), itemsize, "tpu", dtype=dtype) for idx in pair]
+    assert [lay.kind for lay in lays] == [prepared, prepared]
+    eager = [layouts.choose(idx, (n, n), itemsize, "tpu", dtype=dtype, mixed_tiles=False, eager=True)
+             for idx in pair]
+    assert eager[0].kind in layouts.EAGER_KINDS
+    assert _compile_key(eager[0]) == _compile_key(eager[1])
+    assert (_compile_key(lays[0]) != _compile_key(lays[1])) == two_programs  # (what the eager choice avoids)
+
+
+def test_eager_choice_keeps_the_cheapest_layout_where_the_preferred_ones_cost_more():
+    # Where every layout of EAGER_KINDS costs more than half a call's dispatch (COSTS["tpu"]["dispatch"]),
+    # and on a backend without a measured dispatch, the eager choice is the prepared operator's.
+    n = 2000
+    idx = _pattern_pair(n, 0.005, 50)[0]
+    lay = layouts.choose(idx, (n, n), 8, "tpu", dtype=np.complex64, mixed_tiles=False, eager=True)
+    assert lay.kind == layouts.choose(idx, (n, n), 8, "tpu", dtype=np.complex64).kind == "blocks"
+    assert min(lay.estimate[k] for k in layouts.EAGER_KINDS if k in lay.estimate) \
+        > layouts.EAGER_SHARE * layouts.COSTS["tpu"]["dispatch"]
+    small = _pattern_pair(494, 0.007, 40)[0]
+    assert layouts.choose(small, (494, 494), 8, "gpu", dtype=np.complex64, eager=True).kind \
+        == layouts.choose(small, (494, 494), 8, "gpu", dtype=np.complex64).kind
+
+
+def test_eager_complex_products_compile_once_per_size_bucket(monkeypatch):
+    # Through the eager hook: two complex matrices of one shape and different patterns, one compiled program
+    # (blocks, the prepared operator's layout here, compiled one per pattern before), results as NumPy's.
+    monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
+    n = 494
+    rng = np.random.default_rng(41)
+    x = jnp.asarray((rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64))
+    before = accel._compiled_product._cache_size()
+    for idx in _pattern_pair(n, 0.007, 40):
+        vals = (rng.standard_normal(len(idx)) + 1j * rng.standard_normal(len(idx))).astype(np.complex64)
+        A = xp.BCOOArray((jnp.asarray(vals), jnp.asarray(idx, jnp.int32)), shape=(n, n))
+        y = matmul.spmm_dense(A.data, A.indices, A.shape, x)
+        ref = sp.coo_array((vals.astype(np.complex128), idx.T), shape=(n, n)) @ np.asarray(x, np.complex128)
+        np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
+    assert accel._compiled_product._cache_size() - before <= 1
 
 
 _EDGE_CASES = {

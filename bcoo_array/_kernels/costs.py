@@ -105,6 +105,9 @@ def vmem_share(tuned_bytes: int) -> int:
 #: the permutations against 0.535 on the panels kernel), and a per-row padding term fitted to that
 #: would also move bayer10's and bcsstk16's 16 columns off the blocks, where they run fastest
 #: (0.077-0.081 against 0.087-0.090 ms, 0.046-0.052 against 0.067-0.071).
+#: A jitted call's dispatch on the TPU machine (``dispatch``): at least 0.6 ms whatever the program (a
+#: jitted ``v * 2`` of 1,000 elements), 2.2e8 at 368 GB/s; eager products are priced against it
+#: (``.layouts.EAGER_SHARE``).
 #: CPUs and GPUs gather at
 #: a few times their streaming cost per element.
 COSTS: dict[str, dict[str, float]] = {
@@ -114,7 +117,8 @@ COSTS: dict[str, dict[str, float]] = {
             "panel_rhs_uniform_tile": 1850.0, "sell_slot": 800.0, "sell_chunk": 26000.0,
             "segmented_slot": 450.0, "segmented_call": 5e6,
             "segmented_wide_slot": 450.0, "segmented_wide_block": 114000.0, "coo_row_entry_large": 7000.0,
-            "ell_slot": 1500.0, "mxu_block": 3300.0, "mxu_call": 5e6, "mxu_permute_row": 1400.0},
+            "ell_slot": 1500.0, "mxu_block": 3300.0, "mxu_call": 5e6, "mxu_permute_row": 1400.0,
+            "dispatch": 2.2e8},
     "gpu": {"gather": 32.0, "row_gather": 64.0, "scatter": 64.0, "vector_op": 0.05,
             "permute": 32.0, "dia_pass": 0.0},
     "cpu": {"gather": 16.0, "row_gather": 32.0, "scatter": 32.0, "vector_op": 0.1,

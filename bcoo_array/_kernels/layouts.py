@@ -136,6 +136,24 @@ REORDER_MIN_SPREAD_GAIN = 0.9
 #: ``sell`` for a TPU and float32 values only (``estimate``): their Pallas kernels run nowhere else.
 AUTO_KINDS = ("dense", "dia", "tiles", "blocks", "ell", "panels", "sell", "coo")
 
+#: Layouts an eager product prefers (``choose(..., eager=True)``): their product is one compiled program
+#: per shape and size bucket whatever the pattern (``coo``, ``panels``, ``sell``: buckets of their sizes),
+#: and compiles quickly. ``tiles``, ``blocks`` and ``ell`` keep one static bucket per class of row lengths
+#: and ``dia`` its offsets, so each new pattern compiles their product again; ``dense`` compiles once per
+#: shape, but slowly (its float32 product at ``Precision.HIGHEST``). Sixteenth session, TPU v5e, a 2,000 x
+#: 2,000 matrix with 20,000 entries, first ``A @ v`` / first ``A @ V`` (128 columns) / again for another
+#: pattern with 20,400 entries, ms: ``coo`` 439 / 870 / 9; ``panels`` 450 / 664 / 29 (``A @ v``);
+#: ``blocks`` 395 / 1,854 / 319 and 1,564; ``ell`` 1,810 / 1,250 / 1,378 and 1,067; ``dense`` 847 / 5,791
+#: / 17 (``docs/performance.md``).
+EAGER_KINDS = ("coo", "panels", "sell")
+
+#: An eager product takes the cheapest of ``EAGER_KINDS`` where it is priced under this share of a jitted
+#: call's dispatch (``COSTS[backend]["dispatch"]``, a TPU's 0.6 ms): each of its calls then adds at most
+#: 0.3 ms to a call that costs 0.6 anyway, where a layout compiled once per pattern costs 0.3-1.8 s for
+#: every new matrix, and ``dense`` 0.8-5.8 s for its first call (backends without a measured dispatch:
+#: never).
+EAGER_SHARE = 0.5
+
 #: Layouts that multiply explicit zeros at unstored positions (an ``inf`` or NaN
 #: of ``x`` there would give NaN where a sparse product gives 0): their products
 #: check the result and fall back to the stored entries (``.accel.product``).
@@ -731,6 +749,16 @@ def _costs(backend: str) -> dict[str, float]:
     return COSTS.get(backend, COSTS["gpu"])
 
 
+def _eager_kinds(est: dict, backend: str) -> tuple[str, ...]:
+    """The layouts an eager product chooses among (``choose(..., eager=True)``): ``EAGER_KINDS`` where the
+    cheapest of them is priced under ``EAGER_SHARE`` of the backend's dispatch, else ``AUTO_KINDS``."""
+    kinds = tuple(name for name in AUTO_KINDS if name in EAGER_KINDS)
+    priced = [est[name] for name in kinds if name in est]
+    if priced and min(priced) <= EAGER_SHARE * _costs(backend).get("dispatch", 0.0):
+        return kinds
+    return AUTO_KINDS
+
+
 def _padded_units(block_rows: np.ndarray, n_block_rows: int) -> int:
     """Units (tiles, chunks or entries) a sliced ELL of these block rows stores, padding included."""
     counts = np.bincount(block_rows, minlength=n_block_rows)
@@ -990,7 +1018,7 @@ def place_values_host(data: np.ndarray, slot: np.ndarray, n_slots: int, slot_t: 
 
 def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = None,
            tile: tuple[int, int] | None = None, reorder: bool | None = None,
-           mixed_tiles: bool | None = None, dtype=None, mxu: bool = False) -> Layout:
+           mixed_tiles: bool | None = None, dtype=None, mxu: bool = False, eager: bool = False) -> Layout:
     """Build the cheapest layout of a 2-D matrix for ``backend`` (or the one asked for).
 
     Parameters
@@ -1033,6 +1061,16 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
         is cheaper, its two permutations per product included (a square
         matrix the layout does not reorder, ``reorder`` not False): the
         one-vector products keep the matrix's own order.
+    eager : bool, optional
+        Choose for eager products (``.matmul``'s products of a BCOOArray
+        placed on an accelerator), which compile their program on a first
+        call: where the cheapest of ``EAGER_KINDS`` (layouts with one
+        quickly compiled program per shape and size bucket) is priced
+        under ``EAGER_SHARE`` of a call's dispatch, the choice is made
+        among those only (the RCM reordering included), so that a new
+        matrix of the same shape and about the same ``nse`` reuses the
+        compiled product. Default False (prepared operators, which are
+        compiled once and called many times).
 
     Returns
     -------
@@ -1054,8 +1092,9 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
     # a forced reorderable layout is priced even where dia wins outright (the reordering compares its costs)
     est = estimate(rows, cols, valid, (m, k), itemsize, backend, full=forced and kind in REORDERABLE,
                    mixed_tiles=mixed_tiles, dtype=dtype)
+    kinds = _eager_kinds(est, backend) if eager and not forced else AUTO_KINDS
     if not forced:
-        costs = {name: est[name] for name in AUTO_KINDS if name in est}
+        costs = {name: est[name] for name in kinds if name in est}
         kind = min(costs, key=costs.get)
     perm = None
     # The reordering, for the layouts it helps, tried when one of them is asked for or is the cheapest; left
@@ -1080,7 +1119,7 @@ def choose(indices, shape, itemsize: int, backend: str, *, kind: str | None = No
             before = est.get(kind, math.inf)
             kind_p = kind
             if not forced:
-                costs_p = {name: est_p[name] for name in AUTO_KINDS if name in est_p and name in REORDERABLE}
+                costs_p = {name: est_p[name] for name in kinds if name in est_p and name in REORDERABLE}
                 kind_p = min(costs_p, key=costs_p.get) if costs_p else kind
             after = est_p.get(kind_p, math.inf) + perm_cost
             if reorder or after <= 0.75 * before:

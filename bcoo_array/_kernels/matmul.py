@@ -295,8 +295,9 @@ def _accelerator_product(data, indices, shape, x):
         # panels: uniform tiles and a shorter unroll, a kernel that compiles faster, as an eager product's first
         # call pays for its compile (TPU v5e, 2000 x 2000 with 20,000 entries, unrolled 4 times: first A @ v in
         # 691 ms with uniform tiles, 1,221 ms with mixed ones; a call runs in the 0.65 ms of dispatch either way)
+        # (eager: a layout compiled once per shape bucket where that is cheap, not once per pattern)
         lay = layouts.choose(np.asarray(indices).reshape(-1, 2), (m, k), itemsize, platform, mixed_tiles=False,
-                             dtype=data.dtype)
+                             dtype=data.dtype, eager=True)
         if lay.kind == "panels":  # (unrolled once for a small matrix: panels.eager_tile_unroll)
             from .panels import eager_tile_unroll
 
