@@ -642,7 +642,17 @@ def test_eager_choice_keeps_the_cheapest_layout_where_the_preferred_ones_cost_mo
 def test_eager_complex_products_compile_once_per_size_bucket(monkeypatch):
     # Through the eager hook: two complex matrices of one shape and different patterns, one compiled program
     # (blocks, the prepared operator's layout here, compiled one per pattern before), results as NumPy's.
+    # A traced product (a jitted function closing over A, which may loop over it) takes the prepared
+    # operator's layout, the cheapest per product.
     monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
+    kinds = []
+    compiled = accel.compiled_product
+
+    def spy(*args, **kwargs):
+        kinds.append(kwargs["kind"])
+        return compiled(*args, **kwargs)
+
+    monkeypatch.setattr(accel, "compiled_product", spy)
     n = 494
     rng = np.random.default_rng(41)
     x = jnp.asarray((rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64))
@@ -654,6 +664,9 @@ def test_eager_complex_products_compile_once_per_size_bucket(monkeypatch):
         ref = sp.coo_array((vals.astype(np.complex128), idx.T), shape=(n, n)) @ np.asarray(x, np.complex128)
         np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
     assert accel._compiled_product._cache_size() - before <= 1
+    y = jax.jit(lambda v: matmul.spmm_dense(A.data, A.indices, A.shape, v))(x)
+    np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
+    assert kinds == ["coo", "coo", "blocks"]
 
 
 _EDGE_CASES = {

@@ -275,8 +275,10 @@ def _accelerator_product(data, indices, shape, x):
 
     Applies to concrete indices with ``data`` on an accelerator and ``x``
     of one or two dimensions. The layout is chosen once per index buffer
-    (``PLANS``, beside the buffer) and its index arrays copied to the
-    device; the values are placed on the host once per concrete data buffer
+    (``PLANS``, beside the buffer), for eager calls with ``eager=True``
+    (``layouts.EAGER_KINDS`` where they are cheap: a program compiled once
+    per size bucket) and for traced operands as for a prepared operator,
+    and its index arrays copied to the device; the values are placed on the host once per concrete data buffer
     (``accel.placed_values``: no program compiled per ``nse``), by a
     scatter-add per product when ``data`` is traced; the product is one
     compiled program per layout and shapes (``accel.compiled_product``).
@@ -290,6 +292,9 @@ def _accelerator_product(data, indices, shape, x):
     m, k = shape
     itemsize = np.dtype(data.dtype).itemsize
     device = None if is_tracer(data) else next(iter(data.devices()))
+    # an eager call (nothing traced) pays its program's compile on its first call and dispatch on every call;
+    # a traced one (a jitted solver closing over A) is compiled with its caller and may loop over the product
+    eager = not (is_tracer(data) or is_tracer(x))
 
     def build():
         # panels: uniform tiles and a shorter unroll, a kernel that compiles faster, as an eager product's first
@@ -297,7 +302,7 @@ def _accelerator_product(data, indices, shape, x):
         # 691 ms with uniform tiles, 1,221 ms with mixed ones; a call runs in the 0.65 ms of dispatch either way)
         # (eager: a layout compiled once per shape bucket where that is cheap, not once per pattern)
         lay = layouts.choose(np.asarray(indices).reshape(-1, 2), (m, k), itemsize, platform, mixed_tiles=False,
-                             dtype=data.dtype, eager=True)
+                             dtype=data.dtype, eager=eager)
         if lay.kind == "panels":  # (unrolled once for a small matrix: panels.eager_tile_unroll)
             from .panels import eager_tile_unroll
 
@@ -315,10 +320,11 @@ def _accelerator_product(data, indices, shape, x):
                 inverse)
 
     kind, static, n_slots, slots, arrays, perm, inverse = PLANS.get((indices,), ("accel-layout", m, k, itemsize,
-                                                                                   platform), build)
+                                                                                   platform, eager), build)
     place = lambda: placed_values(data, *slots, arrays, n_slots, device)  # noqa: E731
-    # concrete values once per data buffer; traced ones per product
-    values = place() if is_tracer(data) else PLANS.get((data, indices), ("accel-values", m, k), place)
+    # concrete values once per data buffer and layout (an eager call and a traced x may take two); traced ones
+    # per product
+    values = place() if is_tracer(data) else PLANS.get((data, indices), ("accel-values", m, k, eager), place)
     dtype = jnp.result_type(data.dtype, x.dtype)
     return compiled_product(values, arrays, jnp.asarray(x, dtype), perm, inverse, kind=kind, static=static,
                             shape=(m, k), lanes=platform == "tpu")
