@@ -516,7 +516,13 @@ def variance_segments(data, valid, order, segment, fill, n_out: int, n: int, cor
 
     Two passes, as NumPy's ``var``: the mean of the stored values plus
     ``missing * fill``, then the squared deviations of the stored values
-    plus ``missing * (fill - mean)**2``, divided by ``n - correction``.
+    plus ``missing * (fill - mean)**2``, less the square of the deviations'
+    sum over ``n`` (the corrected two-pass algorithm of Chan, Golub and
+    LeVeque, "Algorithms for computing the sample variance", The American
+    Statistician 37(3), 1983: it cancels the rounding error of the mean,
+    which float32 values far from zero would otherwise square into the
+    result), divided by ``n - correction``. Slices count their stored
+    entries in integers (a float32 count stops at 2**24).
     """
     nse = data.shape[0]
     if order is None:
@@ -524,16 +530,22 @@ def variance_segments(data, valid, order, segment, fill, n_out: int, n: int, cor
         segment = jnp.where(valid, 0, n_out).astype(jnp.int32)
     dt = data.dtype
     d = data[order]
-    cnt = jax.ops.segment_sum(jnp.ones(nse, dt), segment, num_segments=n_out, indices_are_sorted=True)
+    count_dtype = jnp.int32 if nse < 2**31 else jnp.int64
+    cnt = jax.ops.segment_sum(jnp.ones(nse, count_dtype), segment, num_segments=n_out, indices_are_sorted=True)
     s1 = accurate_segment_sum(d, segment, n_out)  # (a sequential sum's error would be squared below)
     n_f = jnp.asarray(n, dt)
-    miss = n_f - cnt  # unstored entries per slice; 0 * NaN-fill must stay 0
+    # unstored entries per slice (exact where n fits the count's integers; 0 * NaN-fill stays 0)
+    if n <= np.iinfo(count_dtype).max:
+        miss = (jnp.asarray(n, count_dtype) - cnt).astype(dt)
+    else:
+        miss = n_f - cnt.astype(dt)
     zero = jnp.zeros((), dt)
     m = (s1 + jnp.where(miss > 0, miss * fill, zero)) / n_f
     dev = d - m[jnp.clip(segment, 0, n_out - 1)] if n_out else d
-    s2 = accurate_segment_sum(dev * dev, segment, n_out)
-    s2 = s2 + jnp.where(miss > 0, miss * (fill - m) ** 2, zero)
-    return s2 / jnp.asarray(n - correction, dt)
+    s2 = accurate_segment_sum(dev * dev, segment, n_out) + jnp.where(miss > 0, miss * (fill - m) ** 2, zero)
+    c = accurate_segment_sum(dev, segment, n_out) + jnp.where(miss > 0, miss * (fill - m), zero)
+    # (never below 0: c * c / n is at most s2 but for rounding; NaN stays NaN)
+    return jnp.maximum(s2 - c * c / n_f, zero) / jnp.asarray(n - correction, dt)
 
 
 def _identity(op: str, dtype, u):
