@@ -374,6 +374,8 @@ def _todense(data, indices, fill, shape, n_batch: int, n_dense: int, fill_is_zer
         def one(d, i):  # noqa: F811 - a simpler kernel for n_sparse == 0
             if not d.shape[0]:
                 return jnp.broadcast_to(fill, dense_shape)
+            if d.shape[0] == 1:  # the stored block itself (no scatter: a dense operand sharded over an
+                return d[0]      # Explicit mesh axis, whose block this is, cannot be scattered unannotated)
             if d.dtype == jnp.bool_:
                 return jnp.any(d, axis=0)
             # (onto -0.0 for floats, as above; no promotion of small ints; a scatter-add, differentiable)

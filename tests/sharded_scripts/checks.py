@@ -369,6 +369,11 @@ def explicit_mesh_conversions():
         _same_conversion(xp.BCOOArray.fromdense(a3, n_dense=1), xp.BCOOArray.fromdense(X3, n_dense=1), what)
         # element-wise with the split array as the dense operand (reads it at the stored indices)
         close(want * a, X * X, exact=True, what=what)
+        # a dense result holding the split operand (one stored block, no sparse dimension): its todense
+        # scattered that block and raised ShardingTypeError on Explicit axes (a review)
+        close((want + a).todense(), X + X, exact=True, what=what)
+        close(xp.where(a > 0, want, 1.0).todense(), np.where(X > 0, X, 1.0), exact=True, what=what)
+        close(jax.jit(lambda u, v: (u + v).todense())(want, a), X + X, exact=True, what=what)
 
 def _matrix(name):
     M = scipy.io.mmread(os.path.join(MATRICES, name))
