@@ -79,6 +79,41 @@ def host_view(x) -> np.ndarray | None:
     return np.asarray(x)
 
 
+def placed_device(*xs):
+    """The one device the concrete JAX buffers among ``xs`` (BCOOArrays, ``jax.Array``) sit on, where it is not
+    the default device; None otherwise (traced, host or NumPy buffers only, several devices, the default).
+
+    Results that an eager kernel builds from NumPy land on the default device; the array API places a
+    result with its operands, so callers move them there (``BCOOArray.to_device``).
+
+    Raises
+    ------
+    ValueError
+        If the buffers sit on different devices (as JAX refuses them), naming the devices and the fix.
+    """
+    found = set()
+    for x in xs:
+        buf = getattr(x, "_data", x) if not isinstance(x, jax.Array) else x
+        if not isinstance(buf, jax.Array):
+            continue
+        if is_tracer(buf):
+            return None
+        try:
+            devices = buf.devices()
+        except AttributeError:
+            return None
+        if len(devices) != 1:
+            return None
+        found |= devices
+    if len(found) > 1:
+        raise ValueError(f"the operands are on different devices ({', '.join(sorted(map(str, found)))}); move "
+                         f"them to one with .to_device(device) or jax.device_put(x, device)")
+    if not found:
+        return None
+    (device,) = found
+    return None if device == _default_device() else device
+
+
 _DEFAULT: list = []
 
 

@@ -48,6 +48,7 @@ CHECKS = [
     "explicit_mesh_conversions",
     "real_matrices",
     "zero_d_results_keep_their_device",
+    "placed_results_keep_their_device",
 ]
 
 SOLVER_CHECKS = [

@@ -430,6 +430,25 @@ def zero_d_results_keep_their_device():
     assert float(v) == 4.0
 
 
+@check
+def placed_results_keep_their_device():
+    """``*_like`` results and the eager sparse @ sparse product (host SpGEMM buffers) land on the operands'
+    device, not the default one, and operands on two devices are refused as JAX refuses them (a review)."""
+    d3, d5 = jax.devices()[3], jax.devices()[5]
+    D = np.array([[1.0, 0, 2], [0, 3, 0], [4, 0, 0]], np.float32)
+    A = xp.asarray(D).to_device(d3)
+    for r in (xp.zeros_like(A), xp.ones_like(A), xp.full_like(A, 2.0), xp.empty_like(A), A @ A.T, A @ A):
+        assert r.device == d3 and r.data.devices() == r.indices.devices() == {d3}, r
+    close(A @ A.T, D @ D.T, exact=True)
+    assert xp.zeros_like(A, device=jax.devices()[0]).device == jax.devices()[0]
+    B = xp.asarray(np.eye(3, dtype=np.float32)).to_device(d5)
+    try:
+        A @ B
+    except ValueError as e:
+        assert "different devices" in str(e), e
+    else:
+        raise AssertionError("A @ B on two devices: no error")
+
 
 @check
 def eager_grad_through_a_sharded_product():
