@@ -91,6 +91,8 @@ def placed_device(*xs):
     ValueError
         If the buffers sit on different devices (as JAX refuses them), naming the devices and the fix.
     """
+    if single_cpu():  # (one device: nothing to place, and no call pays for looking)
+        return None
     found = set()
     for x in xs:
         buf = getattr(x, "_data", x) if not isinstance(x, jax.Array) else x

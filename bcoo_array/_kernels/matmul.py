@@ -278,10 +278,11 @@ def _accelerator_product(data, indices, shape, x):
     (``PLANS``, beside the buffer), for eager calls with ``eager=True``
     (``layouts.EAGER_KINDS`` where they are cheap: a program compiled once
     per size bucket) and for traced operands as for a prepared operator,
-    and its index arrays copied to the device; the values are placed on the host once per concrete data buffer
-    (``accel.placed_values``: no program compiled per ``nse``), by a
-    scatter-add per product when ``data`` is traced; the product is one
-    compiled program per layout and shapes (``accel.compiled_product``).
+    and its index arrays copied to the device; the values are placed on
+    the host once per concrete data buffer (``accel.placed_values``: no
+    program compiled per ``nse``), by a scatter-add per product when
+    ``data`` is traced; the product is one compiled program per layout and
+    shapes (``accel.compiled_product``).
     """
     platform = _accelerator_platform(data, indices)
     if platform is None or x.ndim not in (1, 2) or np.dtype(data.dtype).kind not in "fc":
