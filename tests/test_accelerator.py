@@ -641,7 +641,7 @@ def test_eager_choice_keeps_the_cheapest_layout_where_the_preferred_ones_cost_mo
 
 def test_eager_complex_products_compile_once_per_size_bucket(monkeypatch):
     # Through the eager hook: two complex matrices of one shape and different patterns, one compiled program
-    # (blocks, the prepared operator's layout here, compiled one per pattern before), results as NumPy's.
+    # (blocks, the prepared operator's layout here, compiled once per pattern before), results as NumPy's.
     # A traced product (a jitted function closing over A, which may loop over it) takes the prepared
     # operator's layout, the cheapest per product.
     monkeypatch.setattr(matmul, "_accelerator_platform", lambda data, indices: "tpu")
