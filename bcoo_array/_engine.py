@@ -95,15 +95,12 @@ def placed_device(*xs):
         return None
     found = set()
     for x in xs:
-        buf = getattr(x, "_data", x) if not isinstance(x, jax.Array) else x
+        buf = x if isinstance(x, jax.Array) else getattr(x, "_data", None)  # (a BCOOArray's JAX buffer, or None)
         if not isinstance(buf, jax.Array):
             continue
         if is_tracer(buf):
             return None
-        try:
-            devices = buf.devices()
-        except AttributeError:
-            return None
+        devices = buf.devices()
         if len(devices) != 1:
             return None
         found |= devices

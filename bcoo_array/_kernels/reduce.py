@@ -542,8 +542,9 @@ def variance_segments(data, valid, order, segment, fill, n_out: int, n: int, cor
     zero = jnp.zeros((), dt)
     m = (s1 + jnp.where(miss > 0, miss * fill, zero)) / n_f
     dev = d - m[jnp.clip(segment, 0, n_out - 1)] if n_out else d
-    s2 = accurate_segment_sum(dev * dev, segment, n_out) + jnp.where(miss > 0, miss * (fill - m) ** 2, zero)
-    c = accurate_segment_sum(dev, segment, n_out) + jnp.where(miss > 0, miss * (fill - m), zero)
+    sums = accurate_segment_sum(jnp.stack([dev * dev, dev], axis=-1), segment, n_out)  # (one pass for both)
+    s2 = sums[..., 0] + jnp.where(miss > 0, miss * (fill - m) ** 2, zero)
+    c = sums[..., 1] + jnp.where(miss > 0, miss * (fill - m), zero)
     # (never below 0: c * c / n is at most s2 but for rounding; NaN stays NaN)
     return jnp.maximum(s2 - c * c / n_f, zero) / jnp.asarray(n - correction, dt)
 
