@@ -731,3 +731,73 @@ def test_the_keep_rule_follows_the_chip_measurements(name, n_blocks, n_slots, n,
     # RCM order, with the two row permutations (thirteenth session), 0.726 against 1.048.
     assert mxu.worth_keeping(n_blocks, n_slots, (n, n), permuted) == kept
     assert not mxu.worth_keeping(mxu.MAX_BYTES // 4096 + 1, 10**9, (n, n))  # never beyond MAX_BYTES
+
+
+@pytest.mark.parametrize("m, k, per_step", [(300, 200, 256), (1000, 129, 256), (5, 7, 2048), (130, 1000, 128)])
+def test_sell_redo_replaces_a_result_only_when_asked(m, k, per_step):
+    # The non-finite fallback without control flow (.sell.sell_redo, interpret mode): redo=True gives the
+    # slots' product, inf and NaN where scipy has them (odd and even step counts, one step, more columns than
+    # rows); redo=False leaves the aliased result as it was, eager and under jit; bad shapes are refused.
+    from bcoo_array._kernels import sell
+
+    rng = np.random.default_rng(m + k)
+    S = sp.random_array((m, k), density=0.03, rng=rng, format="csr", dtype=np.float32)
+    c = S.tocoo()
+    slot, table, _, s_cols = sell.sell_tables(c.row, c.col, (m, k), slots_per_step=per_step)
+    vals = np.zeros(len(s_cols), np.float32)
+    vals[slot] = c.data
+    X = rng.standard_normal((k, 128)).astype(np.float32)
+    X[k // 2, 5], X[0, 70] = np.inf, np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ref = S.astype(np.float64) @ X.astype(np.float64)
+    y0 = jnp.full((m, 128), 7.0, jnp.float32)
+    args = (jnp.asarray(vals), jnp.asarray(table), jnp.asarray(s_cols))
+    f = jax.jit(lambda y, r, x: sell.sell_redo(y, r, *args, x, shape=(m, k), interpret=True))
+    for run in (lambda y, r, x: sell.sell_redo(y, r, *args, x, shape=(m, k), interpret=True), f):
+        _assert_matches_non_finite(np.asarray(run(y0, True, jnp.asarray(X))), ref)
+        np.testing.assert_array_equal(np.asarray(run(y0, False, jnp.asarray(X))), np.full((m, 128), 7.0))
+    with pytest.raises(ValueError, match=r"y must be"):
+        sell.sell_redo(y0[:, :64], True, *args, jnp.asarray(X), shape=(m, k), interpret=True)
+
+
+@pytest.mark.parametrize("layout, scrambled", [("panels", False), ("sell", True)])
+def test_redo_kernel_serves_non_finite_results_without_a_cond(kernel_on, monkeypatch, layout, scrambled):
+    # mxu.REDO_KERNEL on: a product's non-finite result is replaced by the SELL slots' kernel (no lax.cond in
+    # the program), for an inf or NaN of x and an inf value, both orientations, the reordered blocks too;
+    # a finite x gives the blocks' result. The transpose in x ("flipped" slots) keeps the cond.
+    from bcoo_array._kernels import sell
+
+    monkeypatch.setattr(mxu, "REDO_KERNEL", True)
+    redos = []
+    real = sell.sell_redo
+    monkeypatch.setattr(sell, "sell_redo", lambda *a, **kw: redos.append(kw["shape"]) or real(*a, **kw))
+    formulas = []
+    coo = mxu._coo
+    monkeypatch.setattr(mxu, "_coo", lambda *a: formulas.append(a[-1]) or coo(*a))
+    n, width = (2000, 20) if scrambled else (900, 60)
+    rng, A, op, S64, _, _ = _clustered(n, width, 31, layout, scrambled)
+    X = rng.standard_normal((n, 128)).astype(np.float32)
+    Xbad = X.copy()
+    Xbad[10, 3], Xbad[n // 2, 90] = np.inf, np.nan
+    d = np.asarray(A.data).copy()
+    d[17] = np.inf
+    S_inf = sp.csr_array((d.astype(np.float64), (np.asarray(A.indices)[:, 0], np.asarray(A.indices)[:, 1])),
+                         shape=(n, n))
+    for tr in (False, True):
+        f = jax.jit(lambda o, z, tr=tr: (o.T if tr else o) @ z)
+        f.lower(op, jnp.asarray(X))
+        assert not formulas  # (no cond: its COO branch is never traced)
+        with monkeypatch.context() as off:  # (the cond the redo kernel replaces traces it)
+            off.setattr(mxu, "REDO_KERNEL", False)
+            jax.jit(lambda o, z, tr=tr: (o.T if tr else o) @ z).lower(op, jnp.asarray(X))
+            assert formulas
+            formulas.clear()
+        for o, M, z in ((op, S64, X), (op, S64, Xbad), (op.with_data(jnp.asarray(d)), S_inf, X)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                ref = (M.T if tr else M) @ z.astype(np.float64)
+            _assert_matches_non_finite(np.asarray(f(o, jnp.asarray(z))), ref)
+    assert redos == [(n, n)] * 2 and len(kernel_on) == 4  # (one trace per orientation, and the cond's)
+    gx = jax.grad(lambda z: jnp.sum(op @ z))(jnp.asarray(X))  # (its transpose: flipped slots, the cond)
+    np.testing.assert_allclose(np.asarray(gx), S64.T @ np.ones((n, 128)), rtol=1e-5, atol=1e-4)

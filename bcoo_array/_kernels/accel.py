@@ -366,7 +366,7 @@ def mxu_product(values, arrays, sell, shape, x, transpose: bool, other_cost: flo
     start = values.shape[0] - n  # (the layouts align it: .mxu.part_start)
     order = arrays.get("s_order_t" if transpose else "s_order")  # (the slots in row order: a sorted segment sum)
     return _mxu.mxu_matmat(values, table, sell[0], sell[2], sell[3], x, perm, inverse, shape=shape,
-                           transpose=transpose, offset=start, s_order=order)
+                           transpose=transpose, offset=start, s_order=order, s_table=sell[1])
 
 
 def sell_product(values, arrays, static, shape, x, transpose: bool = False):

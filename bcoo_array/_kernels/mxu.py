@@ -172,6 +172,16 @@ KEEP_MAX_SHARE = 0.8
 #: Rows of the result the kernel's finiteness check reads per iteration.
 CHECK_ROWS = 128
 
+#: Whether a product given its SELL-8 slots' step table (``mxu_matmat``'s ``s_table``; the layouts give it)
+#: replaces a non-finite result by the slots' own kernel (``.sell.sell_redo``: aliased to the result, idle
+#: where it is finite, no XLA control flow) rather than a ``lax.cond`` on a COO formula. On a TPU v5e (128
+#: columns, in a loop, the operator an argument; ``.device_data/probe_gap3.py``, seventeenth session) the
+#: ``cond`` costs 0.035 ms beyond the kernel on bayer10 (0.102 against 0.067 ms: 0.019 for any ``cond``
+#: or ``while_loop``, even with a trivial other branch, and 0.016 more for the COO formula's branch,
+#: never taken) and 0.017 on bcsstk16 (0.052 against 0.035). Off until the redo kernel is compiled and
+#: timed on a chip: it runs in interpret mode only so far (no device time was left that session).
+REDO_KERNEL = False
+
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
@@ -608,7 +618,7 @@ def _check_perms(perm, inverse, shape, who: str):
 
 
 def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int = 0,
-               interpret: bool | None = None, perm=None, inverse=None):
+               interpret: bool | None = None, perm=None, inverse=None, fallback=None):
     """``A @ x`` (or ``A.T @ x``) for float32 ``x`` of shape ``(k, n)`` (``(m, n)``): the Pallas kernel
     (interpret mode off a TPU), 128 columns per call.
 
@@ -624,7 +634,13 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     whether ``y`` is finite (a bool scalar; where it is not, ``y`` may
     differ from the sparse product's non-finite values: a stored zero
     times an ``inf`` of ``x``, or an ``inf`` value split into ``inf - inf``
-    by the MXU's bfloat16 passes, gives NaN). Raises ``ValueError`` where
+    by the MXU's bfloat16 passes, gives NaN). ``fallback`` (optional):
+    ``(s_values, s_table, s_cols)``, the product orientation's SELL-8
+    slots (``.sell.sell_tables``; float32 values) of the same entries,
+    where ``.sell.redo_fits``: a non-finite ``y`` is then replaced by their
+    product (``.sell.sell_redo``, a second kernel that, idle, reads and
+    writes nothing), so ``y`` is the sparse product's in every case.
+    Raises ``ValueError`` where
     ``offset`` is not a multiple of ``STEP_VALUES``, the buffer ends
     before the blocks do, or ``x`` has the wrong number of rows.
     """
@@ -636,7 +652,7 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
     n = x.shape[1]
     if n > LANES:
         parts = [mxu_kernel(values, table, x[:, i:i + LANES], shape=shape, transpose=transpose, offset=offset,
-                            interpret=interpret, perm=perm, inverse=inverse)
+                            interpret=interpret, perm=perm, inverse=inverse, fallback=fallback)
                  for i in range(0, n, LANES)]
         return jnp.concatenate([p[0] for p in parts], axis=1), jnp.all(jnp.stack([p[1] for p in parts]))
     xr, orows = padded_rows(shape, transpose)
@@ -676,7 +692,11 @@ def mxu_kernel(values, table, x, *, shape, transpose: bool = False, offset: int 
         interpret=interpret,
     )
     y, ok = call(n_real, table.reshape(steps, 1, width), values.astype(jnp.float32), xs, *extra)
-    return (y if n == LANES else y[:, :n]), jnp.all(ok[:, :n] > 0)
+    finite = jnp.all(ok[:, :n] > 0)
+    if fallback is not None:  # (the slots' matrix: A's, or A.T's for the transposed product)
+        y = _sell.sell_redo(y, jnp.logical_not(finite), *fallback, xs, shape=(out, xs.shape[0]),
+                            interpret=interpret)
+    return (y if n == LANES else y[:, :n]), finite
 
 
 # --- the primitive --------------------------------------------------------------------------------------
@@ -686,7 +706,7 @@ mxu_matmat_p = Primitive("bcoo_array_mxu_matmat")
 
 def mxu_matmat(values, table, s_values, s_rows, s_cols, x, perm=None, inverse=None, *, shape,
                transpose: bool = False, offset: int = 0, use_kernel: bool = True, flipped: bool = False,
-               s_order=None):
+               s_order=None, s_table=None):
     """``A @ x`` (``transpose``: ``A.T @ x``) from the dense blocks, ``x`` of shape ``(k, n)`` (``(m, n)``).
 
     ``values``/``table``: a flat buffer holding the blocks from ``offset``
@@ -709,7 +729,11 @@ def mxu_matmat(values, table, s_values, s_rows, s_cols, x, perm=None, inverse=No
     unsorted segment sum of rows of ``x`` in about 8 s, a sorted one in
     0.6 (TPU v5e, nh2010's 262,144 slots, 128 columns), and the formula is
     compiled with every product, though it runs only on a non-finite
-    result. Raises ``ValueError`` where ``x`` is not 2-D with the
+    result; ``s_table`` (int32, or None): the slots' step table
+    (``.sell.sell_tables``), with which, where ``REDO_KERNEL`` is on and
+    the slots are this orientation's, a non-finite result is replaced by
+    their kernel (``.sell.sell_redo``) instead of the ``cond`` and formula.
+    Raises ``ValueError`` where ``x`` is not 2-D with the
     product's rows, or ``perm``/``inverse`` do not fit.
     Differentiable in ``x`` and in the two value copies together (the
     values' cotangent lands on ``s_values``; a transpose in ``values``
@@ -722,8 +746,9 @@ def mxu_matmat(values, table, s_values, s_rows, s_cols, x, perm=None, inverse=No
     if s_order is not None and jnp.shape(s_order) != jnp.shape(s_rows):
         raise ValueError(f"mxu_matmat: s_order has shape {jnp.shape(s_order)}, but there are "
                          f"{jnp.shape(s_rows)[0]} slots; pass the slots' row order (one entry per slot) or None")
+    s_table = jnp.zeros((0, 0), jnp.int32) if s_table is None else s_table
     return mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, x, none if perm is None else perm,
-                             none if inverse is None else inverse, none if s_order is None else s_order,
+                             none if inverse is None else inverse, none if s_order is None else s_order, s_table,
                              shape=tuple(shape), transpose=bool(transpose), offset=int(offset),
                              use_kernel=bool(use_kernel), flipped=bool(flipped))
 
@@ -749,7 +774,7 @@ def _coo(s_values, s_rows, s_cols, s_order, x, shape, transpose, flipped):
     return y
 
 
-def _impl(values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order, *, shape, transpose, offset,
+def _impl(values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order, s_table, *, shape, transpose, offset,
           use_kernel, flipped):
     dtype = jnp.result_type(values, x)
     out_shape = _out_shape(shape, transpose, x)
@@ -757,6 +782,11 @@ def _impl(values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order, *,
         return jnp.zeros(out_shape, dtype)
     if use_kernel and np.dtype(dtype) == np.float32 and _on_tpu() and fits(shape):
         perms = dict(perm=perm, inverse=inverse) if perm.shape[0] > 0 else {}
+        slots_shape = (shape[1], shape[0]) if transpose else tuple(shape)  # (the slots' matrix: A or A.T)
+        if REDO_KERNEL and s_table.shape[0] and not flipped and _sell.redo_fits(slots_shape):  # no cond: the slots' kernel
+            # replaces a non-finite result
+            return mxu_kernel(values, table, x, shape=shape, transpose=transpose, offset=offset,
+                              fallback=(s_values, s_table, s_cols), **perms)[0]
         y, finite = mxu_kernel(values, table, x, shape=shape, transpose=transpose, offset=offset, **perms)
         return jax.lax.cond(finite, lambda: y,
                             lambda: _coo(s_values, s_rows, s_cols, s_order, x, shape, transpose, flipped))
@@ -767,8 +797,8 @@ mxu_matmat_p.def_impl(_impl)
 
 
 @mxu_matmat_p.def_abstract_eval
-def _abstract(values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order, *, shape, transpose, offset,
-              use_kernel, flipped):
+def _abstract(values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order, s_table, *, shape, transpose,
+              offset, use_kernel, flipped):
     return jax.core.ShapedArray(_out_shape(shape, transpose, x), jnp.result_type(values.dtype, x.dtype))
 
 
@@ -776,16 +806,17 @@ mlir.register_lowering(mxu_matmat_p, mlir.lower_fun(_impl, multiple_results=Fals
 
 
 def _jvp(primals, tangents, *, shape, transpose, offset, use_kernel, flipped):
-    values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order = primals
-    dv, _, dsv, _, _, dx, _, _, _ = tangents
+    values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order, s_table = primals
+    dv, _, dsv, _, _, dx, _, _, _, _ = tangents
     params = dict(shape=shape, transpose=transpose, offset=offset, use_kernel=use_kernel, flipped=flipped)
     y = mxu_matmat_p.bind(*primals, **params)
     dy = None
     if type(dv) is not ad.Zero or type(dsv) is not ad.Zero:  # linear in the two value copies together
         dy = mxu_matmat_p.bind(ad.instantiate_zeros(dv), table, ad.instantiate_zeros(dsv), s_rows, s_cols, x,
-                               perm, inverse, s_order, **params)
+                               perm, inverse, s_order, s_table, **params)
     if type(dx) is not ad.Zero:
-        t = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, dx, perm, inverse, s_order, **params)
+        t = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, dx, perm, inverse, s_order, s_table,
+                              **params)
         dy = t if dy is None else dy + t
     return y, jnp.zeros_like(y) if dy is None else dy
 
@@ -793,9 +824,9 @@ def _jvp(primals, tangents, *, shape, transpose, offset, use_kernel, flipped):
 ad.primitive_jvps[mxu_matmat_p] = _jvp
 
 
-def _transpose(ct, values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order, *, shape, transpose,
-               offset, use_kernel, flipped):
-    none = [None] * 9
+def _transpose(ct, values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order, s_table, *, shape,
+               transpose, offset, use_kernel, flipped):
+    none = [None] * 10
     if type(ct) is ad.Zero:
         return none
     if ad.is_undefined_primal(values) and not ad.is_undefined_primal(s_values):
@@ -805,7 +836,8 @@ def _transpose(ct, values, table, s_values, s_rows, s_cols, x, perm, inverse, s_
         raise ValueError("the MXU product is bilinear: transpose it in the values or in x, not both")
     if ad.is_undefined_primal(x):  # the product of the other orientation (a symmetric reordering: the same),
         # its slots those of this one (flipped: their COO formula transposed)
-        dx = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, ct, perm, inverse, s_order, shape=shape,
+        dx = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, ct, perm, inverse, s_order, s_table,
+                               shape=shape,
                                transpose=not transpose, offset=offset, use_kernel=use_kernel, flipped=not flipped)
         none[5] = dx.astype(x.aval.dtype)
         return none
@@ -828,12 +860,12 @@ ad.primitive_transposes[mxu_matmat_p] = _transpose
 
 
 def _batch(args, dims, *, shape, transpose, offset, use_kernel, flipped):
-    values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order = args
-    dv, dt, dsv, dr, dc, dx, dp, di, do = dims
+    values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order, s_table = args
+    dv, dt, dsv, dr, dc, dx, dp, di, do, dst = dims
     params = dict(shape=shape, transpose=transpose, offset=offset, use_kernel=use_kernel, flipped=flipped,
-                  s_order=s_order if s_order.shape[0] else None)
+                  s_order=s_order if s_order.shape[0] else None, s_table=s_table if s_table.shape[0] else None)
     perms = {} if perm.shape[0] == 0 else dict(perm=perm, inverse=inverse)
-    if any(d is not None for d in (dt, dr, dc, dp, di, do)):
+    if any(d is not None for d in (dt, dr, dc, dp, di, do, dst)):
         raise ValueError("vmap over a prepared operator's index arrays is not supported; map its values or x")
     if dv is not None or dsv is not None:  # mapped values: one product per value set
         B = values.shape[dv] if dv is not None else s_values.shape[dsv]

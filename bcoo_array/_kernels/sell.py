@@ -286,23 +286,19 @@ def store_resident(o_vmem, o_hbm, sem) -> None:
         copy.wait()
 
 
-def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int):
-    """One grid step: its chunks, each ``depths`` rows of 8 slots into its slice's 8 row accumulators.
-
-    ``x_vmem`` (rows of k + 8, 128), ``x`` then zero rows; ``o_vmem`` (rows
-    of m + 8, 128), the result, written back at the last step.
-    """
-    load_resident(x_hbm, x_vmem, o_vmem, sem)
-
+def _slots(table, col, val, x_vmem, o_vmem, *, unroll: int) -> None:
+    """A grid step's chunks, each ``depths`` rows of 8 slots into its slice's 8 row accumulators, added to
+    the resident result ``o_vmem``. ``table``, ``col``, ``val``: functions of an int32 position giving the
+    step's table field, and its slot's column and value (scalars read from SMEM)."""
     zero = jnp.zeros((1, LANES), o_vmem.dtype)
 
     def slots(p, accs):  # the 8 slots from p: one dynamic row load of x each, scaled by the slot's value
-        return tuple(accs[i] + x_vmem[pl.ds(cols_ref[0, 0, p + np.int32(i)], 1), :] * vals_ref[0, 0, p + np.int32(i)]
+        return tuple(accs[i] + x_vmem[pl.ds(col(p + np.int32(i)), 1), :] * val(p + np.int32(i))
                      for i in range(SUBLANES))
 
     def chunk(q, carry):
         base = np.int32(1) + np.int32(CHUNK_FIELDS) * q
-        off, depths = table_ref[0, 0, base], table_ref[0, 0, base + 1]
+        off, depths = table(base), table(base + np.int32(1))
 
         def depth_group(g, accs):
             p = off + g * np.int32(SUBLANES * unroll)
@@ -316,12 +312,134 @@ def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *,
             accs = jax.lax.fori_loop(groups * np.int32(unroll), depths,
                                      lambda d, a: slots(off + d * np.int32(SUBLANES), a), accs)
         for i in range(SUBLANES):
-            o_vmem[pl.ds(table_ref[0, 0, base + np.int32(2 + i)], 1), :] += accs[i]
+            o_vmem[pl.ds(table(base + np.int32(2 + i)), 1), :] += accs[i]
         return carry
 
-    jax.lax.fori_loop(np.int32(0), table_ref[0, 0, 0], chunk, 0)
+    jax.lax.fori_loop(np.int32(0), table(np.int32(0)), chunk, 0)
 
+
+def _kernel(table_ref, cols_ref, vals_ref, x_hbm, o_hbm, x_vmem, o_vmem, sem, *, unroll: int):
+    """One grid step: its chunks (``_slots``), from its blocks of the table and slots in SMEM.
+
+    ``x_vmem`` (rows of k + 8, 128), ``x`` then zero rows; ``o_vmem`` (rows
+    of m + 8, 128), the result, written back at the last step.
+    """
+    load_resident(x_hbm, x_vmem, o_vmem, sem)
+    _slots(lambda i: table_ref[0, 0, i], lambda i: cols_ref[0, 0, i], lambda i: vals_ref[0, 0, i], x_vmem, o_vmem,
+           unroll=unroll)
     store_resident(o_vmem, o_hbm, sem)
+
+
+def _redo_kernel(redo_ref, table_hbm, cols_hbm, vals_hbm, x_hbm, y_hbm, o_hbm, table_s, cols_s, vals_s, x_vmem,
+                 o_vmem, step_sems, sem, *, unroll: int):
+    """``sell_redo``'s kernel, one grid step: where ``redo_ref[0]`` is 0 nothing (the result aliases
+    ``y_hbm``); else the whole product, each step's table and slots brought into SMEM by hand (two
+    buffers: the next step's copy overlaps this one's slots), ``x`` and the result resident in VMEM
+    (``x_vmem`` a multiple of 128 rows, zero past ``x``'s; ``o_vmem`` at least the result's rows plus the
+    padding slots' row)."""
+    del y_hbm  # (the result's buffer: what stands where nothing is redone)
+    steps = table_hbm.shape[0]
+
+    def fetch(s, b: int):  # step s's table, columns and values into SMEM buffer b
+        return [pltpu.make_async_copy(src.at[s], dst.at[b], step_sems.at[3 * b + j])
+                for j, (src, dst) in enumerate(((table_hbm, table_s), (cols_hbm, cols_s), (vals_hbm, vals_s)))]
+
+    @pl.when(redo_ref[0] != 0)
+    def _():
+        rows = x_hbm.shape[0]
+        copy = pltpu.make_async_copy(x_hbm, x_vmem.at[pl.ds(0, rows)], sem)
+        copy.start()
+        for c in fetch(np.int32(0), 0):
+            c.start()
+        o_vmem[...] = jnp.zeros(o_vmem.shape, o_vmem.dtype)
+        copy.wait()
+        zero_rows_from(x_vmem, rows)
+
+        def pair(p, carry):  # steps 2p and 2p + 1, each in its own SMEM buffer (known statically)
+            for b in (0, 1):
+                s = p * np.int32(2) + np.int32(b)
+
+                @pl.when(s < np.int32(steps))
+                def _():
+                    for c in fetch(s, b):
+                        c.wait()
+
+                    @pl.when(s + np.int32(1) < np.int32(steps))
+                    def _():
+                        for c in fetch(s + np.int32(1), 1 - b):
+                            c.start()
+
+                    _slots(lambda i: table_s[b, i], lambda i: cols_s[b, i], lambda i: vals_s[b, i], x_vmem, o_vmem,
+                           unroll=unroll)
+            return carry
+
+        jax.lax.fori_loop(np.int32(0), np.int32(-(-steps // 2)), pair, 0)
+        out = pltpu.make_async_copy(o_vmem.at[pl.ds(0, o_hbm.shape[0])], o_hbm, sem)
+        out.start()
+        out.wait()
+
+
+def _redo_rows(shape) -> tuple[int, int]:
+    """Rows of ``sell_redo``'s resident ``x`` and result for a matrix of ``shape``: beyond ``x``'s and the
+    result's, the padding slots' zero row of ``x`` and spare result row (``sell_tables``), in multiples of
+    128 (``load_resident`` zeroes ``x``'s by aligned chunks)."""
+    m, k = shape
+    return (-(-(_tiles(k) + 1) * SUBLANES // 128) * 128, -(-(_tiles(m) + 1) * SUBLANES // 128) * 128)
+
+
+def redo_fits(shape) -> bool:
+    """Whether ``sell_redo``'s resident ``x`` and result (128 columns of float32) fit VMEM beside the
+    two SMEM buffers (``resident_max_bytes``)."""
+    return sum(_redo_rows(shape)) * LANES * 4 <= resident_max_bytes()
+
+
+def sell_redo(y, redo, values, table, cols, x, *, shape, interpret: bool | None = None, unroll: int | None = None):
+    """``y`` where ``redo`` is False, else ``A @ x`` from the SELL-8 slots: another kernel's result and its
+    exact replacement, without XLA control flow.
+
+    ``y`` (m, 128) float32, a kernel's result (aliased: where ``redo`` is
+    False the kernel reads and writes nothing, and ``y``'s buffer is the
+    result); ``redo`` a bool scalar (traced); ``values``/``cols``/``table``
+    a matrix's slots (``sell_tables``, float32 values) of ``shape`` ``(m,
+    k)``; ``x`` (k, 128) float32. The MXU kernel (``.mxu``) takes it for
+    its non-finite results: a ``lax.cond`` choosing between that result
+    and a COO formula cost 35 us more than the kernel alone on a TPU v5e
+    (bayer10, 128 columns, in a loop: 0.102 ms against 0.067; a ``cond``
+    with a trivial other branch 0.087, a ``while_loop`` the same;
+    ``.device_data/probe_gap3.py``, seventeenth session), where this
+    kernel, idle, is one launch. Only stored entries meet ``x`` (padding
+    slots read a zero row of ``x`` and add to a dropped row), so an
+    ``inf`` or NaN of ``x`` reaches only the rows a sparse product gives
+    it. Raises ``ValueError`` where ``y`` or ``x`` do not have 128 columns
+    and the rows of ``shape``, or they do not fit VMEM (``redo_fits``).
+    """
+    m, k = shape
+    if y.shape != (m, LANES) or x.shape != (k, LANES):
+        raise ValueError(f"sell_redo: y must be ({m}, {LANES}) and x ({k}, {LANES}) for a matrix of shape "
+                         f"{tuple(shape)} (got {tuple(y.shape)} and {tuple(x.shape)})")
+    if not redo_fits(shape):
+        raise ValueError(f"sell_redo: x and the result of a matrix of shape {tuple(shape)} do not fit VMEM; "
+                         "use sell_matmat")
+    steps, width = table.shape
+    E = cols.shape[0] // steps
+    kr, mr = _redo_rows(shape)
+    any_ = pl.BlockSpec(memory_space=pl.ANY)
+    call = pl.pallas_call(
+        functools.partial(_redo_kernel, unroll=DEPTH_UNROLL if unroll is None else max(1, int(unroll))),
+        out_shape=jax.ShapeDtypeStruct((m, LANES), jnp.float32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, grid=(1,), in_specs=[any_] * 5, out_specs=any_,
+            scratch_shapes=[pltpu.SMEM((2, width), jnp.int32), pltpu.SMEM((2, E), jnp.int32),
+                            pltpu.SMEM((2, E), jnp.float32), pltpu.VMEM((kr, LANES), jnp.float32),
+                            pltpu.VMEM((mr, LANES), jnp.float32), pltpu.SemaphoreType.DMA((6,)),
+                            pltpu.SemaphoreType.DMA(())]),
+        input_output_aliases={5: 0},  # (operands counted with the scalar prefetch: y is the sixth)
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",),
+                                             vmem_limit_bytes=vmem_limit_bytes()),
+        interpret=_interpret() if interpret is None else interpret,
+    )
+    return call(jnp.asarray(redo, jnp.int32).reshape(1), table, cols.reshape(steps, E),
+                values.astype(jnp.float32).reshape(steps, E), x.astype(jnp.float32), y)
 
 
 def _interpret() -> bool:
