@@ -28,6 +28,7 @@ from ._kernels.fromdense import fromdense as _fromdense
 from ._kernels.fromdense import fromdense_host
 from ._kernels.host import host_buffers, to_device
 from ._kernels.matmul import host_matvec
+from ._routing import UNPLACEABLE, place_like
 from ._shapes import (
     check_buffers,
     check_index_values,
@@ -839,6 +840,33 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return numpy_protocol().array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
 
+    def __bcoo_device__(self):
+        """The one device this array's JAX buffers are committed to; None where they constrain nothing (host
+        buffers, uncommitted ones); ``UNPLACEABLE`` where the namespace must not move its results (a traced
+        buffer or a placeholder, several devices). The namespace's result placement (``._routing``)."""
+        found = set()
+        for b in (self._data, self._indices):
+            if b is None:
+                continue
+            if not isinstance(b, jax.Array) or isinstance(b, jax.core.Tracer):
+                return UNPLACEABLE
+            if b.committed:
+                devices = b.devices()
+                if len(devices) != 1:
+                    return UNPLACEABLE
+                found |= devices
+        if len(found) > 1:
+            return UNPLACEABLE
+        return next(iter(found)) if found else None
+
+    def __bcoo_place__(self, device) -> "BCOOArray":
+        """This array with both buffers on ``device`` (a ``jax.Device``): itself where they are there already
+        (host buffers are placed too). The namespace's result placement (``._routing``)."""
+        buffers = (self._data, self._indices)
+        if all(isinstance(b, jax.Array) and b.devices() == {device} for b in buffers):
+            return self
+        return self._replace(data=jax.device_put(self.data, device), indices=jax.device_put(self.indices, device))
+
     def to_device(self, device, /, *, stream=None) -> "BCOOArray":
         """Return a copy whose buffers live on ``device`` (a ``jax.Device`` or sharding)."""
         if stream is not None:
@@ -999,7 +1027,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         out = indexing().getitem(self, key)
         # ``A[:, :]`` and ``A[...]`` select everything: still a new array, so that item assignment on the
         # result leaves ``A`` alone (as scipy's copy; the immutable buffers are shared).
-        return self._replace() if out is self else out
+        return self._replace() if out is self else place_like(out, self)
 
     def __matmul__(self, other):
         # scipy's ``A @ x`` with a NumPy vector, the commonest call: straight to the kernel that
@@ -1080,7 +1108,9 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         return self
 
     def _assign(self, other: "BCOOArray") -> None:
-        """Take over ``other``'s buffers and metadata (in-place operations)."""
+        """Take over ``other``'s buffers and metadata (in-place operations), placed where this array's are
+        (``._routing.place_like``)."""
+        other = place_like(other, self)
         self._set(other.data if other._hdata is None else other._hdata,
                   other.indices if other._hindices is None else other._hindices,
                   other.shape, other.n_batch, other.n_dense, other._fill, other.indices_sorted, other.unique_indices)

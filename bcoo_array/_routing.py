@@ -12,13 +12,97 @@ This is how [`bcoo_array.sharded.ShardedBCOOArray`][] takes part in the
 namespace (its method looks the function up in one explicit table and
 raises "gather first" for the others) without the namespace importing it:
 the same idea as NumPy's ``__array_function__`` (NEP 18).
+
+The wrapper also places results with their operands, as the array API
+asks ("Device support": a result is on its operands' device). Kernels
+that build a result from NumPy (the host engine, ``unique_*``,
+``nonzero``) or from constants (``jnp.asarray`` of an index array) land
+on the default device. So where JAX has several devices, the operands sit
+committed on one device other than the default one and the call passes no
+``device=``, each array of the result that has a buffer elsewhere is moved
+there. Arrays take part through two methods: ``__bcoo_device__()`` (the
+one device their buffers are committed to, None where they constrain
+nothing, ``UNPLACEABLE`` where they must not be moved: traced, or on
+several devices) and ``__bcoo_place__(device)`` (the array with every
+buffer on ``device``). With one device nothing is looked at.
 """
 
 from __future__ import annotations
 
 import functools
 
+import jax
+
 _PROTOCOL = "__bcoo_function__"
+
+#: What ``__bcoo_device__`` returns for an array whose results are not placed (traced, or on several devices).
+UNPLACEABLE = "unplaceable"
+
+_ONE_DEVICE: list[bool] = []
+
+
+def _one_device() -> bool:
+    if not _ONE_DEVICE:
+        _ONE_DEVICE.append(jax.device_count() == 1)
+    return _ONE_DEVICE[0]
+
+
+def _device_of(a):
+    """The device an operand is committed to, None where it constrains nothing (NumPy, scalars, uncommitted
+    JAX arrays, host buffers), or ``UNPLACEABLE``."""
+    t = type(a)
+    if hasattr(t, "__bcoo_device__"):
+        return a.__bcoo_device__()
+    if isinstance(a, jax.core.Tracer):
+        return UNPLACEABLE
+    if isinstance(a, jax.Array):
+        if not a.committed:
+            return None
+        devices = a.devices()
+        return next(iter(devices)) if len(devices) == 1 else UNPLACEABLE
+    return None
+
+
+def _operands_device(args, kwargs):
+    """The one non-default device the operands are committed to, else None."""
+    found = set()
+    for a in (*args, *kwargs.values()):
+        for e in (a if type(a) in (list, tuple) else (a,)):
+            d = _device_of(e)
+            if d is UNPLACEABLE:
+                return None
+            if d is not None:
+                found.add(d)
+    if len(found) != 1:
+        return None
+    (device,) = found
+    return None if device == jax.devices()[0] else device
+
+
+def place_like(out, *operands):
+    """``out`` placed on ``operands``' device as the namespace's results are (the module docstring), for
+    methods outside the namespace (``A[key]``, in-place updates): unchanged with one device, or where the
+    operands are not committed to one non-default device."""
+    if _one_device():
+        return out
+    device = _operands_device(operands, {})
+    return out if device is None else _place(out, device)
+
+
+def _place(out, device):
+    """``out`` (an array, a JAX array, or a tuple or list of results) with every array on ``device``."""
+    t = type(out)
+    if hasattr(t, "__bcoo_place__"):
+        return out.__bcoo_place__(device)
+    if isinstance(out, jax.Array) and not isinstance(out, jax.core.Tracer):
+        devices = out.devices()
+        return jax.device_put(out, device) if len(devices) == 1 and devices != {device} else out
+    if isinstance(out, tuple):
+        items = [_place(e, device) for e in out]
+        return t._make(items) if hasattr(t, "_make") else t(items)
+    if t is list:
+        return [_place(e, device) for e in out]
+    return out
 
 
 def is_routed_type(t: type) -> bool:
@@ -53,15 +137,20 @@ def routed(fn):
     -------
     callable
         ``fn`` with the same name, signature and docstring; calls without
-        such an argument run ``fn`` itself.
+        such an argument run ``fn`` itself, their result placed on the
+        operands' device (the module docstring).
     """
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         other = _implementer(args, kwargs)
-        if other is None:
-            return fn(*args, **kwargs)
-        return getattr(type(other), _PROTOCOL)(other, wrapper, args, kwargs)
+        if other is not None:
+            return getattr(type(other), _PROTOCOL)(other, wrapper, args, kwargs)
+        out = fn(*args, **kwargs)
+        if _one_device() or kwargs.get("device") is not None:
+            return out
+        device = _operands_device(args, kwargs)  # (the result with its operands: the module docstring)
+        return out if device is None else _place(out, device)
 
     return wrapper
 

@@ -1067,7 +1067,8 @@ class ScipyMethodsMixin:
         order = np.lexsort((cols, rows))
         idt = index_dtype_for(self.shape)
         idx = np.stack([rows[order], cols[order]], axis=1).astype(idt)
-        self._set(adopt(data[order]), adopt(idx), self.shape, 0, 0, self.fill_value, True, True)
+        self._assign(self._replace(data=adopt(data[order]), indices=adopt(idx), n_batch=0, n_dense=0,
+                                   indices_sorted=True, unique_indices=True))
 
     # -- elementwise methods scipy.sparse offers because they map 0 to 0 -----------------
 

@@ -49,6 +49,7 @@ CHECKS = [
     "real_matrices",
     "zero_d_results_keep_their_device",
     "placed_results_keep_their_device",
+    "namespace_results_follow_their_operands",
 ]
 
 SOLVER_CHECKS = [

@@ -451,6 +451,54 @@ def placed_results_keep_their_device():
 
 
 @check
+def namespace_results_follow_their_operands():
+    """Every namespace result, ``A[key]`` and in-place update of an array on a non-default device stays there,
+    data and indices, where kernels built them from NumPy or constants on the default device (unique_*,
+    nonzero, sorts, reductions, element-wise, transposes, setdiag); an explicit ``device=`` wins; under jit
+    nothing is moved (the seventeenth session's audit: 43 of 60 calls had a buffer on cpu:0)."""
+    d3, d0 = jax.devices()[3], jax.devices()[0]
+    S = rand_matrix(6, 5, 0.5, 23)
+    D = S.toarray()
+    A = xp.asarray(S).to_device(d3)
+    v = xp.asarray(np.array([3.0, 0, 1, 0, 2])).to_device(d3)
+    idx = xp.asarray(np.array([2, 0, 1])).to_device(d3)
+
+    def on_d3(r, what):
+        if isinstance(r, (tuple, list)):
+            for e in r:
+                on_d3(e, what)
+            return
+        buffers = (r.data, r.indices) if isinstance(r, xp.BCOOArray) else (r,)
+        for b in buffers:
+            assert b.devices() == {d3}, (what, b.devices())
+
+    calls = {
+        "unique_all": lambda: xp.unique_all(v), "unique_values": lambda: xp.unique_values(v),
+        "nonzero": lambda: xp.nonzero(A), "unstack": lambda: xp.unstack(A), "meshgrid": lambda: xp.meshgrid(v, v),
+        "trace": lambda: xp.linalg.trace(A[:5, :5]), "take": lambda: xp.take(A, idx, axis=0), "A[idx]": lambda: A[idx],
+        "A[1:4, ::2]": lambda: A[1:4, ::2], "argsort": lambda: xp.argsort(A, axis=1), "sum": lambda: xp.sum(A, axis=0),
+        "max": lambda: xp.max(A, axis=1), "A + v": lambda: A + v, "A.T": lambda: A.T, "reshape": lambda: xp.reshape(A, (30,)),
+        "cumulative_sum": lambda: xp.cumulative_sum(A, axis=1), "A @ v": lambda: A @ v, "where": lambda: xp.where(A > 0, A, 1.0),
+    }
+    for what, f in calls.items():
+        on_d3(f(), what)
+    close(xp.linalg.trace(A[:5, :5]), np.trace(D[:5, :5]))
+    B = A.copy()
+    B[0, 1] = 7.0
+    B += 1.0
+    B.setdiag(2.0)
+    on_d3(B, "in place")
+    want = D.copy()
+    want[0, 1] = 7.0
+    want += 1.0
+    np.fill_diagonal(want, 2.0)
+    close(B, want)
+    assert xp.asarray(A, device=d0).data.devices() == {d0}  # (an explicit device= wins)
+    assert xp.zeros_like(A, device=d0).device == d0
+    close(jax.jit(lambda M, x: xp.sum(M * x, axis=0))(A, v), (D * np.array([3.0, 0, 1, 0, 2])).sum(0))
+
+
+@check
 def eager_grad_through_a_sharded_product():
     """jax.grad, eager and under jit, of a loss through A @ x on the default (Explicit) mesh (issue 29, item 9)."""
     S = rand_matrix(64, 64, 0.1, 21)
