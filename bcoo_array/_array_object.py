@@ -862,10 +862,17 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     def __bcoo_place__(self, device) -> "BCOOArray":
         """This array with both buffers on ``device`` (a ``jax.Device``): itself where they are there already
         (host buffers are placed too). The namespace's result placement (``._routing``)."""
-        buffers = (self._data, self._indices)
-        if all(isinstance(b, jax.Array) and b.devices() == {device} for b in buffers):
+        if self._data is None and type(self._hdata) is Deferred:
+            self._resolve_data()
+
+        def put(buf, host):  # (a host buffer goes to the device straight, not through the default one)
+            buf = host if buf is None else buf
+            return buf if isinstance(buf, jax.Array) and buf.devices() == {device} else jax.device_put(buf, device)
+
+        data, indices = put(self._data, self._hdata), put(self._indices, self._hindices)
+        if data is self._data and indices is self._indices:
             return self
-        return self._replace(data=jax.device_put(self.data, device), indices=jax.device_put(self.indices, device))
+        return self._replace(data=data, indices=indices)
 
     def to_device(self, device, /, *, stream=None) -> "BCOOArray":
         """Return a copy whose buffers live on ``device`` (a ``jax.Device`` or sharding)."""

@@ -20,7 +20,8 @@ that build a result from NumPy (the host engine, ``unique_*``,
 on the default device. So where JAX has several devices, the operands sit
 committed on one device other than the default one and the call passes no
 ``device=``, each array of the result that has a buffer elsewhere is moved
-there. Arrays take part through two methods: ``__bcoo_device__()`` (the
+there (on an accelerator, an array placed on its host's CPU keeps its
+results there). Arrays take part through two methods: ``__bcoo_device__()`` (the
 one device their buffers are committed to, None where they constrain
 nothing, ``UNPLACEABLE`` where they must not be moved: traced, or on
 several devices) and ``__bcoo_place__(device)`` (the array with every
@@ -42,8 +43,9 @@ _ONE_DEVICE: list[bool] = []
 
 
 def _one_device() -> bool:
+    """Whether JAX has one device in all (one CPU: an accelerator's host CPU is a second device)."""
     if not _ONE_DEVICE:
-        _ONE_DEVICE.append(jax.device_count() == 1)
+        _ONE_DEVICE.append(jax.device_count() == 1 and jax.default_backend() == "cpu")
     return _ONE_DEVICE[0]
 
 
