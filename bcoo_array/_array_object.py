@@ -383,6 +383,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
                              "assign values of the same shape (a new pattern needs a new array, e.g. "
                              "bcoo_array.BCOOArray((data, indices), shape=...))")
         fill = fill_scalar(self.fill_value, value.dtype)
+        value = place_like(value, self)  # (where the array's buffers are)
         # the host view and the bound product go with the old buffer
         self._data, self._hdata, self._matvec, self._fill, self._aux = value, None, None, fill, None
 
@@ -434,6 +435,7 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         if is_concrete(value):
             check_index_values(np.asarray(value), self.shape, self.n_batch)
             value = jnp.asarray(np.asarray(value).astype(old.dtype))  # (a copy: never a user's buffer)
+        value = place_like(value, self)  # (where the array's buffers are)
         self._indices, self._hindices, self._matvec, self._aux = value, None, None, None
         self.indices_sorted = self.unique_indices = False
 
@@ -862,8 +864,13 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     def __bcoo_place__(self, device) -> "BCOOArray":
         """This array with both buffers on ``device`` (a ``jax.Device``): itself where they are there already
         (host buffers are placed too). The namespace's result placement (``._routing``)."""
+        for b in (self._data, self._indices):
+            if b is not None and (isinstance(b, jax.core.Tracer) or not isinstance(b, jax.Array)):
+                return self  # (traced: a function under jit used a placed array it did not take as an argument)
         if self._data is None and type(self._hdata) is Deferred:
             self._resolve_data()
+            if type(self._hdata) is Deferred:  # (computed under a trace, so not kept: nothing to place)
+                return self
 
         def put(buf, host):  # (a host buffer goes to the device straight, not through the default one)
             buf = host if buf is None else buf
@@ -878,8 +885,8 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
         """Return a copy whose buffers live on ``device`` (a ``jax.Device`` or sharding)."""
         if stream is not None:
             raise ValueError("stream= is not supported by JAX; pass stream=None")
-        if device is None or device == self.device:
-            return self
+        if device is None or (device == self.device and (single_cpu() or self.__bcoo_device__() == device)):
+            return self  # (with several devices, host or uncommitted buffers are committed to it below)
         d = jax.device_put(self.data, device)
         i = jax.device_put(self.indices, device)
         return self._replace(data=d, indices=i)

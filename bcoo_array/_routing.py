@@ -78,7 +78,15 @@ def _operands_device(args, kwargs):
     if len(found) != 1:
         return None
     (device,) = found
-    return None if device == jax.devices()[0] else device
+    return None if device == _default_device() else device
+
+
+def _default_device():
+    """Where JAX puts a new array now: ``jax.default_device``'s device inside that context, else the first."""
+    d = jax.config.jax_default_device
+    if isinstance(d, jax.Device):
+        return d
+    return jax.devices(d)[0] if isinstance(d, str) else jax.devices()[0]
 
 
 def place_like(out, *operands):
@@ -96,7 +104,9 @@ def _place(out, device):
     t = type(out)
     if hasattr(t, "__bcoo_place__"):
         return out.__bcoo_place__(device)
-    if isinstance(out, jax.Array) and not isinstance(out, jax.core.Tracer):
+    if isinstance(out, jax.core.Tracer):  # (an array captured by a traced function: its results are traced)
+        return out
+    if isinstance(out, jax.Array):
         devices = out.devices()
         return jax.device_put(out, device) if len(devices) == 1 and devices != {device} else out
     if isinstance(out, tuple):

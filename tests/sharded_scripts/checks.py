@@ -495,7 +495,22 @@ def namespace_results_follow_their_operands():
     close(B, want)
     assert xp.asarray(A, device=d0).data.devices() == {d0}  # (an explicit device= wins)
     assert xp.zeros_like(A, device=d0).device == d0
-    close(jax.jit(lambda M, x: xp.sum(M * x, axis=0))(A, v), (D * np.array([3.0, 0, 1, 0, 2])).sum(0))
+    w = np.array([3.0, 0, 1, 0, 2])
+    close(jax.jit(lambda M, x: xp.sum(M * x, axis=0))(A, v), (D * w).sum(0))
+    # a placed array captured by a traced function: its results are traced, nothing to place (a review found
+    # these raising ConcretizationTypeError)
+    close(jax.jit(lambda x: xp.sum(A * x, axis=0).todense())(jnp.asarray(w)), (D * w).sum(0))
+    close(jax.jit(lambda x: (A[np.array([0, 2])] * x).todense())(jnp.asarray(w)), D[[0, 2]] * w)
+    jax.eval_shape(lambda x: (A.T * x[:, None]).todense(), jnp.asarray(w))
+    # under jax.default_device, an array committed to the first device keeps its results there
+    A0 = xp.asarray(S).to_device(d0)
+    with jax.default_device(jax.devices()[5]):
+        r = xp.sum(A0, axis=0)
+        assert r.data.devices() == r.indices.devices() == {d0}, r.data.devices()
+    C = A.copy()  # (new values and coordinates go where the array's buffers are)
+    C.data = np.arange(C.data.shape[0], dtype=C.dtype)
+    C.indices = np.asarray(C.indices)
+    on_d3(C, "setters")
 
 
 @check
