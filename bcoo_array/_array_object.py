@@ -841,7 +841,6 @@ class BCOOArray(ArrayBase, ScipyMethodsMixin):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return numpy_protocol().array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
-
     def __bcoo_device__(self):
         """The one device this array's JAX buffers are committed to; None where they constrain nothing (host
         buffers, uncommitted ones); ``UNPLACEABLE`` where the namespace must not move its results (a traced

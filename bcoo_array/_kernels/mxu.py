@@ -783,8 +783,8 @@ def _impl(values, table, s_values, s_rows, s_cols, x, perm, inverse, s_order, s_
     if use_kernel and np.dtype(dtype) == np.float32 and _on_tpu() and fits(shape):
         perms = dict(perm=perm, inverse=inverse) if perm.shape[0] > 0 else {}
         slots_shape = (shape[1], shape[0]) if transpose else tuple(shape)  # (the slots' matrix: A or A.T)
-        if REDO_KERNEL and s_table.shape[0] and not flipped and _sell.redo_fits(slots_shape):  # no cond: the slots' kernel
-            # replaces a non-finite result
+        if REDO_KERNEL and s_table.shape[0] and not flipped and _sell.redo_fits(slots_shape):
+            # no cond: the slots' own kernel replaces a non-finite result
             return mxu_kernel(values, table, x, shape=shape, transpose=transpose, offset=offset,
                               fallback=(s_values, s_table, s_cols), **perms)[0]
         y, finite = mxu_kernel(values, table, x, shape=shape, transpose=transpose, offset=offset, **perms)
@@ -837,8 +837,8 @@ def _transpose(ct, values, table, s_values, s_rows, s_cols, x, perm, inverse, s_
     if ad.is_undefined_primal(x):  # the product of the other orientation (a symmetric reordering: the same),
         # its slots those of this one (flipped: their COO formula transposed)
         dx = mxu_matmat_p.bind(values, table, s_values, s_rows, s_cols, ct, perm, inverse, s_order, s_table,
-                               shape=shape,
-                               transpose=not transpose, offset=offset, use_kernel=use_kernel, flipped=not flipped)
+                               shape=shape, transpose=not transpose, offset=offset, use_kernel=use_kernel,
+                               flipped=not flipped)
         none[5] = dx.astype(x.aval.dtype)
         return none
     # The values' cotangent lands on the SELL slots' copy, from its COO formula: each stored entry's slot gets

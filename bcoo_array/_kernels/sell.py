@@ -382,7 +382,7 @@ def _redo_kernel(redo_ref, table_hbm, cols_hbm, vals_hbm, x_hbm, y_hbm, o_hbm, t
 def _redo_rows(shape) -> tuple[int, int]:
     """Rows of ``sell_redo``'s resident ``x`` and result for a matrix of ``shape``: beyond ``x``'s and the
     result's, the padding slots' zero row of ``x`` and spare result row (``sell_tables``), in multiples of
-    128 (``load_resident`` zeroes ``x``'s by aligned chunks)."""
+    128 (``zero_rows_from`` zeroes ``x``'s by aligned chunks)."""
     m, k = shape
     return (-(-(_tiles(k) + 1) * SUBLANES // 128) * 128, -(-(_tiles(m) + 1) * SUBLANES // 128) * 128)
 

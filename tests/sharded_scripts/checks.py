@@ -477,8 +477,9 @@ def namespace_results_follow_their_operands():
         "nonzero": lambda: xp.nonzero(A), "unstack": lambda: xp.unstack(A), "meshgrid": lambda: xp.meshgrid(v, v),
         "trace": lambda: xp.linalg.trace(A[:5, :5]), "take": lambda: xp.take(A, idx, axis=0), "A[idx]": lambda: A[idx],
         "A[1:4, ::2]": lambda: A[1:4, ::2], "argsort": lambda: xp.argsort(A, axis=1), "sum": lambda: xp.sum(A, axis=0),
-        "max": lambda: xp.max(A, axis=1), "A + v": lambda: A + v, "A.T": lambda: A.T, "reshape": lambda: xp.reshape(A, (30,)),
-        "cumulative_sum": lambda: xp.cumulative_sum(A, axis=1), "A @ v": lambda: A @ v, "where": lambda: xp.where(A > 0, A, 1.0),
+        "max": lambda: xp.max(A, axis=1), "A + v": lambda: A + v, "A.T": lambda: A.T,
+        "reshape": lambda: xp.reshape(A, (30,)), "cumulative_sum": lambda: xp.cumulative_sum(A, axis=1),
+        "A @ v": lambda: A @ v, "where": lambda: xp.where(A > 0, A, 1.0),
     }
     for what, f in calls.items():
         on_d3(f(), what)
