@@ -18,7 +18,6 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._convert import from_foreign
-from ._engine import placed_device
 from ._fill import zero_fill
 from ._kernels.host import adopt, to_device
 from ._shapes import index_dtype_for, is_concrete, normalize_shape
@@ -212,13 +211,13 @@ def full(shape, fill_value, *, dtype=None, device=None) -> BCOOArray:
 @routed
 def zeros_like(x, /, *, dtype=None, device=None) -> BCOOArray:
     """[`zeros`][bcoo_array.zeros] with ``x``'s shape and (by default) dtype and device."""
-    return zeros(x.shape, dtype=dtype if dtype is not None else x.dtype, device=_like_device(x, device))
+    return zeros(x.shape, dtype=dtype if dtype is not None else x.dtype, device=device)
 
 
 @routed
 def ones_like(x, /, *, dtype=None, device=None) -> BCOOArray:
     """[`ones`][bcoo_array.ones] with ``x``'s shape and (by default) dtype and device."""
-    return ones(x.shape, dtype=dtype if dtype is not None else x.dtype, device=_like_device(x, device))
+    return ones(x.shape, dtype=dtype if dtype is not None else x.dtype, device=device)
 
 
 @routed
@@ -230,13 +229,7 @@ def empty_like(x, /, *, dtype=None, device=None) -> BCOOArray:
 @routed
 def full_like(x, /, fill_value, *, dtype=None, device=None) -> BCOOArray:
     """[`full`][bcoo_array.full] with ``x``'s shape and (by default) dtype and device."""
-    return full(x.shape, fill_value, dtype=dtype if dtype is not None else x.dtype, device=_like_device(x, device))
-
-
-def _like_device(x, device):
-    """The device of a ``*_like`` result: ``device`` where given, else ``x``'s (the array API's rule) where
-    that is a device other than the default one (``placed_device``), else None (the default)."""
-    return device if device is not None else placed_device(x)
+    return full(x.shape, fill_value, dtype=dtype if dtype is not None else x.dtype, device=device)
 
 
 @routed

@@ -31,6 +31,7 @@ from typing import Callable
 import jax
 import numpy as np
 
+from ._routing import one_device as single_cpu  # (whether JAX has exactly one device, a CPU)
 from ._shapes import is_tracer
 
 #: Environment variable: ``0`` forces the XLA engine on the CPU (read at every call).
@@ -44,16 +45,6 @@ def cpu_only() -> bool:
     if not _CPU_ONLY:
         _CPU_ONLY.append(jax.default_backend() == "cpu" and all(d.platform == "cpu" for d in jax.devices()))
     return _CPU_ONLY[0]
-
-
-_SINGLE_CPU: list = []
-
-
-def single_cpu() -> bool:
-    """Whether JAX has exactly one device, a CPU."""
-    if not _SINGLE_CPU:
-        _SINGLE_CPU.append(cpu_only() and jax.device_count() == 1)
-    return _SINGLE_CPU[0]
 
 
 def host_enabled() -> bool:
@@ -77,40 +68,6 @@ def host_view(x) -> np.ndarray | None:
         if len(devices) != 1 or next(iter(devices)) != _default_device():
             return None
     return np.asarray(x)
-
-
-def placed_device(*xs):
-    """The one device the concrete JAX buffers among ``xs`` (BCOOArrays, ``jax.Array``) sit on, where it is not
-    the default device; None otherwise (traced, host or NumPy buffers only, several devices, the default).
-
-    Results that an eager kernel builds from NumPy land on the default device; the array API places a
-    result with its operands, so callers move them there (``BCOOArray.to_device``).
-
-    Raises
-    ------
-    ValueError
-        If the buffers sit on different devices (as JAX refuses them), naming the devices and the fix.
-    """
-    if single_cpu():  # (one device: nothing to place, and no call pays for looking)
-        return None
-    found = set()
-    for x in xs:
-        buf = x if isinstance(x, jax.Array) else getattr(x, "_data", None)  # (a BCOOArray's JAX buffer, or None)
-        if not isinstance(buf, jax.Array):
-            continue
-        if is_tracer(buf):
-            return None
-        devices = buf.devices()
-        if len(devices) != 1:
-            return None
-        found |= devices
-    if len(found) > 1:
-        raise ValueError(f"the operands are on different devices ({', '.join(sorted(map(str, found)))}); move "
-                         f"them to one with .to_device(device) or jax.device_put(x, device)")
-    if not found:
-        return None
-    (device,) = found
-    return None if device == _default_device() else device
 
 
 _DEFAULT: list = []

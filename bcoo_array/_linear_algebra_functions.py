@@ -26,7 +26,7 @@ import numpy as np
 from . import _dtypes
 from ._array_object import BCOOArray
 from ._elementwise_functions import conj, multiply
-from ._engine import Operation, host_enabled, host_view, placed_device
+from ._engine import Operation, host_enabled, host_view
 from ._fill import zero_fill
 from ._kernels.csr import csr_arrays
 from ._kernels.host import adopt, host_buffers
@@ -42,7 +42,7 @@ from ._shapes import index_dtype_for, is_concrete, is_tracer, prod
 from ._manipulation_functions import permute_dims, reshape, transposed_matvec
 from ._operands import as_operand, as_sparse, cast, check_category
 from ._relayout import broadcast, dense_layout, dense_values, dense_values_host, update_layout
-from ._routing import routed
+from ._routing import check_one_device, routed
 from ._statistical_functions import sum as _sum
 
 def _stored_delta(x: BCOOArray) -> BCOOArray:
@@ -163,7 +163,7 @@ def sparse_product(a: BCOOArray, b: BCOOArray, nse: int | None = None) -> BCOOAr
                 f"store x2 with n_batch=1 (one batch element per row) so that bound is static; or "
                 f"compute the product outside jit; or densify on purpose: x1 @ x2.todense()."
             )
-    device = placed_device(a, b)  # (the host SpGEMM's buffers land on the default device; operands on two raise)
+    check_one_device(a, b)  # (the host SpGEMM reads them where JAX would refuse; routed, its result is placed)
     if a._concrete() and b._concrete():  # host buffers where the host engine reads them
         (da, ia), (db, ib) = a._buffers(), b._buffers()
     else:  # a traced operand: the XLA kernels, on JAX buffers
@@ -181,7 +181,7 @@ def sparse_product(a: BCOOArray, b: BCOOArray, nse: int | None = None) -> BCOOAr
                                   indices_sorted=is_sorted, unique_indices=True)
     if nse is not None and out.nse != min(nse, m * n):
         out = out._with_nse(min(nse, m * n))
-    return out if device is None else out.to_device(device)
+    return out
 
 
 def _is_plain_matrix(x) -> bool:

@@ -42,8 +42,8 @@ UNPLACEABLE = "unplaceable"
 _ONE_DEVICE: list[bool] = []
 
 
-def _one_device() -> bool:
-    """Whether JAX has one device in all (one CPU: an accelerator's host CPU is a second device)."""
+def one_device() -> bool:
+    """Whether JAX has exactly one device, a CPU (an accelerator's host CPU is a second device)."""
     if not _ONE_DEVICE:
         _ONE_DEVICE.append(jax.device_count() == 1 and jax.default_backend() == "cpu")
     return _ONE_DEVICE[0]
@@ -93,10 +93,21 @@ def place_like(out, *operands):
     """``out`` placed on ``operands``' device as the namespace's results are (the module docstring), for
     methods outside the namespace (``A[key]``, in-place updates): unchanged with one device, or where the
     operands are not committed to one non-default device."""
-    if _one_device():
+    if one_device():
         return out
     device = _operands_device(operands, {})
     return out if device is None else _place(out, device)
+
+
+def check_one_device(*operands) -> None:
+    """Raise ``ValueError`` where ``operands`` are committed to different devices, as JAX refuses them (for
+    kernels that read operands on the host, where JAX would not see them), naming the devices and the fix."""
+    if one_device():
+        return
+    found = {d for d in map(_device_of, operands) if d is not None and d is not UNPLACEABLE}
+    if len(found) > 1:
+        raise ValueError(f"the operands are on different devices ({', '.join(sorted(map(str, found)))}); move "
+                         f"them to one with .to_device(device) or jax.device_put(x, device)")
 
 
 def _place(out, device):
@@ -159,7 +170,7 @@ def routed(fn):
         if other is not None:
             return getattr(type(other), _PROTOCOL)(other, wrapper, args, kwargs)
         out = fn(*args, **kwargs)
-        if _one_device() or kwargs.get("device") is not None:
+        if one_device() or kwargs.get("device") is not None:
             return out
         device = _operands_device(args, kwargs)  # (the result with its operands: the module docstring)
         return out if device is None else _place(out, device)
